@@ -1,0 +1,45 @@
+"""The LLM engine: request types, backends (hf | openai | scripted), cache, parsing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .cache import DEFAULT_CACHE, NullCache, ResponseCache
+from .engine import LLM, CallLog, Parsed, run_sync
+from .errors import BackendUnavailableError, ConfigError, PromptTooLongError, SumjudgeError
+from .parsing import ParseError
+from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores
+
+BACKENDS = ("hf", "openai", "scripted")
+
+
+def make_backend(backend: str, model: str | None = None, *, base_url: str | None = None, **options):
+    """Build a backend by name. ``options`` go to its constructor (token_budget, concurrency, ...)."""
+    if backend == "hf":
+        from .hf import HFBackend
+
+        return HFBackend(model or "tiny", **options)
+    if backend == "openai":
+        from .openai import OpenAIBackend
+
+        if not model:
+            raise ConfigError("the openai backend needs --model (the name the server knows the model by)")
+        return OpenAIBackend(model, base_url=base_url, **options)
+    if backend == "scripted":
+        from .scripted import ScriptedBackend
+
+        return ScriptedBackend(**options)
+    raise ConfigError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def make_llm(backend, model: str | None = None, *, base_url: str | None = None, cache: str | Path | None = None,
+             no_cache: bool = False, log: str | Path | None = None, **options) -> LLM:
+    """An ``LLM`` over a backend (a name, or a backend object), with the persistent cache unless ``no_cache``."""
+    be = make_backend(backend, model, base_url=base_url, **options) if isinstance(backend, str) else backend
+    store = NullCache() if no_cache else ResponseCache(cache or DEFAULT_CACHE)
+    return LLM(be, cache=store, log=CallLog(log) if log else None)
+
+
+__all__ = ["LLM", "CallLog", "Parsed", "run_sync", "ChatRequest", "ChatResponse", "OptionRequest", "OptionScores",
+           "ResponseCache", "NullCache", "ParseError", "SumjudgeError", "PromptTooLongError", "BackendUnavailableError",
+           "ConfigError", "make_backend", "make_llm", "BACKENDS"]

@@ -1,0 +1,253 @@
+"""The one LLM object every method holds: cache lookup, batching dispatch, parse retries, accounting.
+
+Methods are coroutines; they ``await llm.chat(req)`` wherever the paper's pseudo-code calls the
+model. Every request that misses the cache joins a pending queue; a dispatcher task waits until
+the event loop has let every runnable coroutine enqueue its requests, then hands the whole queue
+to the backend in one call (the hf backend micro-batches it; the openai backend sends it
+concurrently). So agents of a round, examples and sessions reach the backend together without any
+method batching by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Generic, TypeVar
+
+from .cache import NullCache, ResponseCache
+from .errors import SumjudgeError
+from .parsing import ParseError
+from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key
+
+T = TypeVar("T")
+
+
+@dataclass
+class Parsed(Generic[T]):
+    """Result of ``chat_parsed``: the value, or ``ok=False`` with the reason after all retries."""
+
+    value: T | None
+    ok: bool
+    attempts: int
+    response: ChatResponse
+    error: str = ""
+    responses: list[ChatResponse] = field(default_factory=list)
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    cache_hits: int = 0
+    backend_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    option_calls: int = 0
+    parse_failures: int = 0
+    parse_retries: int = 0
+    batches: int = 0
+    errors: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class CallLog:
+    """Appends one JSON line per call (request, response, tokens, latency, cache hit) to a transcript file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def write(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+
+class LLM:
+    """Batched, cached LLM interface over one backend (hf | openai | scripted)."""
+
+    def __init__(self, backend, cache: ResponseCache | NullCache | None = None, log: CallLog | None = None,
+                 parse_retries: int = 2, retry_temperature: float = 0.7, progress=None):
+        self.backend = backend
+        self.info = backend.info
+        self.cache = cache if cache is not None else NullCache()
+        self.log = log
+        self.parse_retries = parse_retries
+        self.retry_temperature = retry_temperature
+        self.usage = Usage()
+        self.progress = progress  # optional callable(n) called once per finished call
+        self._pending: list[tuple[str, Any, str, asyncio.Future]] = []
+        self._inflight_keys: dict[str, asyncio.Future] = {}
+        self._dispatcher: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ---- public API -------------------------------------------------------------------------
+    async def chat(self, req: ChatRequest) -> ChatResponse:
+        return await self._get("chat", req)
+
+    async def chat_many(self, reqs: list[ChatRequest]) -> list[ChatResponse]:
+        return list(await asyncio.gather(*(self.chat(r) for r in reqs)))
+
+    async def sample(self, req: ChatRequest, n: int) -> list[ChatResponse]:
+        """``n`` independent samples of one prompt (sample_index 0..n-1), batched together."""
+        return await self.chat_many([replace(req, sample_index=req.sample_index + i) for i in range(n)])
+
+    async def score_options(self, messages, options, prefix: str = "", tag: str = "") -> OptionScores:
+        return await self._get("options", OptionRequest(messages=messages, options=tuple(options), prefix=prefix, tag=tag))
+
+    async def chat_parsed(self, req: ChatRequest, parse: Callable[[str], T], retries: int | None = None) -> Parsed[T]:
+        """Chat, parse; on ``ParseError`` retry (sampling with a derived seed), then report the failure.
+
+        A retry of a greedy request samples at ``retry_temperature`` with seed ``seed + 100000*attempt``
+        (repeating a greedy call would return the same text). Failures are counted in ``usage`` and
+        returned with ``ok=False``: callers decide what an unparsed answer means and record it.
+        """
+        retries = self.parse_retries if retries is None else retries
+        responses = []
+        err = ""
+        for attempt in range(retries + 1):
+            r = req
+            if attempt:
+                self.usage.parse_retries += 1
+                r = replace(req, temperature=req.temperature or self.retry_temperature,
+                            seed=(req.seed or 0) + 100_000 * attempt, tag=f"{req.tag}#retry{attempt}")
+            resp = await self.chat(r)
+            responses.append(resp)
+            try:
+                value = parse(resp.text)
+            except ParseError as e:
+                err = str(e)
+                continue
+            return Parsed(value=value, ok=True, attempts=attempt + 1, response=resp, responses=responses)
+        self.usage.parse_failures += 1
+        if self.log:
+            self.log.write({"event": "parse_failure", "tag": req.tag, "error": err, "attempts": retries + 1})
+        return Parsed(value=None, ok=False, attempts=retries + 1, response=responses[-1], error=err,
+                      responses=responses)
+
+    # ---- machinery --------------------------------------------------------------------------
+    def _key(self, kind: str, req) -> str:
+        return cache_key(kind, self.info, req.key_fields())
+
+    async def _get(self, kind: str, req):
+        key = self._key(kind, req)
+        self.usage.calls += kind == "chat"
+        self.usage.option_calls += kind == "options"
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.usage.cache_hits += 1
+            resp = (ChatResponse if kind == "chat" else OptionScores).from_json(hit)
+            resp.cache_hit = True
+            self._record(kind, req, resp, key)
+            return resp
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a new event loop (e.g. a second asyncio.run in a notebook)
+            self._loop, self._pending, self._inflight_keys, self._dispatcher = loop, [], {}, None
+        if key in self._inflight_keys:  # identical request already on its way: share its answer
+            resp = replace(await asyncio.shield(self._inflight_keys[key]), cache_hit=True)
+            self.usage.cache_hits += 1
+            self._record(kind, req, resp, key)
+            return resp
+        fut = loop.create_future()
+        self._inflight_keys[key] = fut
+        self._pending.append((kind, req, key, fut))
+        if self._dispatcher is None or self._dispatcher.done():
+            self._dispatcher = loop.create_task(self._dispatch())
+        return await fut
+
+    async def _settle(self) -> None:
+        """Yield to the loop until no coroutine adds more requests (everything runnable has enqueued)."""
+        n = -1
+        while n != len(self._pending):
+            n = len(self._pending)
+            for _ in range(3):
+                await asyncio.sleep(0)
+
+    async def _dispatch(self) -> None:
+        inflight: set[asyncio.Task] = set()
+        limit = getattr(self.backend, "max_inflight", 1)
+        while self._pending or inflight:
+            await self._settle()
+            if self._pending and len(inflight) < limit:
+                batch, self._pending = self._pending, []
+                inflight.add(asyncio.get_running_loop().create_task(self._run_batch(batch)))
+                continue
+            done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                t.result()
+
+    async def _run_batch(self, batch) -> None:
+        self.usage.batches += 1
+        for kind in ("chat", "options"):
+            items = [b for b in batch if b[0] == kind]
+            if not items:
+                continue
+            reqs = [b[1] for b in items]
+            try:
+                results = await (self.backend.generate(reqs) if kind == "chat" else self.backend.score(reqs))
+            except Exception as e:  # the whole call failed (server down, CUDA error): every waiter gets it
+                results = [e] * len(items)
+            to_store = []
+            for (_, req, key, fut), res in zip(items, results):
+                self._inflight_keys.pop(key, None)
+                if isinstance(res, Exception):
+                    self.usage.errors += 1
+                    if not fut.done():
+                        fut.set_exception(res)
+                    continue
+                self.usage.backend_calls += 1
+                to_store.append((key, kind, self.info.name, self.info.model, req.to_json(), res.to_json()))
+                self._record(kind, req, res, key)
+                if not fut.done():
+                    fut.set_result(res)
+            self.cache.put_many(to_store)
+
+    def _record(self, kind: str, req, resp, key: str) -> None:
+        if kind == "chat":
+            self.usage.prompt_tokens += resp.prompt_tokens
+            self.usage.completion_tokens += resp.completion_tokens
+        if self.progress:
+            self.progress(1)
+        if self.log:
+            self.log.write({"event": kind, "key": key, "tag": req.tag, "cache_hit": resp.cache_hit,
+                            "request": req.to_json(), "response": resp.to_json(), "time": time.time()})
+
+    def stats(self) -> dict[str, Any]:
+        return {"backend": self.info.name, "model": self.info.model, "revision": self.info.revision,
+                **self.usage.as_dict()}
+
+
+def run_sync(coro):
+    """Run a coroutine from synchronous code, also inside Jupyter (which already runs an event loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    result: dict[str, Any] = {}
+
+    def target():
+        try:
+            result["value"] = asyncio.run(coro)
+        except BaseException as e:  # re-raised in the caller's thread
+            result["error"] = e
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+__all__ = ["LLM", "CallLog", "Parsed", "Usage", "run_sync", "SumjudgeError"]

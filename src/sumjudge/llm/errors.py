@@ -1,0 +1,24 @@
+"""Errors the engine and backends raise; each message names what went wrong and where."""
+
+from __future__ import annotations
+
+
+class SumjudgeError(Exception):
+    """Base class: the CLI prints these as one clear line and exits non-zero."""
+
+
+class PromptTooLongError(SumjudgeError):
+    def __init__(self, tag: str, prompt_tokens: int, max_new_tokens: int, context_length: int):
+        self.tag, self.prompt_tokens, self.context_length = tag, prompt_tokens, context_length
+        super().__init__(
+            f"prompt for {tag or 'a request'} has {prompt_tokens} tokens + {max_new_tokens} new tokens, over the "
+            f"model context of {context_length}; shorten the input or choose a truncation policy (--set truncate=...)"
+        )
+
+
+class BackendUnavailableError(SumjudgeError):
+    pass
+
+
+class ConfigError(SumjudgeError):
+    pass

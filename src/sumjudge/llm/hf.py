@@ -1,0 +1,339 @@
+"""Local Hugging Face transformers backend.
+
+Whatever requests are pending when the engine dispatches arrive here together. They are sorted
+by prompt length and cut into micro-batches under a token budget (batch rows x (longest prompt +
+new tokens)), left-padded, and decoded with one ``generate`` call per micro-batch.
+
+Sampling is done per row by a logits processor with one ``torch.Generator`` per request, seeded
+from (seed, sample_index): a sampled output does not depend on which other requests shared its
+batch, so it is reproducible and cacheable. Greedy rows are untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import PromptTooLongError
+from .models import LLAMA3_EOS_TOKENS, resolve_model, template_text
+from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
+
+
+def derive_seed(seed: int | None, sample_index: int) -> int:
+    h = hashlib.sha256(f"{seed}:{sample_index}".encode()).digest()
+    return int.from_bytes(h[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+@dataclass
+class _Row:
+    index: int  # position in the caller's list
+    ids: list[int]
+    req: ChatRequest
+
+
+class HFBackend:
+    """transformers ``AutoModelForCausalLM`` + the tokenizer's chat template.
+
+    bf16 on GPU, fp32 on CPU; ``device_map="auto"`` (accelerate) spreads a model over all visible
+    GPUs. ``token_budget`` bounds a micro-batch's rows x padded length.
+    """
+
+    name = "hf"
+    max_inflight = 1  # one model: batches run one after another; new requests queue meanwhile
+
+    def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
+                 device_map: str | None = None, token_budget: int = 32768, max_batch: int = 64,
+                 revision: str | None = None, trust_remote_code: bool = False, context_length: int | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self._torch = torch
+        path = resolve_model(model)
+        cuda = torch.cuda.is_available()
+        if device is None:
+            device = "cuda" if cuda else "cpu"
+        if dtype is None:
+            dtype = "bfloat16" if device.startswith("cuda") else "float32"
+        if device_map is None and device == "cuda" and torch.cuda.device_count() > 1:
+            device_map = "auto"
+        kw: dict[str, Any] = dict(dtype=getattr(torch, dtype), revision=revision, trust_remote_code=trust_remote_code)
+        if device_map:
+            kw["device_map"] = device_map
+        self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
+        self.model = AutoModelForCausalLM.from_pretrained(path, **kw)
+        if not device_map:
+            self.model.to(device)
+        self.model.eval()
+        self.device = self.model.device if not device_map else next(self.model.parameters()).device
+        tok = self.tokenizer
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        if not getattr(tok, "chat_template", None):
+            # Base models without a chat template get a plain "User:/Assistant:" layout (recorded in info).
+            tok.chat_template = template_text("plain.jinja")
+            self._template = "plain"
+        else:
+            self._template = "model"
+        self.eos_ids = self._eos_ids()
+        cfg = self.model.config
+        text_cfg = getattr(cfg, "text_config", None) or cfg
+        self.context_length = context_length or getattr(text_cfg, "max_position_embeddings", None) or 8192
+        self.token_budget = token_budget
+        self.max_batch = max_batch
+        self.info = BackendInfo(name="hf", model=str(model if model not in ("smoke", "tiny") else path),
+                                revision=revision or getattr(cfg, "_commit_hash", None) or self._local_revision(path),
+                                extra={"dtype": dtype, "device": str(self.device), "device_map": device_map,
+                                       "chat_template": self._template, "context_length": self.context_length})
+        self._lock = threading.Lock()
+        self.generate_calls = 0  # number of model.generate invocations (benchmarks, tests)
+
+    @staticmethod
+    def _local_revision(path: str) -> str:
+        """For local directories, a fingerprint of the weights so a rebuilt model never reuses cached outputs."""
+        import os
+
+        h = hashlib.sha256()
+        for root, _, names in sorted(os.walk(path)):
+            for n in sorted(names):
+                if n.endswith((".safetensors", ".bin", "config.json")):
+                    st = os.stat(os.path.join(root, n))
+                    h.update(f"{n}:{st.st_size}:{int(st.st_mtime)}".encode())
+        return "local-" + h.hexdigest()[:16] if os.path.isdir(path) else ""
+
+    def _eos_ids(self) -> list[int]:
+        tok = self.tokenizer
+        ids = set()
+        gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
+        for e in (gen_eos if isinstance(gen_eos, list) else [gen_eos]):
+            if e is not None:
+                ids.add(int(e))
+        if tok.eos_token_id is not None:
+            ids.add(tok.eos_token_id)
+        vocab = tok.get_vocab()
+        for t in LLAMA3_EOS_TOKENS + ("<end_of_turn>",):
+            if t in vocab:
+                ids.add(vocab[t])
+        return sorted(ids)
+
+    # ---- tokenisation -------------------------------------------------------------------------
+    def encode(self, messages: list[dict[str, str]]) -> list[int]:
+        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return self.tokenizer(text, add_special_tokens=False).input_ids
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    # ---- async entry points (the engine calls these) ------------------------------------------
+    async def generate(self, reqs: list[ChatRequest]) -> list[ChatResponse | Exception]:
+        return await asyncio.to_thread(self.generate_sync, reqs)
+
+    async def score(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
+        return await asyncio.to_thread(self.score_sync, reqs)
+
+    # ---- generation -----------------------------------------------------------------------------
+    def micro_batches(self, rows: list[_Row], new_tokens) -> list[list[_Row]]:
+        rows = sorted(rows, key=lambda r: len(r.ids))
+        batches: list[list[_Row]] = []
+        cur: list[_Row] = []
+        for r in rows:
+            cand = cur + [r]
+            longest = max(len(x.ids) for x in cand) + max(new_tokens(x) for x in cand)
+            if cur and (len(cand) * longest > self.token_budget or len(cand) > self.max_batch):
+                batches.append(cur)
+                cand = [r]
+            cur = cand
+        if cur:
+            batches.append(cur)
+        return batches
+
+    def generate_sync(self, reqs: list[ChatRequest]) -> list[ChatResponse | Exception]:
+        out: list[ChatResponse | Exception | None] = [None] * len(reqs)
+        rows = []
+        for i, r in enumerate(reqs):
+            ids = self.encode(r.messages)
+            if len(ids) + r.max_new_tokens > self.context_length:
+                out[i] = PromptTooLongError(r.tag, len(ids), r.max_new_tokens, self.context_length)
+            else:
+                rows.append(_Row(i, ids, r))
+        with self._lock:
+            for batch in self.micro_batches(rows, lambda x: x.req.max_new_tokens):
+                t0 = time.perf_counter()
+                texts = self._generate_batch(batch)
+                dt = time.perf_counter() - t0
+                for row, (text, finish, n_new) in zip(batch, texts):
+                    out[row.index] = ChatResponse(text=text, finish_reason=finish, prompt_tokens=len(row.ids),
+                                                  completion_tokens=n_new, latency_s=dt, backend="hf",
+                                                  model=self.info.model)
+        return out  # type: ignore[return-value]
+
+    def _generate_batch(self, batch: list[_Row]) -> list[tuple[str, str, int]]:
+        torch = self._torch
+        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
+
+        pad = self.tokenizer.pad_token_id
+        width = max(len(r.ids) for r in batch)
+        input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for j, r in enumerate(batch):
+            input_ids[j, width - len(r.ids):] = torch.tensor(r.ids)
+            mask[j, width - len(r.ids):] = 1
+        max_new = max(r.req.max_new_tokens for r in batch)
+        limits = [r.req.max_new_tokens for r in batch]
+        processors = LogitsProcessorList()
+        if any(not r.req.greedy for r in batch):
+            processors.append(_RowSampler([r.req for r in batch], self.device))
+        stops = StoppingCriteriaList([_RowStop(limits, [r.req.stop for r in batch], self.tokenizer, width)])
+        gen_cfg = GenerationConfig(max_new_tokens=max_new, do_sample=False, eos_token_id=self.eos_ids,
+                                   pad_token_id=pad, bos_token_id=self.tokenizer.bos_token_id)
+        with torch.inference_mode():
+            seqs = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
+                                       generation_config=gen_cfg, logits_processor=processors,
+                                       stopping_criteria=stops)
+        self.generate_calls += 1
+        results = []
+        eos = set(self.eos_ids)
+        for j, r in enumerate(batch):
+            new = seqs[j, width:].tolist()
+            finish = "length"
+            cut = len(new)
+            for k, t in enumerate(new):
+                if t in eos:
+                    cut, finish = k, "stop"
+                    break
+            new = new[: min(cut, r.req.max_new_tokens)]
+            if finish == "length" and len(new) < r.req.max_new_tokens:
+                finish = "stop"  # padded after a stop string
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            if r.req.stop:
+                hits = [text.find(s) for s in r.req.stop if s and s in text]
+                if hits:
+                    text, finish = text[: min(hits)], "stop"
+            results.append((text, finish, len(new)))
+        return results
+
+    # ---- option scoring -------------------------------------------------------------------------
+    def score_sync(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
+        """log p(option | prompt, prefix), summed over the option's tokens, renormalised over options."""
+        torch = self._torch
+        out: list[OptionScores | Exception | None] = [None] * len(reqs)
+        rows: list[_Row] = []  # one row per (request, option); row.index points into `owners`
+        owners: list[tuple[int, int, int, int]] = []  # (request index, option index, span start, span end)
+        for i, r in enumerate(reqs):
+            prompt = self.encode(r.messages)
+            pre = self.tokenizer(r.prefix, add_special_tokens=False).input_ids if r.prefix else []
+            mine = []
+            for k, opt in enumerate(r.options):
+                full = self.tokenizer(r.prefix + opt, add_special_tokens=False).input_ids
+                if full[: len(pre)] != pre:  # tokenisation merged across the prefix/option boundary
+                    full = pre + self.tokenizer(opt, add_special_tokens=False).input_ids
+                ids = prompt + full
+                if len(ids) > self.context_length:
+                    out[i] = PromptTooLongError(r.tag, len(ids), 0, self.context_length)
+                    mine = []
+                    break
+                mine.append((k, ids, len(prompt) + len(pre)))
+            for k, ids, start in mine:
+                rows.append(_Row(len(owners), ids, None))  # type: ignore[arg-type]
+                owners.append((i, k, start, len(ids)))
+        logp: dict[tuple[int, int], float] = {}
+        t0 = time.perf_counter()
+        with self._lock, torch.inference_mode():
+            for batch in self.micro_batches(rows, lambda x: 0):
+                width = max(len(s.ids) for s in batch)
+                ids = torch.full((len(batch), width), self.tokenizer.pad_token_id, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for j, s in enumerate(batch):  # right padding: positions stay exact without position ids
+                    ids[j, : len(s.ids)] = torch.tensor(s.ids)
+                    mask[j, : len(s.ids)] = 1
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+                lp = torch.log_softmax(logits.float(), dim=-1)
+                for j, s in enumerate(batch):
+                    i, k, a, b = owners[s.index]
+                    tgt = ids[j, a:b].to(lp.device)
+                    logp[(i, k)] = float(lp[j, a - 1: b - 1].gather(-1, tgt[:, None]).sum())
+        dt = time.perf_counter() - t0
+        for i, r in enumerate(reqs):
+            if out[i] is None:
+                raw = {o: logp[(i, k)] for k, o in enumerate(r.options)}
+                out[i] = OptionScores(probs=normalise_logprobs(raw), logprobs=raw, method="sequence_logprob",
+                                      backend="hf", model=self.info.model, latency_s=dt,
+                                      coverage=min(1.0, sum(math.exp(v) for v in raw.values())))
+        return out  # type: ignore[return-value]
+
+
+def normalise_logprobs(raw: dict[str, float | None]) -> dict[str, float]:
+    """Softmax over the options that have a log-probability; options without one get 0."""
+    known = {o: v for o, v in raw.items() if v is not None}
+    if not known:
+        raise ValueError("no option has a log-probability")
+    m = max(known.values())
+    z = sum(math.exp(v - m) for v in known.values())
+    return {o: (math.exp(known[o] - m) / z if o in known else 0.0) for o in raw}
+
+
+class _RowSampler:
+    """Per-row temperature / top-p sampling with per-row generators; leaves greedy rows alone.
+
+    The sampled token is made the only finite logit, so ``generate`` in greedy mode emits it.
+    """
+
+    def __init__(self, reqs: list[ChatRequest], device):
+        import torch
+
+        self.torch = torch
+        self.reqs = reqs
+        self.gens = []
+        for r in reqs:
+            if r.greedy:
+                self.gens.append(None)
+            else:
+                g = torch.Generator(device=device if str(device).startswith("cuda") else "cpu")
+                g.manual_seed(derive_seed(r.seed, r.sample_index))
+                self.gens.append(g)
+
+    def __call__(self, input_ids, scores):
+        torch = self.torch
+        for j, (r, g) in enumerate(zip(self.reqs, self.gens)):
+            if g is None:
+                continue
+            logits = scores[j].float() / r.temperature
+            probs = torch.softmax(logits, dim=-1)
+            if r.top_p < 1.0:
+                sp, si = torch.sort(probs, descending=True)
+                keep = torch.cumsum(sp, dim=-1) - sp < r.top_p
+                filt = torch.zeros_like(probs)
+                filt[si[keep]] = sp[keep]
+                probs = filt / filt.sum()
+            tok = torch.multinomial(probs.to(g.device), 1, generator=g).to(scores.device)
+            row = torch.full_like(scores[j], float("-inf"))
+            row[tok] = 0.0
+            scores[j] = row
+        return scores
+
+
+class _RowStop:
+    """Per-row stop: each row's own max_new_tokens and stop strings (eos is handled by generate)."""
+
+    def __init__(self, limits: list[int], stops: list[tuple[str, ...]], tokenizer, prompt_width: int):
+        self.limits = limits
+        self.stops = stops
+        self.tok = tokenizer
+        self.width = prompt_width
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        n = input_ids.shape[1] - self.width
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        for j, lim in enumerate(self.limits):
+            if n >= lim:
+                done[j] = True
+            elif self.stops[j]:
+                tail = self.tok.decode(input_ids[j, self.width:][-16:].tolist(), skip_special_tokens=True)
+                done[j] = any(s in tail for s in self.stops[j] if s)
+        return done

@@ -1,0 +1,124 @@
+"""Any OpenAI-compatible server through ``openai.AsyncOpenAI``: the OpenAI API, vLLM, TGI, Ollama.
+
+The engine hands over every pending request at once; they go out concurrently (bounded by
+``concurrency``) and the server batches them (vLLM: continuous batching and prefix caching, which
+is why every prompt puts the document first). Rate limits, server errors, timeouts and dropped
+connections are retried with exponential backoff and jitter; usage is read from the responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import random
+import time
+
+from .errors import BackendUnavailableError
+from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
+
+RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class OpenAIBackend:
+    name = "openai"
+    max_inflight = 1_000_000  # dispatch every batch at once; the semaphore bounds requests on the wire
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 concurrency: int = 32, max_retries: int = 6, timeout: float = 600.0, backoff: float = 1.0,
+                 max_backoff: float = 60.0, top_logprobs: int = 20):
+        import openai
+
+        self._openai = openai
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers take any key
+        self.client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key, max_retries=0, timeout=timeout)
+        self.model = model
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.top_logprobs = top_logprobs
+        self._sem: asyncio.Semaphore | None = None
+        self._sem_loop = None
+        self.info = BackendInfo(name="openai", model=model, revision="",
+                                extra={"base_url": self.base_url or "https://api.openai.com/v1"})
+        self.retries = 0  # accounting: retried HTTP calls
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
+            self._sem, self._sem_loop = asyncio.Semaphore(self.concurrency), loop
+        return self._sem
+
+    async def _call(self, **kwargs):
+        oa = self._openai
+        last: Exception | None = None
+        for attempt in range(self.max_retries + 1):
+            try:
+                async with self._semaphore():
+                    return await self.client.chat.completions.create(model=self.model, **kwargs)
+            except (oa.RateLimitError, oa.APITimeoutError, oa.APIConnectionError, oa.InternalServerError) as e:
+                last = e
+            except oa.APIStatusError as e:
+                if e.status_code not in RETRYABLE_STATUS:
+                    raise
+                last = e
+            if attempt < self.max_retries:
+                self.retries += 1
+                delay = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
+                await asyncio.sleep(delay)
+        where = self.base_url or "the OpenAI API"
+        raise BackendUnavailableError(f"{where} did not answer after {self.max_retries + 1} attempts: "
+                                      f"{type(last).__name__}: {last}")
+
+    async def _one(self, r: ChatRequest) -> ChatResponse:
+        t0 = time.perf_counter()
+        kw = dict(messages=r.messages, temperature=r.temperature, max_tokens=r.max_new_tokens, n=1)
+        if not r.greedy:
+            kw["top_p"] = r.top_p
+            # one seed per (seed, sample) so samples differ and each one is reproducible where the server honours seeds
+            kw["seed"] = ((r.seed or 0) * 1_000_003 + r.sample_index) % (2 ** 31)
+        if r.stop:
+            kw["stop"] = list(r.stop)[:4]
+        resp = await self._call(**kw)
+        ch = resp.choices[0]
+        usage = resp.usage
+        return ChatResponse(text=ch.message.content or "", finish_reason=ch.finish_reason or "stop",
+                            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                            latency_s=time.perf_counter() - t0, backend="openai", model=self.model)
+
+    async def generate(self, reqs: list[ChatRequest]) -> list[ChatResponse | Exception]:
+        return list(await asyncio.gather(*(self._one(r) for r in reqs), return_exceptions=True))
+
+    async def _score_one(self, r: OptionRequest) -> OptionScores:
+        """First-token probabilities from ``top_logprobs``: an option's mass is the sum over returned
+        tokens whose text (stripped) equals it. Options outside the top list get probability 0;
+        ``coverage`` says how much of the distribution the options hold."""
+        t0 = time.perf_counter()
+        messages = list(r.messages)
+        extra = {}
+        if r.prefix:  # continue a partial assistant turn (vLLM extension)
+            messages = messages + [{"role": "assistant", "content": r.prefix}]
+            extra = {"extra_body": {"continue_final_message": True, "add_generation_prompt": False}}
+        resp = await self._call(messages=messages, temperature=0.0, max_tokens=1, logprobs=True,
+                                top_logprobs=self.top_logprobs, **extra)
+        content = resp.choices[0].logprobs.content if resp.choices[0].logprobs else None
+        if not content:
+            raise BackendUnavailableError(f"{self.base_url or 'server'} returned no logprobs for {r.tag!r}")
+        mass = {o: 0.0 for o in r.options}
+        for t in content[0].top_logprobs:
+            tok = t.token.strip()
+            if tok in mass:
+                mass[tok] += math.exp(t.logprob)
+        cov = sum(mass.values())
+        if cov == 0:
+            raise BackendUnavailableError(f"none of the options {r.options} is among the top {self.top_logprobs} "
+                                          f"tokens for {r.tag!r}; use the sampling variant")
+        raw = {o: (math.log(p) if p > 0 else None) for o, p in mass.items()}
+        return OptionScores(probs={o: p / cov for o, p in mass.items()}, logprobs=raw, method="top_logprobs",
+                            backend="openai", model=self.model, latency_s=time.perf_counter() - t0, coverage=cov)
+
+    async def score(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
+        return list(await asyncio.gather(*(self._score_one(r) for r in reqs), return_exceptions=True))

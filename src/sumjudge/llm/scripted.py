@@ -1,0 +1,73 @@
+"""ScriptedBackend: a deterministic test double for protocol tests. It is not a model.
+
+Rules are tried in order; the first whose ``match`` accepts a request produces the reply. A
+``match`` is a regular expression searched in the last user message (or a callable on the
+request); a ``reply`` is a string or a callable ``(request) -> str``. A request no rule matches is
+an error, so a protocol test cannot pass on an unplanned call.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
+
+
+@dataclass
+class Rule:
+    match: str | Callable[[ChatRequest], bool]
+    reply: str | Callable[[ChatRequest], str]
+
+    def accepts(self, req) -> bool:
+        if callable(self.match):
+            return bool(self.match(req))
+        return re.search(self.match, req.messages[-1]["content"], re.S) is not None
+
+
+class ScriptedBackend:
+    name = "scripted"
+    max_inflight = 1
+
+    def __init__(self, rules: list[Rule] | None = None, options: Callable[[OptionRequest], dict[str, float]] | None = None,
+                 model: str = "scripted"):
+        self.rules = list(rules or [])
+        self.options_fn = options
+        self.info = BackendInfo(name="scripted", model=model)
+        self.requests: list[ChatRequest] = []  # every request received, in arrival order
+        self.batches: list[int] = []  # size of each generate() call
+
+    def add(self, match, reply) -> "ScriptedBackend":
+        self.rules.append(Rule(match, reply))
+        return self
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    async def generate(self, reqs: list[ChatRequest]) -> list[ChatResponse | Exception]:
+        self.batches.append(len(reqs))
+        out: list[ChatResponse | Exception] = []
+        for r in reqs:
+            self.requests.append(r)
+            rule = next((x for x in self.rules if x.accepts(r)), None)
+            if rule is None:
+                out.append(LookupError(f"scripted backend: no rule matches request {r.tag!r}: "
+                                       f"{r.messages[-1]['content'][:120]!r}"))
+                continue
+            text = rule.reply(r) if callable(rule.reply) else rule.reply
+            out.append(ChatResponse(text=text, finish_reason="stop", prompt_tokens=sum(len(m["content"].split()) for m in r.messages),
+                                    completion_tokens=len(text.split()), latency_s=0.0, backend="scripted",
+                                    model=self.info.model))
+        return out
+
+    async def score(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
+        out: list[OptionScores | Exception] = []
+        for r in reqs:
+            if self.options_fn is None:
+                out.append(LookupError("scripted backend: no option-scoring function given"))
+                continue
+            probs = self.options_fn(r)
+            out.append(OptionScores(probs=probs, logprobs={k: None for k in probs}, method="scripted",
+                                    backend="scripted", model=self.info.model))
+        return out

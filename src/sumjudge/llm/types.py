@@ -1,0 +1,158 @@
+"""Request/response records shared by the engine and every backend."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str}
+
+
+def _check_messages(messages: list[Message]) -> list[Message]:
+    if not messages:
+        raise ValueError("a chat request needs at least one message")
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or "role" not in m or "content" not in m:
+            raise ValueError(f"message {i} must be a dict with 'role' and 'content', got {m!r}")
+        if m["role"] not in ("system", "user", "assistant"):
+            raise ValueError(f"message {i} has unknown role {m['role']!r}")
+        out.append({"role": m["role"], "content": str(m["content"])})
+    return out
+
+
+@dataclass
+class ChatRequest:
+    """One chat completion to run.
+
+    ``sample_index`` distinguishes independent samples of the same prompt (self-consistency,
+    n samples); together with ``seed`` it makes sampled outputs reproducible and cacheable.
+    ``tag`` is free text for the transcript (method/role/example); it is not part of the cache key.
+    """
+
+    messages: list[Message]
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_new_tokens: int = 512
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    sample_index: int = 0
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        self.messages = _check_messages(self.messages)
+        self.stop = tuple(self.stop)
+        if self.temperature < 0:
+            raise ValueError("temperature must be >= 0")
+        if not 0 < self.top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+        if self.max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def key_fields(self) -> dict[str, Any]:
+        """The fields that determine the output (the cache key). Greedy decoding ignores the seed."""
+        return {
+            "messages": self.messages,
+            "temperature": self.temperature,
+            "top_p": self.top_p if not self.greedy else 1.0,
+            "max_new_tokens": self.max_new_tokens,
+            "seed": None if self.greedy else self.seed,
+            "stop": list(self.stop),
+            "sample_index": self.sample_index,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+
+@dataclass
+class ChatResponse:
+    text: str
+    finish_reason: str  # "stop" (eos or stop string) | "length"
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    backend: str
+    model: str
+    cache_hit: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "ChatResponse":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+@dataclass
+class OptionRequest:
+    """Score a closed set of continuations after the assistant turn starts (e.g. "0"/"1", "1".."5")."""
+
+    messages: list[Message]
+    options: tuple[str, ...]
+    prefix: str = ""  # text the assistant turn starts with before the option (e.g. "<label>")
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        self.messages = _check_messages(self.messages)
+        self.options = tuple(str(o) for o in self.options)
+        if len(self.options) < 2 or len(set(self.options)) != len(self.options):
+            raise ValueError(f"options must be at least two distinct strings, got {self.options!r}")
+
+    def key_fields(self) -> dict[str, Any]:
+        return {"messages": self.messages, "options": list(self.options), "prefix": self.prefix}
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["options"] = list(self.options)
+        return d
+
+
+@dataclass
+class OptionScores:
+    """Probability of each option, renormalised over the options; ``logprobs`` are the raw values."""
+
+    probs: dict[str, float]
+    logprobs: dict[str, float | None]
+    method: str  # "sequence_logprob" (hf) | "top_logprobs" (openai)
+    backend: str
+    model: str
+    latency_s: float = 0.0
+    cache_hit: bool = False
+    coverage: float = 1.0  # mass of the options in the raw distribution (openai: within top_logprobs)
+
+    def best(self) -> str:
+        return max(self.probs, key=self.probs.get)
+
+    def expectation(self) -> float:
+        """Probability-weighted mean of numeric options (G-Eval score)."""
+        return sum(float(o) * p for o, p in self.probs.items())
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "OptionScores":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+@dataclass
+class BackendInfo:
+    name: str
+    model: str
+    revision: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def cache_key(kind: str, info: BackendInfo, fields: dict[str, Any]) -> str:
+    payload = {"kind": kind, "backend": info.name, "model": info.model, "revision": info.revision, **fields}
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
