@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cache import DEFAULT_CACHE, NullCache, ResponseCache
+from .cache import NullCache, ResponseCache
 from .engine import LLM, CallLog, Parsed, run_sync
 from .errors import BackendUnavailableError, ConfigError, PromptTooLongError, SumjudgeError
 from .parsing import ParseError
@@ -36,7 +36,7 @@ def make_llm(backend, model: str | None = None, *, base_url: str | None = None, 
              no_cache: bool = False, log: str | Path | None = None, **options) -> LLM:
     """An ``LLM`` over a backend (a name, or a backend object), with the persistent cache unless ``no_cache``."""
     be = make_backend(backend, model, base_url=base_url, **options) if isinstance(backend, str) else backend
-    store = NullCache() if no_cache else ResponseCache(cache or DEFAULT_CACHE)
+    store = NullCache() if no_cache else ResponseCache(cache)
     return LLM(be, cache=store, log=CallLog(log) if log else None)
 
 

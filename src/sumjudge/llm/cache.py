@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-DEFAULT_CACHE = Path(os.environ.get("SUMJUDGE_CACHE", "data/cache/llm_cache.sqlite"))
+from ..paths import cache_path
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -33,8 +33,8 @@ class ResponseCache:
     finished call.
     """
 
-    def __init__(self, path: str | Path = DEFAULT_CACHE):
-        self.path = Path(path)
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)

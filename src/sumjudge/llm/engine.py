@@ -93,6 +93,10 @@ class LLM:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---- public API -------------------------------------------------------------------------
+    def scoped(self, name: str) -> "ScopedLLM":
+        """A view that shares this engine (cache, batching) but also counts its own usage: one per example."""
+        return ScopedLLM(self, name)
+
     async def chat(self, req: ChatRequest) -> ChatResponse:
         return await self._get("chat", req)
 
@@ -140,28 +144,32 @@ class LLM:
     def _key(self, kind: str, req) -> str:
         return cache_key(kind, self.info, req.key_fields())
 
-    async def _get(self, kind: str, req):
+    async def _get(self, kind: str, req, scope: "ScopedLLM | None" = None):
         key = self._key(kind, req)
-        self.usage.calls += kind == "chat"
-        self.usage.option_calls += kind == "options"
+        usages = [self.usage] + ([scope.usage] if scope else [])
+        for u in usages:
+            u.calls += kind == "chat"
+            u.option_calls += kind == "options"
         hit = self.cache.get(key)
         if hit is not None:
-            self.usage.cache_hits += 1
+            for u in usages:
+                u.cache_hits += 1
             resp = (ChatResponse if kind == "chat" else OptionScores).from_json(hit)
             resp.cache_hit = True
-            self._record(kind, req, resp, key)
+            self._record(kind, req, resp, key, scope)
             return resp
         loop = asyncio.get_running_loop()
         if self._loop is not loop:  # a new event loop (e.g. a second asyncio.run in a notebook)
             self._loop, self._pending, self._inflight_keys, self._dispatcher = loop, [], {}, None
         if key in self._inflight_keys:  # identical request already on its way: share its answer
             resp = replace(await asyncio.shield(self._inflight_keys[key]), cache_hit=True)
-            self.usage.cache_hits += 1
-            self._record(kind, req, resp, key)
+            for u in usages:
+                u.cache_hits += 1
+            self._record(kind, req, resp, key, scope)
             return resp
         fut = loop.create_future()
         self._inflight_keys[key] = fut
-        self._pending.append((kind, req, key, fut))
+        self._pending.append((kind, req, key, fut, scope))
         if self._dispatcher is None or self._dispatcher.done():
             self._dispatcher = loop.create_task(self._dispatch())
         return await fut
@@ -199,7 +207,7 @@ class LLM:
             except Exception as e:  # the whole call failed (server down, CUDA error): every waiter gets it
                 results = [e] * len(items)
             to_store = []
-            for (_, req, key, fut), res in zip(items, results):
+            for (_, req, key, fut, scope), res in zip(items, results):
                 self._inflight_keys.pop(key, None)
                 if isinstance(res, Exception):
                     self.usage.errors += 1
@@ -207,25 +215,70 @@ class LLM:
                         fut.set_exception(res)
                     continue
                 self.usage.backend_calls += 1
+                if scope:
+                    scope.usage.backend_calls += 1
                 to_store.append((key, kind, self.info.name, self.info.model, req.to_json(), res.to_json()))
-                self._record(kind, req, res, key)
+                self._record(kind, req, res, key, scope)
                 if not fut.done():
                     fut.set_result(res)
             self.cache.put_many(to_store)
 
-    def _record(self, kind: str, req, resp, key: str) -> None:
+    def _record(self, kind: str, req, resp, key: str, scope: "ScopedLLM | None" = None) -> None:
         if kind == "chat":
-            self.usage.prompt_tokens += resp.prompt_tokens
-            self.usage.completion_tokens += resp.completion_tokens
+            for u in [self.usage] + ([scope.usage] if scope else []):
+                u.prompt_tokens += resp.prompt_tokens
+                u.completion_tokens += resp.completion_tokens
         if self.progress:
             self.progress(1)
         if self.log:
-            self.log.write({"event": kind, "key": key, "tag": req.tag, "cache_hit": resp.cache_hit,
+            self.log.write({"event": kind, "key": key, "scope": scope.name if scope else None, "tag": req.tag, "cache_hit": resp.cache_hit,
                             "request": req.to_json(), "response": resp.to_json(), "time": time.time()})
+
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` under the backend's tokenizer, or None when the backend has none (openai)."""
+        fn = getattr(self.backend, "count_tokens", None)
+        return fn(text) if fn else None
+
+    @property
+    def context_length(self) -> int | None:
+        return getattr(self.backend, "context_length", None)
 
     def stats(self) -> dict[str, Any]:
         return {"backend": self.info.name, "model": self.info.model, "revision": self.info.revision,
                 **self.usage.as_dict()}
+
+
+class ScopedLLM(LLM):
+    """Same engine, own ``usage`` (per-example calls, tokens, parse failures). Methods receive one of these."""
+
+    def __init__(self, parent: LLM, name: str):  # noqa: D107 - deliberately not calling LLM.__init__
+        self.parent = parent
+        self.name = name
+        self.info = parent.info
+        self.backend = parent.backend
+        self.parse_retries = parent.parse_retries
+        self.retry_temperature = parent.retry_temperature
+        self.log = parent.log
+        self.usage = Usage()
+
+    async def chat(self, req: ChatRequest) -> ChatResponse:
+        return await self.parent._get("chat", req, self)
+
+    async def score_options(self, messages, options, prefix: str = "", tag: str = "") -> OptionScores:
+        req = OptionRequest(messages=messages, options=tuple(options), prefix=prefix, tag=tag)
+        return await self.parent._get("options", req, self)
+
+    async def chat_parsed(self, req, parse, retries=None):
+        result = await LLM.chat_parsed(self, req, parse, retries)
+        self.parent.usage.parse_retries += result.attempts - 1
+        self.parent.usage.parse_failures += not result.ok
+        return result
+
+    def scoped(self, name: str) -> "ScopedLLM":
+        return ScopedLLM(self.parent, f"{self.name}/{name}")
+
+    def count_tokens(self, text: str) -> int | None:
+        return self.parent.count_tokens(text)
 
 
 def run_sync(coro):

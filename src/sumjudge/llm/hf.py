@@ -51,7 +51,9 @@ class HFBackend:
                  revision: str | None = None, trust_remote_code: bool = False, context_length: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()
         self._torch = torch
         path = resolve_model(model)
         cuda = torch.cuda.is_available()

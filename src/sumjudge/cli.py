@@ -1,0 +1,165 @@
+"""``sumjudge run | data | bench | tiny-model | cache``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EXIT_USAGE, EXIT_DATA, EXIT_BACKEND, EXIT_RUN = 2, 3, 4, 5
+
+
+def _cmd_run(a) -> int:
+    from .runs import RunConfig, clean_nan, run
+
+    settings = {}
+    for s in a.set or []:
+        if "=" not in s:
+            raise ValueError(f"--set {s!r}: expected key=value")
+        k, v = s.split("=", 1)
+        settings[k] = v
+    rc = RunConfig(method=a.method, dataset=a.dataset, split=a.split, level=a.level, limit=a.limit,
+                   backend=a.backend, model=a.model, base_url=a.base_url, seed=a.seed, settings=settings)
+    opts = {}
+    if a.backend == "hf" and a.token_budget:
+        opts["token_budget"] = a.token_budget
+    m = run(rc, a.out, no_cache=a.no_cache, cache=a.cache, backend_options=opts)
+    keep = {k: m[k] for k in ("method", "dataset", "level", "n_examples", "bacc", "k_alpha", "fpr", "fnr", "unparsed")
+            if k in m}
+    print(json.dumps(clean_nan({**keep, "out": str(a.out), "wall_s": round(m["wall_s"], 2),
+                      "cache_hits": m["engine"]["cache_hits"], "backend_calls": m["engine"]["backend_calls"]})))
+    return 0
+
+
+def _cmd_tiny(a) -> int:
+    from .llm.models import build_tiny_model
+
+    print(build_tiny_model(a.dir, seed=a.seed))
+    return 0
+
+
+def _cmd_cache(a) -> int:
+    from .llm.cache import ResponseCache
+
+    c = ResponseCache(a.cache)
+    if a.action == "stats":
+        print(json.dumps(c.stats(), indent=2))
+    elif a.action == "clear":
+        print(json.dumps({"deleted": c.clear(a.model)}))
+    return 0
+
+
+def _cmd_data(a) -> int:
+    from .data import registry, sources
+    from .data.stats import dataset_stats
+
+    if a.action == "list":
+        for name, spec in sorted(registry.DATASETS.items()):
+            status = "ok"
+            try:
+                for f in spec.files:
+                    sources.resolve(f)
+            except sources.DataMissingError:
+                status = "missing"
+            print(f"{name:24s} {spec.kind:15s} {status:8s} {spec.source}\n{'':24s} {spec.description}")
+        return 0
+    if a.action == "stats":
+        if not a.name:
+            raise ValueError("sumjudge data stats NAME")
+        print(json.dumps(dataset_stats(a.name, level=a.level), indent=2))
+        return 0
+    if a.action == "fetch":
+        names = sorted(registry.DATASETS) if a.name in (None, "all") else [a.name]
+        missing = []
+        for n in names:
+            for f in registry.get(n).files:
+                try:
+                    print(f"{n}: {sources.fetch(f)}")
+                except (sources.DataMissingError, KeyError) as e:
+                    missing.append(f"{n}: {e}")
+        for m in missing:
+            print(m, file=sys.stderr)
+        return EXIT_DATA if missing else 0
+    return EXIT_USAGE
+
+
+def _cmd_bench(a) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(a)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sumjudge", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("run", help="run a method on a dataset into a run folder")
+    r.add_argument("method")
+    r.add_argument("--dataset", required=True)
+    r.add_argument("--split")
+    r.add_argument("--level", choices=("sentence", "summary"))
+    r.add_argument("--limit", type=int)
+    r.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
+    r.add_argument("--model", help="tiny | smoke | a local model folder | a Hugging Face repo id | a served model name")
+    r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://host:8000/v1 (vLLM)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="method setting (repeatable)")
+    r.add_argument("--out", required=True, type=Path)
+    r.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    r.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
+    r.add_argument("--token-budget", type=int, help="hf: rows x padded tokens per micro-batch")
+    r.set_defaults(fn=_cmd_run)
+
+    t = sub.add_parser("tiny-model", help="build a tiny random Llama-architecture model with the Llama-3 tokenizer")
+    t.add_argument("dir", type=Path)
+    t.add_argument("--seed", type=int, default=0)
+    t.set_defaults(fn=_cmd_tiny)
+
+    c = sub.add_parser("cache", help="response cache")
+    c.add_argument("action", choices=("stats", "clear"))
+    c.add_argument("--cache", type=Path)
+    c.add_argument("--model", help="clear: only this model's entries")
+    c.set_defaults(fn=_cmd_cache)
+
+    d = sub.add_parser("data", help="datasets: list | stats NAME | fetch NAME|all")
+    d.add_argument("action", choices=("list", "stats", "fetch"))
+    d.add_argument("name", nargs="?")
+    d.add_argument("--level")
+    d.set_defaults(fn=_cmd_data)
+
+    b = sub.add_parser("bench", help="engine vs one-generate-per-request benchmark (prints JSON)")
+    b.add_argument("--shape", default="tiny", choices=("tiny", "llama3-8b"))
+    b.add_argument("--device", default="cpu")
+    b.add_argument("--docs", type=int, default=8, help="K documents (x 4 agents)")
+    b.add_argument("--doc-tokens", type=int, default=600)
+    b.add_argument("--max-new-tokens", type=int, default=32)
+    b.add_argument("--token-budget", type=int, default=65536)
+    b.set_defaults(fn=_cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .data.sources import DataFormatError, DataMissingError
+    from .llm.errors import BackendUnavailableError, ConfigError, SumjudgeError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (DataMissingError, DataFormatError, FileNotFoundError) as e:
+        print(f"sumjudge: data error: {e}", file=sys.stderr)
+        return EXIT_DATA
+    except (ConfigError, KeyError, ValueError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"sumjudge: error: {msg}", file=sys.stderr)
+        return EXIT_USAGE
+    except BackendUnavailableError as e:
+        print(f"sumjudge: backend error: {e}", file=sys.stderr)
+        return EXIT_BACKEND
+    except SumjudgeError as e:
+        print(f"sumjudge: error: {e}", file=sys.stderr)
+        return EXIT_RUN
+
+
+if __name__ == "__main__":
+    sys.exit(main())

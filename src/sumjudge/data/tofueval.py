@@ -1,0 +1,182 @@
+"""TofuEval MeetingBank (faithfulness, sentence and summary level) and the MADISSE ambiguity annotations.
+
+TofuEval's CSVs carry labels but no documents. The MADISSE ambiguity file carries, for each
+*unique* test summary sentence, the MeetingBank transcript (a list of speaker turns). We join the
+two on the sentence text (``summ_sent`` == ``summary``).
+
+Duplicates: 777 TofuEval rows hold 770 distinct sentence texts: 7 sentences were produced word for
+word by two or three summarisers for the same document. Every such row keeps its own TofuEval
+identity (doc_id, annotation_id, model, sent_idx) and label, and gets the document and ambiguity
+annotation of its text; the loader checks that the document agrees and reports how many rows
+shared a text (``meta['shared_text']``). Nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from .ambiguity import normalise_category, normalise_subcategory
+from .records import Ambiguity, FaithExample
+from .sources import DataFormatError, DataMissingError, resolve
+
+TOFU_CSV = "tofueval/factual_consistency/{domain}_factual_eval_{split}.csv"
+AMBIGUITY_JSON = "madisse/MeetingBank_ambiguity_annotated.json"
+TOFU_COLUMNS = ("doc_id", "annotation_id", "topic", "model_name", "sent_idx", "summ_sent", "sent_label", "exp", "type")
+YES_NO = {"yes": 1, "no": 0}
+
+
+def read_tofueval_csv(path: Path) -> list[dict]:
+    rows = []
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in TOFU_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataFormatError(path, None, missing[0], f"missing column(s) {missing}")
+        for i, r in enumerate(reader, start=2):  # row numbers as a spreadsheet shows them (header = 1)
+            if None in r.values() or None in r:
+                raise DataFormatError(path, i, None, "wrong number of fields (truncated or malformed line)")
+            if r["sent_label"].strip().lower() not in YES_NO:
+                raise DataFormatError(path, i, "sent_label", f"unknown label {r['sent_label']!r} (expected yes/no)")
+            if not r["summ_sent"].strip():
+                raise DataFormatError(path, i, "summ_sent", "empty summary sentence")
+            try:
+                r["sent_idx"] = int(r["sent_idx"])
+            except ValueError:
+                raise DataFormatError(path, i, "sent_idx", f"not an integer: {r['sent_idx']!r}") from None
+            r["_row"] = i
+            rows.append(r)
+    if not rows:
+        raise DataFormatError(path, None, None, "no rows")
+    return rows
+
+
+def error_types(raw: str) -> list[str]:
+    return [t.strip() for t in raw.split(",") if t.strip()]
+
+
+def read_ambiguity_file(path: Path) -> list[dict]:
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for i, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataFormatError(path, i, None, f"not a JSON line ({e.msg}; truncated file?)") from None
+            for field in ("doc", "summary", "ambiguity", "category", "sub-category", "explanation"):
+                if field not in r:
+                    raise DataFormatError(path, i, field, "missing")
+            doc = r["doc"]
+            if isinstance(doc, list):
+                doc = "\n".join(str(t) for t in doc)
+            if not str(doc).strip():
+                raise DataFormatError(path, i, "doc", "empty document")
+            if not str(r["summary"]).strip():
+                raise DataFormatError(path, i, "summary", "empty summary")
+            if str(r["ambiguity"]) not in ("0", "1"):
+                raise DataFormatError(path, i, "ambiguity", f"expected 0/1, got {r['ambiguity']!r}")
+            subtypes = normalise_subcategory(r["sub-category"], r["category"], file=str(path), row=i)
+            cats = normalise_category(r["category"], file=str(path), row=i)
+            amb = str(r["ambiguity"]) == "1"
+            if amb and not subtypes:
+                raise DataFormatError(path, i, "sub-category", "ambiguous sentence without a type")
+            out.append({"doc": doc, "summary": r["summary"], "_row": i,
+                        "ambiguity": Ambiguity(ambiguous=amb, categories=cats, subtypes=subtypes,
+                                               raw_category=r["category"], raw_subcategory=r["sub-category"],
+                                               explanation=r["explanation"])})
+    return out
+
+
+def _documents_by_text(split: str) -> dict[str, dict]:
+    if split != "test":
+        raise DataMissingError(
+            "TofuEval MeetingBank documents are mirrored for the test split only (inside the MADISSE ambiguity "
+            "file). For the dev split, download the MeetingBank transcripts (Hugging Face dataset "
+            "'huuuyeah/meetingbank') and join them on TofuEval's doc_id.")
+    path = resolve(AMBIGUITY_JSON)
+    by_text = {}
+    for r in read_ambiguity_file(path):
+        if r["summary"] in by_text:
+            raise DataFormatError(path, r["_row"], "summary", "sentence text annotated twice")
+        by_text[r["summary"]] = r
+    return by_text
+
+
+def load_meetingbank(split: str = "test", level: str = "summary") -> list[FaithExample]:
+    path = resolve(TOFU_CSV.format(domain="meetingbank", split=split))
+    rows = read_tofueval_csv(path)
+    docs = _documents_by_text(split)
+    text_count: dict[str, int] = defaultdict(int)
+    for r in rows:
+        text_count[r["summ_sent"]] += 1
+    doc_of_id: dict[str, str] = {}
+    sent_examples = []
+    for r in rows:
+        ann = docs.get(r["summ_sent"])
+        if ann is None:
+            raise DataFormatError(path, r["_row"], "summ_sent", "sentence has no document in the MADISSE annotation file")
+        prev = doc_of_id.setdefault(r["doc_id"], ann["doc"])
+        if prev != ann["doc"]:
+            raise DataFormatError(path, r["_row"], "doc_id", "two different transcripts for one doc_id")
+        sid = f"{r['doc_id']}|{r['annotation_id']}|{r['model_name']}|{r['topic']}|{r['sent_idx']}"
+        sent_examples.append(FaithExample(
+            id=sid, dataset="tofueval-meetingbank", document=ann["doc"], summary=r["summ_sent"],
+            label=YES_NO[r["sent_label"].strip().lower()], level="sentence", error_types=error_types(r["type"]),
+            ambiguity=ann["ambiguity"],
+            meta={"doc_id": r["doc_id"], "annotation_id": r["annotation_id"], "model": r["model_name"],
+                  "topic": r["topic"], "sent_idx": r["sent_idx"], "explanation": r["exp"],
+                  "shared_text": text_count[r["summ_sent"]], "split": split}))
+    if level == "sentence":
+        return sent_examples
+    if level != "summary":
+        raise ValueError(f"level must be 'sentence' or 'summary', got {level!r}")
+    return summaries_from_sentences(sent_examples, "tofueval-meetingbank")
+
+
+def summaries_from_sentences(sents: list[FaithExample], dataset: str) -> list[FaithExample]:
+    """Rebuild summaries: sentences grouped by (doc_id, annotation_id, model, topic), ordered by sent_idx;
+    a summary is unfaithful if any of its sentences is. (TofuEval summaries are topic-focused: one
+    annotation_id/model pair holds one summary per topic, so the topic is part of the key.)"""
+    groups: dict[tuple, list[FaithExample]] = defaultdict(list)
+    for s in sents:
+        groups[(s.meta["doc_id"], s.meta["annotation_id"], s.meta["model"], s.meta["topic"])].append(s)
+    out = []
+    for (doc_id, ann_id, model, topic), ss in groups.items():
+        ss.sort(key=lambda x: x.meta["sent_idx"])
+        idx = [x.meta["sent_idx"] for x in ss]
+        if len(set(idx)) != len(idx):
+            raise DataFormatError(dataset, f"{doc_id}/{ann_id}/{model}", "sent_idx", f"repeated sentence index {idx}")
+        labels = [int(x.label) for x in ss]
+        out.append(FaithExample(
+            id=f"{doc_id}|{ann_id}|{model}|{topic}", dataset=dataset, document=ss[0].document,
+            summary=" ".join(x.summary for x in ss), label=int(all(labels)), level="summary",
+            sentences=[x.summary for x in ss], sentence_labels=labels,
+            error_types=sorted({t for x in ss for t in x.error_types}),
+            meta={"doc_id": doc_id, "annotation_id": ann_id, "model": model, "topic": topic,
+                  "sent_idx": idx, "split": ss[0].meta["split"]}))
+    return out
+
+
+def load_ambiguity() -> list[FaithExample]:
+    """The 770 annotated MeetingBank sentences (unique texts), with faithfulness labels from TofuEval.
+
+    Where a text occurs in several TofuEval rows their labels agree (checked); ``meta['rows']`` counts them."""
+    sents = load_meetingbank("test", "sentence")
+    by_text: dict[str, list[FaithExample]] = defaultdict(list)
+    for s in sents:
+        by_text[s.summary].append(s)
+    out = []
+    for text, ss in by_text.items():
+        labels = {s.label for s in ss}
+        if len(labels) != 1:
+            raise DataFormatError(TOFU_CSV.format(domain="meetingbank", split="test"), ss[0].id, "sent_label",
+                                  f"duplicate sentence with conflicting labels {sorted(labels)}")
+        first = ss[0]
+        out.append(FaithExample(id=first.id, dataset="meetingbank-ambiguity", document=first.document, summary=text,
+                                label=first.label, level="sentence", error_types=first.error_types,
+                                ambiguity=first.ambiguity, meta={**first.meta, "rows": len(ss)}))
+    return out

@@ -1,0 +1,127 @@
+"""What every method shares: the Judgement record, the registry, config parsing, prompt fitting."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from ..llm import ChatRequest, ConfigError, PromptTooLongError
+from ..llm.engine import LLM
+from ..prompts import load as load_template
+
+
+@dataclass
+class Judgement:
+    """One method's verdict on one example.
+
+    ``label`` (1 faithful / 0 unfaithful) for faithfulness methods, ``score`` for scoring methods,
+    ``scores`` for several aspects/types. ``parsed`` is False when the model's answer could not be
+    read after the allowed retries: such examples carry ``label=None`` and are counted, never guessed.
+    ``label_source`` says where a label came from ("parsed", "option_scores", ...).
+    """
+
+    example_id: str
+    label: int | None = None
+    score: float | None = None
+    scores: dict[str, float | None] = field(default_factory=dict)
+    explanation: str = ""
+    parsed: bool = True
+    label_source: str = "parsed"
+    details: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+JudgeFn = Callable[[Any, LLM, Any], Awaitable[Judgement]]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    paper: str
+    kind: str  # "faithfulness" | "rated" | "meeting-errors"
+    config_cls: type
+    judge: JudgeFn
+    description: str
+
+
+METHODS: dict[str, MethodSpec] = {}
+
+
+def register(spec: MethodSpec) -> MethodSpec:
+    METHODS[spec.name] = spec
+    return spec
+
+
+def get_method(name: str) -> MethodSpec:
+    if name not in METHODS:
+        raise ConfigError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
+    return METHODS[name]
+
+
+def make_config(cls: type, sets: dict[str, Any] | list[str] | None = None, **defaults: Any):
+    """Build a config dataclass from ``key=value`` strings (CLI ``--set``) or a dict; values are parsed as
+    JSON where possible (numbers, booleans, lists), else kept as strings. Unknown keys are errors."""
+    values: dict[str, Any] = dict(defaults)
+    items = sets.items() if isinstance(sets, dict) else [s.split("=", 1) if "=" in s else (s, None) for s in sets or []]
+    names = {f.name for f in dataclasses.fields(cls)}
+    for k, v in items:
+        if v is None:
+            raise ConfigError(f"--set {k}: expected key=value")
+        if k not in names:
+            raise ConfigError(f"unknown setting {k!r} for {cls.__name__}; known: {', '.join(sorted(names))}")
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError:
+                pass
+        values[k] = v
+    values = {k: v for k, v in values.items() if k in names}
+    return cls(**values)
+
+
+def fit_prompt(llm: LLM, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,
+               tag: str, shrink: str = "doc") -> tuple[str, dict[str, Any]]:
+    """Render ``template``; if the prompt would overflow the model context, apply ``policy``:
+
+    - ``error``: raise PromptTooLongError naming the example (the default);
+    - ``truncate``: cut the end of field ``shrink`` (the document) word by word until it fits; the
+      run records how many words were cut.
+    Backends without a tokenizer (openai) are not checked here: the server reports overflows.
+    """
+    tmpl = load_template(template)
+    text = tmpl.render(**fields)
+    ctx = llm.context_length
+    n = llm.count_tokens(text)
+    if n is None or ctx is None or n + max_new_tokens + 16 <= ctx:
+        return text, {}
+    if policy == "error":
+        raise PromptTooLongError(tag, n, max_new_tokens, ctx)
+    if policy != "truncate":
+        raise ConfigError(f"unknown truncation policy {policy!r} (error | truncate)")
+    words = fields[shrink].split()
+    lo, hi = 0, len(words)  # binary search for the longest prefix that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        cand = tmpl.render(**{**fields, shrink: " ".join(words[:mid])})
+        if llm.count_tokens(cand) + max_new_tokens + 16 <= ctx:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        raise PromptTooLongError(tag, n, max_new_tokens, ctx)
+    return tmpl.render(**{**fields, shrink: " ".join(words[:lo])}), {"truncated_words": len(words) - lo}
+
+
+def user(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+def request(text: str, *, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None,
+            tag: str = "", sample_index: int = 0) -> ChatRequest:
+    return ChatRequest(messages=user(text), max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                       tag=tag, sample_index=sample_index)

@@ -1,0 +1,41 @@
+"""Project folders. Everything generated lives under ``data/`` (git-ignored) of the project root.
+
+The root is ``SUMJUDGE_HOME`` when set, else the checkout this package was installed from
+(editable install), else the working directory. So a notebook run from ``notebooks/`` and the
+CLI run from the root share one cache, one model folder and one data folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def project_root() -> Path:
+    env = os.environ.get("SUMJUDGE_HOME")
+    if env:
+        return Path(env).resolve()
+    here = Path(__file__).resolve().parents[2]
+    if (here / "pyproject.toml").exists() and (here / "src" / "sumjudge").is_dir():
+        return here
+    return Path.cwd()
+
+
+def data_dir() -> Path:
+    return project_root() / "data"
+
+
+def cache_path() -> Path:
+    return Path(os.environ.get("SUMJUDGE_CACHE") or data_dir() / "cache" / "llm_cache.sqlite")
+
+
+def models_dir() -> Path:
+    return Path(os.environ.get("SUMJUDGE_MODELS") or data_dir() / "models")
+
+
+def raw_dir() -> Path:
+    return Path(os.environ.get("SUMJUDGE_DATA_RAW") or data_dir() / "raw")
+
+
+def figures_dir() -> Path:
+    return project_root() / "figures"

@@ -1,0 +1,165 @@
+"""Run folders: ``config.json``, ``calls.jsonl`` (every call's transcript), ``results.jsonl``, ``metrics.json``.
+
+A run is resumable by construction: every finished LLM call is in the persistent cache the moment
+it returns, so rerunning the same command after a kill replays finished calls from the cache (no
+repeated model calls) and computes only the rest. ``results.jsonl`` and ``metrics.json`` are written
+once, atomically, at the end: a folder without ``metrics.json`` is an unfinished run, and nothing
+partial is ever presented as a result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .data import registry as data_registry
+from .llm import make_llm
+from .llm.engine import LLM
+from .methods import get_method, make_config
+from .methods.base import Judgement
+
+
+@dataclass
+class RunConfig:
+    method: str
+    dataset: str
+    split: str | None = None
+    level: str | None = None
+    limit: int | None = None
+    backend: str = "hf"
+    model: str | None = None
+    base_url: str | None = None
+    seed: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)
+    max_concurrent_examples: int = 512
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
+    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with Path(path).open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int = 512,
+                    progress: bool = True) -> list[Judgement]:
+    """Run ``spec.judge`` over all examples concurrently (each with its own usage scope)."""
+    from tqdm.auto import tqdm
+
+    sem = asyncio.Semaphore(max_concurrent)
+    bar = tqdm(total=len(examples), desc=spec.name, unit="ex", disable=not progress or len(examples) < 2)
+
+    async def one(ex):
+        async with sem:
+            scope = llm.scoped(ex.id)
+            j = await spec.judge(ex, scope, cfg)
+            j.usage = scope.usage.as_dict()
+            bar.update(1)
+            return j
+
+    try:
+        return list(await asyncio.gather(*(one(ex) for ex in examples)))
+    finally:
+        bar.close()
+
+
+def faithfulness_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
+    from .metrics import binary_report, krippendorff_alpha
+
+    y = [ex.label for ex in examples]
+    p = [j.label for j in judgements]
+    rep = binary_report(y, p)
+    return {"bacc": rep.bacc, "k_alpha": krippendorff_alpha(y, p), "fpr": rep.fpr, "fnr": rep.fnr,
+            "n": rep.n, "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn},
+            "label_sources": _count(j.label_source for j in judgements)}
+
+
+def _count(items) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+METRICS_BY_KIND = {"faithfulness": faithfulness_metrics}
+
+
+def cost_summary(judgements: list[Judgement]) -> dict[str, float]:
+    n = max(1, len(judgements))
+    tot = {k: sum(j.usage.get(k, 0) for j in judgements) for k in ("calls", "prompt_tokens", "completion_tokens")}
+    return {**{f"{k}_per_example": v / n for k, v in tot.items()}, **{f"{k}_total": v for k, v in tot.items()}}
+
+
+def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | Path | None = None,
+        llm: LLM | None = None, progress: bool = True, backend_options: dict | None = None) -> dict[str, Any]:
+    """Execute one run into ``out``; returns the metrics. Rerunning into the same folder with the same
+    config resumes (finished calls come from the cache); a different config is refused."""
+    spec = get_method(rc.method)
+    cfg = make_config(spec.config_cls, rc.settings, seed=rc.seed)
+    ds = data_registry.get(rc.dataset)
+    if ds.kind != spec.kind:
+        raise ValueError(f"method {rc.method} judges {spec.kind} data; dataset {rc.dataset} is {ds.kind}")
+    examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_path = out / "config.json"
+    record = {"run": rc.to_json(), "method_config": dataclasses.asdict(cfg)}
+    if cfg_path.exists():
+        prev = json.loads(cfg_path.read_text())
+        if {k: prev.get(k) for k in record} != record:
+            raise ValueError(f"{out} holds a run with a different configuration; use another --out folder")
+    for stale in ("results.jsonl", "metrics.json"):
+        (out / stale).unlink(missing_ok=True)
+    t0 = time.time()
+    own = llm is None
+    if own:
+        llm = make_llm(rc.backend, rc.model, base_url=rc.base_url, no_cache=no_cache, cache=cache,
+                       log=out / "calls.jsonl", **(backend_options or {}))
+    elif llm.log is None:
+        from .llm import CallLog
+
+        llm.log = CallLog(out / "calls.jsonl")
+    write_atomic(cfg_path, json.dumps({**record, "backend_info": dataclasses.asdict(llm.info),
+                                       "sumjudge": __version__, "python": platform.python_version()}, indent=2))
+    from .llm.engine import run_sync
+
+    judgements = run_sync(judge_all(examples, llm, spec, cfg, max_concurrent=rc.max_concurrent_examples,
+                                    progress=progress))
+    rows = [{"example": ex.to_json() | {"document": None}, "judgement": j.to_json()}
+            for ex, j in zip(examples, judgements)]
+    write_jsonl_atomic(out / "results.jsonl", rows)
+    metrics = {"method": rc.method, "dataset": rc.dataset, "level": examples[0].level if examples else rc.level,
+               "n_examples": len(examples), **METRICS_BY_KIND[spec.kind](examples, judgements),
+               "cost": cost_summary(judgements), "engine": llm.stats(), "wall_s": time.time() - t0}
+    write_atomic(out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
+    return metrics
+
+
+def clean_nan(o):
+    """NaN (an undefined metric, e.g. FNR without errors) -> null, so the JSON stays standard."""
+    if isinstance(o, float) and o != o:
+        return None
+    if isinstance(o, dict):
+        return {k: clean_nan(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [clean_nan(v) for v in o]
+    return o
