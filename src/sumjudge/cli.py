@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default="cpu")
     b.add_argument("--docs", type=int, default=8, help="K documents (x 4 agents)")
     b.add_argument("--doc-tokens", type=int, default=600)
-    b.add_argument("--max-new-tokens", type=int, default=32)
+    b.add_argument("--max-new-tokens", type=int, default=128)
     b.add_argument("--token-budget", type=int, default=65536)
     b.set_defaults(fn=_cmd_bench)
     return p

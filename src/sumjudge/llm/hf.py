@@ -19,14 +19,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .decode import BatchDecoder, DecodeRow
 from .errors import PromptTooLongError
 from .models import LLAMA3_EOS_TOKENS, resolve_model, template_text
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
-
-
-def derive_seed(seed: int | None, sample_index: int) -> int:
-    h = hashlib.sha256(f"{seed}:{sample_index}".encode()).digest()
-    return int.from_bytes(h[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
 
 
 @dataclass
@@ -66,12 +62,31 @@ class HFBackend:
         kw: dict[str, Any] = dict(dtype=getattr(torch, dtype), revision=revision, trust_remote_code=trust_remote_code)
         if device_map:
             kw["device_map"] = device_map
-        self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
-        self.model = AutoModelForCausalLM.from_pretrained(path, **kw)
+        tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
+        loaded = AutoModelForCausalLM.from_pretrained(path, **kw)
         if not device_map:
-            self.model.to(device)
-        self.model.eval()
-        self.device = self.model.device if not device_map else next(self.model.parameters()).device
+            loaded.to(device)
+        name = str(model if model not in ("smoke", "tiny") else path)
+        rev = revision or getattr(loaded.config, "_commit_hash", None) or self._local_revision(path)
+        self._setup(loaded, tokenizer, name=name, revision=rev, dtype=dtype, device_map=device_map,
+                    token_budget=token_budget, max_batch=max_batch, context_length=context_length)
+
+    @classmethod
+    def from_loaded(cls, model, tokenizer, *, name: str, revision: str = "", token_budget: int = 32768,
+                    max_batch: int = 64, context_length: int | None = None) -> "HFBackend":
+        """Wrap a model already in memory (benchmarks with random weights, notebooks experimenting)."""
+        import torch
+
+        self = cls.__new__(cls)
+        self._torch = torch
+        self._setup(model, tokenizer, name=name, revision=revision or "in-memory", dtype=str(model.dtype).split(".")[-1],
+                    device_map=None, token_budget=token_budget, max_batch=max_batch, context_length=context_length)
+        return self
+
+    def _setup(self, model, tokenizer, *, name, revision, dtype, device_map, token_budget, max_batch, context_length):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.device = next(model.parameters()).device
         tok = self.tokenizer
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
@@ -87,12 +102,12 @@ class HFBackend:
         self.context_length = context_length or getattr(text_cfg, "max_position_embeddings", None) or 8192
         self.token_budget = token_budget
         self.max_batch = max_batch
-        self.info = BackendInfo(name="hf", model=str(model if model not in ("smoke", "tiny") else path),
-                                revision=revision or getattr(cfg, "_commit_hash", None) or self._local_revision(path),
+        self.info = BackendInfo(name="hf", model=name, revision=revision or "",
                                 extra={"dtype": dtype, "device": str(self.device), "device_map": device_map,
                                        "chat_template": self._template, "context_length": self.context_length})
         self._lock = threading.Lock()
-        self.generate_calls = 0  # number of model.generate invocations (benchmarks, tests)
+        self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device)
+        self.generate_calls = 0  # decoded micro-batches (benchmarks, tests)
 
     @staticmethod
     def _local_revision(path: str) -> str:
@@ -174,48 +189,20 @@ class HFBackend:
         return out  # type: ignore[return-value]
 
     def _generate_batch(self, batch: list[_Row]) -> list[tuple[str, str, int]]:
-        torch = self._torch
-        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
-
-        pad = self.tokenizer.pad_token_id
-        width = max(len(r.ids) for r in batch)
-        input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for j, r in enumerate(batch):
-            input_ids[j, width - len(r.ids):] = torch.tensor(r.ids)
-            mask[j, width - len(r.ids):] = 1
-        max_new = max(r.req.max_new_tokens for r in batch)
-        limits = [r.req.max_new_tokens for r in batch]
-        processors = LogitsProcessorList()
-        if any(not r.req.greedy for r in batch):
-            processors.append(_RowSampler([r.req for r in batch], self.device))
-        stops = StoppingCriteriaList([_RowStop(limits, [r.req.stop for r in batch], self.tokenizer, width)])
-        gen_cfg = GenerationConfig(max_new_tokens=max_new, do_sample=False, eos_token_id=self.eos_ids,
-                                   pad_token_id=pad, bos_token_id=self.tokenizer.bos_token_id)
-        with torch.inference_mode():
-            seqs = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
-                                       generation_config=gen_cfg, logits_processor=processors,
-                                       stopping_criteria=stops)
+        rows = [DecodeRow(ids=r.ids, max_new_tokens=r.req.max_new_tokens, temperature=r.req.temperature,
+                          top_p=r.req.top_p, seed=r.req.seed, sample_index=r.req.sample_index, stop=r.req.stop)
+                for r in batch]
+        decoded = self.decoder.decode(rows)
         self.generate_calls += 1
         results = []
-        eos = set(self.eos_ids)
-        for j, r in enumerate(batch):
-            new = seqs[j, width:].tolist()
-            finish = "length"
-            cut = len(new)
-            for k, t in enumerate(new):
-                if t in eos:
-                    cut, finish = k, "stop"
-                    break
-            new = new[: min(cut, r.req.max_new_tokens)]
-            if finish == "length" and len(new) < r.req.max_new_tokens:
-                finish = "stop"  # padded after a stop string
-            text = self.tokenizer.decode(new, skip_special_tokens=True)
+        for r, d in zip(batch, decoded):
+            text = self.tokenizer.decode(d.tokens, skip_special_tokens=True)
+            finish = d.finish_reason
             if r.req.stop:
                 hits = [text.find(s) for s in r.req.stop if s and s in text]
                 if hits:
                     text, finish = text[: min(hits)], "stop"
-            results.append((text, finish, len(new)))
+            results.append((text, finish, len(d.tokens)))
         return results
 
     # ---- option scoring -------------------------------------------------------------------------
@@ -276,66 +263,3 @@ def normalise_logprobs(raw: dict[str, float | None]) -> dict[str, float]:
     m = max(known.values())
     z = sum(math.exp(v - m) for v in known.values())
     return {o: (math.exp(known[o] - m) / z if o in known else 0.0) for o in raw}
-
-
-class _RowSampler:
-    """Per-row temperature / top-p sampling with per-row generators; leaves greedy rows alone.
-
-    The sampled token is made the only finite logit, so ``generate`` in greedy mode emits it.
-    """
-
-    def __init__(self, reqs: list[ChatRequest], device):
-        import torch
-
-        self.torch = torch
-        self.reqs = reqs
-        self.gens = []
-        for r in reqs:
-            if r.greedy:
-                self.gens.append(None)
-            else:
-                g = torch.Generator(device=device if str(device).startswith("cuda") else "cpu")
-                g.manual_seed(derive_seed(r.seed, r.sample_index))
-                self.gens.append(g)
-
-    def __call__(self, input_ids, scores):
-        torch = self.torch
-        for j, (r, g) in enumerate(zip(self.reqs, self.gens)):
-            if g is None:
-                continue
-            logits = scores[j].float() / r.temperature
-            probs = torch.softmax(logits, dim=-1)
-            if r.top_p < 1.0:
-                sp, si = torch.sort(probs, descending=True)
-                keep = torch.cumsum(sp, dim=-1) - sp < r.top_p
-                filt = torch.zeros_like(probs)
-                filt[si[keep]] = sp[keep]
-                probs = filt / filt.sum()
-            tok = torch.multinomial(probs.to(g.device), 1, generator=g).to(scores.device)
-            row = torch.full_like(scores[j], float("-inf"))
-            row[tok] = 0.0
-            scores[j] = row
-        return scores
-
-
-class _RowStop:
-    """Per-row stop: each row's own max_new_tokens and stop strings (eos is handled by generate)."""
-
-    def __init__(self, limits: list[int], stops: list[tuple[str, ...]], tokenizer, prompt_width: int):
-        self.limits = limits
-        self.stops = stops
-        self.tok = tokenizer
-        self.width = prompt_width
-
-    def __call__(self, input_ids, scores, **kwargs):
-        import torch
-
-        n = input_ids.shape[1] - self.width
-        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-        for j, lim in enumerate(self.limits):
-            if n >= lim:
-                done[j] = True
-            elif self.stops[j]:
-                tail = self.tok.decode(input_ids[j, self.width:][-16:].tolist(), skip_special_tokens=True)
-                done[j] = any(s in tail for s in self.stops[j] if s)
-        return done

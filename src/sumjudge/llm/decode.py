@@ -1,0 +1,220 @@
+"""Batched decoding for the hf backend: shared-prefix prefill, per-row sampling, finished-row eviction.
+
+One micro-batch of prompts is decoded as follows.
+
+1. Prefix groups. Rows whose prompts start with the same long token prefix (the MADISSE agents of
+   one document, n samples of one prompt, MESA's eight error types over one transcript) form a
+   group; the group's longest common prefix is run through the model once and its key/value cache
+   is copied to every member (what vLLM calls prefix caching). A row with no partner is a group of
+   one. Models with sliding-window layers never share (their masks assume contiguous tokens): each
+   row is its own group.
+2. Suffixes. Every row's remaining tokens are run on top of its group's cache, left-padded. Padding
+   sits between prefix and suffix; the attention mask hides it and position ids are counted over
+   real tokens only, so each row sees exactly its own prompt.
+3. Decode. One token per step for all live rows: greedy rows take the arg-max; sampled rows draw
+   with their own ``torch.Generator`` seeded from (seed, sample_index), so a sample never depends on
+   its batch mates. A row that emits eos, reaches its own ``max_new_tokens`` or a stop string leaves
+   the batch at once (its cache rows are dropped), so short answers never wait for long ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+MIN_SHARED_PREFIX = 64  # tokens: below this, sharing saves less than the extra forward pass costs
+
+
+def derive_seed(seed: int | None, sample_index: int) -> int:
+    h = hashlib.sha256(f"{seed}:{sample_index}".encode()).digest()
+    return int.from_bytes(h[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+@dataclass
+class DecodeRow:
+    ids: list[int]
+    max_new_tokens: int
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    sample_index: int = 0
+    stop: tuple[str, ...] = ()
+
+
+@dataclass
+class DecodeResult:
+    tokens: list[int]
+    finish_reason: str  # "stop" | "length"
+    stop_hit: bool = False
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def prefix_groups(rows: list[list[int]], share: bool) -> tuple[list[int], list[int]]:
+    """Returns (group index per row, prefix length per group). Every prefix leaves >= 1 suffix token.
+
+    Groups are runs of the rows sorted by tokens; a run's shared prefix is the smallest common prefix
+    of neighbours inside it. The split into runs maximises the prefill tokens saved (dynamic
+    programming over the sorted order), so ten prompts that share a 100-token instruction but come
+    in pairs over five documents form five groups of two, not one group of ten.
+    """
+    n = len(rows)
+    if not share or n < 2:
+        return list(range(n)), [len(r) - 1 for r in rows]
+    order = sorted(range(n), key=lambda i: rows[i])
+    lcp = [0] + [min(_common_prefix(rows[order[j - 1]], rows[order[j]]), len(rows[order[j - 1]]) - 1,
+                     len(rows[order[j]]) - 1) for j in range(1, n)]
+    best = [0] * (n + 1)
+    cut = [0] * (n + 1)
+    for end in range(1, n + 1):
+        best[end], cut[end] = best[end - 1], end - 1  # row end-1 alone
+        shared = None
+        for start in range(end - 2, -1, -1):  # run order[start:end], at least two rows
+            shared = lcp[start + 1] if shared is None else min(shared, lcp[start + 1])
+            if shared < MIN_SHARED_PREFIX:
+                break
+            gain = best[start] + (end - start - 1) * shared
+            if gain > best[end]:
+                best[end], cut[end] = gain, start
+    runs = []
+    end = n
+    while end > 0:
+        runs.append((cut[end], end))
+        end = cut[end]
+    group_of = [0] * n
+    plen: list[int] = []
+    for start, end in reversed(runs):
+        members = order[start:end]
+        p = min(lcp[start + 1:end]) if end - start > 1 else len(rows[members[0]]) - 1
+        for i in members:
+            group_of[i] = len(plen)
+        plen.append(p)
+    return group_of, plen
+
+
+def has_sliding_layers(config) -> bool:
+    cfg = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    types = getattr(cfg, "layer_types", None)
+    if types:
+        return any(t in ("sliding_attention", "chunked_attention") for t in types)
+    return bool(getattr(cfg, "sliding_window", None) or getattr(cfg, "attention_chunk_size", None))
+
+
+class BatchDecoder:
+    def __init__(self, model, tokenizer, eos_ids: list[int], pad_id: int, device):
+        import torch
+
+        self.torch = torch
+        self.model = model
+        self.tok = tokenizer
+        self.eos = set(eos_ids)
+        self.pad = pad_id
+        self.device = device
+        self.share = not has_sliding_layers(model.config)
+        self.stats = {"forward_calls": 0, "prefill_tokens": 0, "shared_prefix_tokens_saved": 0}
+
+    def _left_pad(self, seqs: list[list[int]]):
+        torch = self.torch
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.pad, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for j, s in enumerate(seqs):
+            if s:
+                ids[j, width - len(s):] = torch.tensor(s)
+                mask[j, width - len(s):] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def _forward(self, ids, mask, positions, cache):
+        self.stats["forward_calls"] += 1
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                         use_cache=True, logits_to_keep=1)
+        return out.logits[:, -1, :]
+
+    def decode(self, rows: list[DecodeRow]) -> list[DecodeResult]:
+        torch = self.torch
+        from transformers import DynamicCache
+
+        n = len(rows)
+        group_of, plen = prefix_groups([r.ids for r in rows], self.share)
+        saved = sum(plen[g] for g in group_of) - sum(plen)
+        self.stats["shared_prefix_tokens_saved"] += saved
+        cache = DynamicCache(config=self.model.config)
+        with torch.inference_mode():
+            # 1. group prefixes, once each
+            first = [next(i for i in range(n) if group_of[i] == g) for g in range(len(plen))]
+            p_ids, p_mask = self._left_pad([rows[first[g]].ids[: plen[g]] for g in range(len(plen))])
+            self.stats["prefill_tokens"] += int(p_mask.sum())
+            self._forward(p_ids, p_mask, (p_mask.cumsum(-1) - 1).clamp(min=0), cache)
+            index = torch.tensor(group_of, device=self.device)
+            if len(plen) != n or group_of != list(range(n)):
+                cache.batch_select_indices(index)
+            mask = p_mask[index]
+            # 2. suffixes
+            s_ids, s_mask = self._left_pad([r.ids[plen[group_of[i]]:] for i, r in enumerate(rows)])
+            self.stats["prefill_tokens"] += int(s_mask.sum())
+            mask = torch.cat([mask, s_mask], dim=1)
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -s_ids.shape[1]:]
+            logits = self._forward(s_ids, mask, positions, cache)
+            last_pos = positions[:, -1]
+            # 3. decode
+            gens = [None if r.temperature == 0 else self._generator(r) for r in rows]
+            live = list(range(n))  # original row index of each batch row
+            out_tokens: list[list[int]] = [[] for _ in range(n)]
+            results: list[DecodeResult | None] = [None] * n
+            while live:
+                nxt = self._choose(logits, [rows[i] for i in live], [gens[i] for i in live])
+                keep = []
+                for b, i in enumerate(live):
+                    t = int(nxt[b])
+                    r = rows[i]
+                    if t in self.eos:
+                        results[i] = DecodeResult(out_tokens[i], "stop")
+                        continue
+                    out_tokens[i].append(t)
+                    if r.stop and self._hits_stop(out_tokens[i], r.stop):
+                        results[i] = DecodeResult(out_tokens[i], "stop", stop_hit=True)
+                    elif len(out_tokens[i]) >= r.max_new_tokens:
+                        results[i] = DecodeResult(out_tokens[i], "length")
+                    else:
+                        keep.append(b)
+                if not keep:
+                    break
+                if len(keep) != len(live):
+                    sel = torch.tensor(keep, device=self.device)
+                    cache.batch_select_indices(sel)
+                    mask, last_pos, nxt = mask[sel], last_pos[sel], nxt[sel]
+                    live = [live[b] for b in keep]
+                mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1)
+                last_pos = last_pos + 1
+                logits = self._forward(nxt[:, None], mask, last_pos[:, None], cache)
+        return results  # type: ignore[return-value]
+
+    def _generator(self, r: DecodeRow):
+        g = self.torch.Generator(device=self.device if str(self.device).startswith("cuda") else "cpu")
+        g.manual_seed(derive_seed(r.seed, r.sample_index))
+        return g
+
+    def _choose(self, logits, rows: list[DecodeRow], gens):
+        torch = self.torch
+        nxt = logits.max(dim=-1).indices
+        for b, (r, g) in enumerate(zip(rows, gens)):
+            if g is None:
+                continue
+            probs = torch.softmax(logits[b].float() / r.temperature, dim=-1)
+            if r.top_p < 1.0:
+                sp, si = torch.sort(probs, descending=True)
+                keep = torch.cumsum(sp, dim=-1) - sp < r.top_p
+                probs = torch.zeros_like(probs).scatter(0, si[keep], sp[keep])
+                probs = probs / probs.sum()
+            nxt[b] = torch.multinomial(probs.to(g.device), 1, generator=g).to(nxt.device)[0]
+        return nxt
+
+    def _hits_stop(self, tokens: list[int], stops: tuple[str, ...]) -> bool:
+        tail = self.tok.decode(tokens[-24:], skip_special_tokens=True)
+        return any(s and s in tail for s in stops)
