@@ -1,0 +1,1 @@
+"""Numbers as printed in the papers (YAML), shown beside reproduced ones."""

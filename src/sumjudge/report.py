@@ -1,0 +1,93 @@
+"""Paper-vs-reproduced tables, figure/table writers and the transcript viewer used by the notebooks."""
+
+from __future__ import annotations
+
+import html
+import json
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Iterable
+
+from .paths import figures_dir
+
+
+@lru_cache(maxsize=None)
+def paper_results(paper: str) -> dict[str, Any]:
+    import yaml
+
+    f = files("sumjudge.paper_results").joinpath(f"{paper}.yaml")
+    return yaml.safe_load(f.read_text())
+
+
+def paper_value(paper: str, table: str, row: str, column: str) -> Any:
+    """A value as printed in the paper (None where the paper has no such cell)."""
+    return paper_results(paper).get(table, {}).get("rows", {}).get(row, {}).get(column)
+
+
+def comparison(rows: Iterable[dict[str, Any]]):
+    """DataFrame with the paper's number beside ours for every row; rows are dicts with at least
+    experiment, metric, paper, reproduced (plus any context columns such as model, n)."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(rows))
+    front = [c for c in ("experiment", "dataset", "level", "metric", "paper", "reproduced") if c in df.columns]
+    df = df[front + [c for c in df.columns if c not in front]]
+    if {"paper", "reproduced"} <= set(df.columns):
+        df["difference"] = [
+            (r - p) if isinstance(p, (int, float)) and isinstance(r, (int, float)) else None
+            for p, r in zip(df["paper"], df["reproduced"])
+        ]
+    return df
+
+
+def out_dir(notebook: str) -> Path:
+    d = figures_dir() / notebook
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def save_table(df, notebook: str, name: str) -> Path:
+    """Write ``figures/<notebook>/<name>.csv`` and ``.md``; returns the csv path."""
+    d = out_dir(notebook)
+    df.to_csv(d / f"{name}.csv", index=False)
+    (d / f"{name}.md").write_text(df.to_markdown(index=False, floatfmt=".3g") + "\n")
+    return d / f"{name}.csv"
+
+
+def save_figure(fig, notebook: str, name: str) -> Path:
+    d = out_dir(notebook)
+    fig.savefig(d / f"{name}.png", dpi=150, bbox_inches="tight")
+    fig.savefig(d / f"{name}.pdf", bbox_inches="tight")
+    return d / f"{name}.png"
+
+
+def read_calls(run_dir: str | Path) -> list[dict[str, Any]]:
+    p = Path(run_dir) / "calls.jsonl"
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+
+
+def transcript_html(calls: list[dict[str, Any]], scope: str, max_chars: int = 1500) -> str:
+    """HTML of every call made for one example (scope = example id), in order: role tag, prompt
+    (shortened), answer, tokens, cache hit."""
+    esc = html.escape
+    parts = [f"<div style='font-family:sans-serif'><h4>Transcript: {esc(scope)}</h4>"]
+    seen = set()
+    for c in calls:
+        if c.get("scope") != scope or c.get("event") not in ("chat", "options") or c["key"] in seen:
+            continue
+        seen.add(c["key"])
+        req, resp = c["request"], c["response"]
+        prompt = req["messages"][-1]["content"]
+        if len(prompt) > max_chars:
+            prompt = prompt[: max_chars // 2] + "\n[...]\n" + prompt[-max_chars // 2:]
+        answer = resp.get("text") if c["event"] == "chat" else json.dumps(resp.get("probs"))
+        meta = (f"{resp.get('prompt_tokens', '')} prompt / {resp.get('completion_tokens', '')} completion tokens"
+                if c["event"] == "chat" else "option scores")
+        parts.append(
+            f"<details><summary><b>{esc(c.get('tag') or c['event'])}</b> &middot; {esc(meta)}"
+            f"{' &middot; cache hit' if c.get('cache_hit') else ''}</summary>"
+            f"<pre style='white-space:pre-wrap;background:#f6f6f6'>{esc(prompt)}</pre></details>"
+            f"<pre style='white-space:pre-wrap;border-left:3px solid #4a8;padding-left:6px'>{esc(answer or '')}</pre>")
+    parts.append("</div>")
+    return "".join(parts)

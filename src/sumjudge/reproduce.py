@@ -1,0 +1,67 @@
+"""``make reproduce``: execute every numbered notebook headlessly with papermill.
+
+Parameters injected into each notebook's ``parameters`` cell: profile, backend, model, base_url,
+n, seed (empty values keep the profile's). Executed copies go to ``build/notebooks/<profile>/``;
+the notebooks write their tables and figures under ``figures/<notebook>/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .paths import project_root
+
+
+def notebooks(selection: str = "") -> list[Path]:
+    nbs = sorted((project_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if selection:
+        wanted = [s.strip() for s in selection.replace(",", " ").split() if s.strip()]
+        nbs = [nb for nb in nbs if any(nb.name.startswith(w) for w in wanted)]
+    return nbs
+
+
+def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
+    import papermill as pm
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / nb.name
+    parameters = {"profile": profile, **{k: v for k, v in params.items() if v not in (None, "")}}
+    pm.execute_notebook(str(nb), str(out), parameters=parameters, cwd=str(nb.parent), progress_bar=False,
+                        kernel_name="python3", log_output=False)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce")
+    p.add_argument("--profile", default="smoke")
+    p.add_argument("--model", default="")
+    p.add_argument("--backend", default="")
+    p.add_argument("--base-url", default="")
+    p.add_argument("--n", default="")
+    p.add_argument("--seed", default="")
+    p.add_argument("--notebooks", default="", help="prefixes, e.g. '00 10' (default: all)")
+    a = p.parse_args(argv)
+    params = {"model": a.model, "backend": a.backend, "base_url": a.base_url,
+              "n": int(a.n) if a.n else None, "seed": int(a.seed) if a.seed else None}
+    out_dir = project_root() / "build" / "notebooks" / a.profile
+    t_all = time.time()
+    failed = []
+    for nb in notebooks(a.notebooks):
+        t0 = time.time()
+        try:
+            execute(nb, a.profile, out_dir, **params)
+            status = "ok"
+        except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
+            failed.append(nb.name)
+            status = f"FAILED: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
+    print(f"profile {a.profile}: {len(notebooks(a.notebooks)) - len(failed)} notebooks ok, {len(failed)} failed; "
+          f"wall time {time.time() - t_all:.1f}s; executed copies in {out_dir}; tables and figures in figures/")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
