@@ -9,6 +9,7 @@ MODEL    ?=
 BACKEND  ?=
 BASE_URL ?=
 N        ?=
+SEED     ?=
 NOTEBOOKS ?=
 
 .PHONY: env test reproduce bench lab data clean
@@ -26,7 +27,7 @@ test: env
 
 reproduce: env
 	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \
-		--base-url "$(BASE_URL)" --n "$(N)" --notebooks "$(NOTEBOOKS)"
+		--base-url "$(BASE_URL)" --n "$(N)" --seed "$(SEED)" --notebooks "$(NOTEBOOKS)"
 
 bench: env
 	$(BIN)/sumjudge bench

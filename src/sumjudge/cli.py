@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dataset", required=True)
     r.add_argument("--split")
     r.add_argument("--level", choices=("sentence", "summary"))
-    r.add_argument("--limit", type=int)
+    r.add_argument("--limit", type=int, help="a seeded subset of N examples (label-stratified; whole groups for rated data)")
     r.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
     r.add_argument("--model", help="tiny | smoke | a local model folder | a Hugging Face repo id | a served model name")
     r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://host:8000/v1 (vLLM)")
@@ -135,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--doc-tokens", type=int, default=600)
     b.add_argument("--max-new-tokens", type=int, default=128)
     b.add_argument("--token-budget", type=int, default=65536)
+    b.add_argument("--repeats", type=int, default=3, help="time each path this many times, report the fastest")
     b.set_defaults(fn=_cmd_bench)
     return p
 
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     from .data.sources import DataFormatError, DataMissingError
     from .llm.errors import BackendUnavailableError, ConfigError, SumjudgeError
 
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args([str(a) for a in argv] if argv is not None else None)
     try:
         return args.fn(args)
     except (DataMissingError, DataFormatError, FileNotFoundError) as e:

@@ -64,8 +64,9 @@ def krippendorff_alpha(y_true: Sequence[int], y_pred: Sequence[int | None], leve
     import krippendorff
 
     data = np.array([[float(v) for v in y_true], [np.nan if v is None else float(v) for v in y_pred]])
-    if np.all(data[~np.isnan(data)] == data[0, 0]):
-        return float("nan")  # one value everywhere: alpha undefined
+    paired = ~np.isnan(data).any(axis=0)
+    if not paired.any() or np.all(data[:, paired] == data[0, paired][0]):
+        return float("nan")  # no example with both labels, or one value everywhere: alpha undefined
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
 
 

@@ -91,3 +91,30 @@ def transcript_html(calls: list[dict[str, Any]], scope: str, max_chars: int = 15
             f"<pre style='white-space:pre-wrap;border-left:3px solid #4a8;padding-left:6px'>{esc(answer or '')}</pre>")
     parts.append("</div>")
     return "".join(parts)
+
+
+MADISSE_DATASET_COLUMNS = {"tofueval-meetingbank": "meetingbank", "tofueval-mediasum": "mediasum",
+                           "qags-cnndm": "cnn", "qags-xsum": "xsum"}
+
+
+def madisse_reported(method: str, dataset: str, level: str) -> tuple[float | None, float | None]:
+    """(BAcc %, Krippendorff alpha) the MADISSE paper reports for ``method`` (Llama-3-70B): Table 3 at
+    summary level / AggreFact, Table 33 at sentence level. (None, None) where the paper has no cell."""
+    table = "table33_sentence" if level == "sentence" else "table3"
+    cell = paper_value("madisse", table, method, MADISSE_DATASET_COLUMNS.get(dataset, dataset))
+    return (cell[0], cell[1]) if cell else (None, None)
+
+
+def faithfulness_rows(experiment: str, method: str, metrics: dict[str, Any], **context: Any) -> list[dict[str, Any]]:
+    """Two comparison rows (BAcc in %, K-alpha) for a faithfulness run's metrics.json, with the paper's values."""
+    p_bacc, p_alpha = madisse_reported(method, metrics["dataset"], metrics["level"])
+    bacc = metrics.get("bacc")
+    common = {"experiment": experiment, "dataset": metrics["dataset"], "level": metrics["level"], **context,
+              "n": metrics["n_examples"], "unparsed": metrics.get("unparsed")}
+    return [{**common, "metric": "BAcc (%)", "paper": p_bacc, "reproduced": None if bacc is None else 100 * bacc},
+            {**common, "metric": "K-alpha", "paper": p_alpha, "reproduced": metrics.get("k_alpha")}]
+
+
+def read_results(run_dir: str | Path) -> list[dict[str, Any]]:
+    p = Path(run_dir) / "results.jsonl"
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]

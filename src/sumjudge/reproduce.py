@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             status = "ok"
         except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
             failed.append(nb.name)
-            status = f"FAILED: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
         print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
     print(f"profile {a.profile}: {len(notebooks(a.notebooks)) - len(failed)} notebooks ok, {len(failed)} failed; "
           f"wall time {time.time() - t_all:.1f}s; executed copies in {out_dir}; tables and figures in figures/")

@@ -63,7 +63,7 @@ def read_jsonl(path: Path) -> list[dict]:
 async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int = 512,
                     progress: bool = True) -> list[Judgement]:
     """Run ``spec.judge`` over all examples concurrently (each with its own usage scope)."""
-    from tqdm.auto import tqdm
+    from tqdm.std import tqdm
 
     sem = asyncio.Semaphore(max_concurrent)
     bar = tqdm(total=len(examples), desc=spec.name, unit="ex", disable=not progress or len(examples) < 2)
@@ -118,7 +118,7 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
     ds = data_registry.get(rc.dataset)
     if ds.kind != spec.kind:
         raise ValueError(f"method {rc.method} judges {spec.kind} data; dataset {rc.dataset} is {ds.kind}")
-    examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit)
+    examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit, seed=rc.seed)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / "config.json"
@@ -130,18 +130,30 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
     for stale in ("results.jsonl", "metrics.json"):
         (out / stale).unlink(missing_ok=True)
     t0 = time.time()
+    from .llm import CallLog
+
     own = llm is None
     if own:
         llm = make_llm(rc.backend, rc.model, base_url=rc.base_url, no_cache=no_cache, cache=cache,
                        log=out / "calls.jsonl", **(backend_options or {}))
-    elif llm.log is None:
-        from .llm import CallLog
+        previous_log = None
+    else:  # a shared engine (notebooks): log this run's calls into this run's folder
+        previous_log, llm.log = llm.log, CallLog(out / "calls.jsonl")
+    try:
+        return _execute(rc, spec, cfg, examples, llm, out, record, cfg_path, t0, progress)
+    finally:
+        llm.log.close()
+        if not own:
+            llm.log = previous_log
 
-        llm.log = CallLog(out / "calls.jsonl")
+
+def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cfg_path: Path, t0: float,
+             progress: bool) -> dict[str, Any]:
     write_atomic(cfg_path, json.dumps({**record, "backend_info": dataclasses.asdict(llm.info),
                                        "sumjudge": __version__, "python": platform.python_version()}, indent=2))
     from .llm.engine import run_sync
 
+    before = llm.usage.as_dict()
     judgements = run_sync(judge_all(examples, llm, spec, cfg, max_concurrent=rc.max_concurrent_examples,
                                     progress=progress))
     rows = [{"example": ex.to_json() | {"document": None}, "judgement": j.to_json()}
@@ -149,9 +161,16 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
     write_jsonl_atomic(out / "results.jsonl", rows)
     metrics = {"method": rc.method, "dataset": rc.dataset, "level": examples[0].level if examples else rc.level,
                "n_examples": len(examples), **METRICS_BY_KIND[spec.kind](examples, judgements),
-               "cost": cost_summary(judgements), "engine": llm.stats(), "wall_s": time.time() - t0}
+               "cost": cost_summary(judgements), "engine": engine_stats(llm, before), "wall_s": time.time() - t0}
     write_atomic(out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
     return metrics
+
+
+def engine_stats(llm: LLM, before: dict[str, Any]) -> dict[str, Any]:
+    """The engine's counters for this run only (an engine may be shared by several runs)."""
+    after = llm.usage.as_dict()
+    return {"backend": llm.info.name, "model": llm.info.model, "revision": llm.info.revision,
+            **{k: v - before.get(k, 0) if isinstance(v, (int, float)) else v for k, v in after.items()}}
 
 
 def clean_nan(o):

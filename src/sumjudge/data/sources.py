@@ -19,7 +19,6 @@ from pathlib import Path
 from ..paths import project_root, raw_dir
 
 
-
 class DataMissingError(FileNotFoundError):
     pass
 

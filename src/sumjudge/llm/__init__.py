@@ -6,7 +6,14 @@ from pathlib import Path
 
 from .cache import NullCache, ResponseCache
 from .engine import LLM, CallLog, Parsed, run_sync
-from .errors import BackendUnavailableError, ConfigError, PromptTooLongError, SumjudgeError
+from .errors import (
+    BackendRequestError,
+    BackendUnavailableError,
+    ConfigError,
+    OptionScoringError,
+    PromptTooLongError,
+    SumjudgeError,
+)
 from .parsing import ParseError
 from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores
 
@@ -33,13 +40,13 @@ def make_backend(backend: str, model: str | None = None, *, base_url: str | None
 
 
 def make_llm(backend, model: str | None = None, *, base_url: str | None = None, cache: str | Path | None = None,
-             no_cache: bool = False, log: str | Path | None = None, **options) -> LLM:
+             no_cache: bool = False, log: str | Path | None = None, parse_retries: int = 2, **options) -> LLM:
     """An ``LLM`` over a backend (a name, or a backend object), with the persistent cache unless ``no_cache``."""
     be = make_backend(backend, model, base_url=base_url, **options) if isinstance(backend, str) else backend
     store = NullCache() if no_cache else ResponseCache(cache)
-    return LLM(be, cache=store, log=CallLog(log) if log else None)
+    return LLM(be, cache=store, log=CallLog(log) if log else None, parse_retries=parse_retries)
 
 
 __all__ = ["LLM", "CallLog", "Parsed", "run_sync", "ChatRequest", "ChatResponse", "OptionRequest", "OptionScores",
-           "ResponseCache", "NullCache", "ParseError", "SumjudgeError", "PromptTooLongError", "BackendUnavailableError",
+           "ResponseCache", "NullCache", "ParseError", "SumjudgeError", "BackendRequestError", "OptionScoringError", "PromptTooLongError", "BackendUnavailableError",
            "ConfigError", "make_backend", "make_llm", "BACKENDS"]

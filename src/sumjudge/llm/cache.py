@@ -11,7 +11,6 @@ from typing import Any
 
 from ..paths import cache_path
 
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,

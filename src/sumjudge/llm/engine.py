@@ -196,31 +196,50 @@ class LLM:
                 t.result()
 
     async def _run_batch(self, batch) -> None:
+        """Send one batch to the backend. Backends that report results as they finish (per micro-batch,
+        per HTTP response) through ``on_results`` get each result cached and delivered at once, so a
+        run killed during a long batch keeps everything already generated."""
         self.usage.batches += 1
         for kind in ("chat", "options"):
             items = [b for b in batch if b[0] == kind]
             if not items:
                 continue
+            delivered: set[int] = set()
+
+            def deliver(results: list[tuple[int, Any]], items=items, delivered=delivered) -> None:
+                fresh = [(i, r) for i, r in results if i not in delivered]
+                delivered.update(i for i, _ in fresh)
+                self._settle_results(kind, [(items[i], r) for i, r in fresh])
+
+            call = self.backend.generate if kind == "chat" else self.backend.score
             reqs = [b[1] for b in items]
             try:
-                results = await (self.backend.generate(reqs) if kind == "chat" else self.backend.score(reqs))
+                if getattr(self.backend, "streams_results", False):
+                    results = await call(reqs, on_results=deliver)
+                else:
+                    results = await call(reqs)
             except Exception as e:  # the whole call failed (server down, CUDA error): every waiter gets it
                 results = [e] * len(items)
-            to_store = []
-            for (_, req, key, fut, scope), res in zip(items, results):
-                self._inflight_keys.pop(key, None)
-                if isinstance(res, Exception):
-                    self.usage.errors += 1
-                    if not fut.done():
-                        fut.set_exception(res)
-                    continue
-                self.usage.backend_calls += 1
-                if scope:
-                    scope.usage.backend_calls += 1
-                to_store.append((key, kind, self.info.name, self.info.model, req.to_json(), res.to_json()))
-                self._record(kind, req, res, key, scope)
+            deliver(list(enumerate(results)))
+
+    def _settle_results(self, kind: str, pairs: list[tuple[tuple, Any]]) -> None:
+        """Cache, log and hand out finished results (one SQLite transaction per call)."""
+        to_store = []
+        for (_, req, key, fut, scope), res in pairs:
+            self._inflight_keys.pop(key, None)
+            if isinstance(res, Exception):
+                self.usage.errors += 1
                 if not fut.done():
-                    fut.set_result(res)
+                    fut.set_exception(res)
+                continue
+            self.usage.backend_calls += 1
+            if scope:
+                scope.usage.backend_calls += 1
+            to_store.append((key, kind, self.info.name, self.info.model, req.to_json(), res.to_json()))
+            self._record(kind, req, res, key, scope)
+            if not fut.done():
+                fut.set_result(res)
+        if to_store:
             self.cache.put_many(to_store)
 
     def _record(self, kind: str, req, resp, key: str, scope: "ScopedLLM | None" = None) -> None:
@@ -238,6 +257,14 @@ class LLM:
         """Tokens of ``text`` under the backend's tokenizer, or None when the backend has none (openai)."""
         fn = getattr(self.backend, "count_tokens", None)
         return fn(text) if fn else None
+
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
+        """Tokens the backend will feed for ``messages`` (chat template included), or None when unknown."""
+        fn = getattr(self.backend, "encode", None)
+        if fn is not None:
+            return len(fn(messages))
+        n = [self.count_tokens(m["content"]) for m in messages]
+        return None if None in n else sum(n)
 
     @property
     def context_length(self) -> int | None:
@@ -279,6 +306,9 @@ class ScopedLLM(LLM):
 
     def count_tokens(self, text: str) -> int | None:
         return self.parent.count_tokens(text)
+
+    def prompt_tokens(self, messages) -> int | None:
+        return self.parent.prompt_tokens(messages)
 
 
 def run_sync(coro):

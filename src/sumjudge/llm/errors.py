@@ -22,3 +22,11 @@ class BackendUnavailableError(SumjudgeError):
 
 class ConfigError(SumjudgeError):
     pass
+
+
+class BackendRequestError(SumjudgeError):
+    """The server answered but refused the request (bad model name, prompt over its context, auth)."""
+
+
+class OptionScoringError(SumjudgeError):
+    """The backend cannot give probabilities for the requested options (no logprobs, options not in its top-k)."""

@@ -17,6 +17,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .decode import BatchDecoder, DecodeRow
@@ -66,7 +67,8 @@ class HFBackend:
         loaded = AutoModelForCausalLM.from_pretrained(path, **kw)
         if not device_map:
             loaded.to(device)
-        name = str(model if model not in ("smoke", "tiny") else path)
+        # local folders are named by their folder name (the revision fingerprint tells builds apart)
+        name = Path(path).name if Path(path).is_dir() else str(model)
         rev = revision or getattr(loaded.config, "_commit_hash", None) or self._local_revision(path)
         self._setup(loaded, tokenizer, name=name, revision=rev, dtype=dtype, device_map=device_map,
                     token_budget=token_budget, max_batch=max_batch, context_length=context_length)
@@ -146,10 +148,14 @@ class HFBackend:
         return len(self.tokenizer(text, add_special_tokens=False).input_ids)
 
     # ---- async entry points (the engine calls these) ------------------------------------------
-    async def generate(self, reqs: list[ChatRequest]) -> list[ChatResponse | Exception]:
-        return await asyncio.to_thread(self.generate_sync, reqs)
+    streams_results = True  # generate() reports each finished micro-batch through on_results
 
-    async def score(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
+    async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
+        loop = asyncio.get_running_loop()
+        report = (lambda items: loop.call_soon_threadsafe(on_results, items)) if on_results else None
+        return await asyncio.to_thread(self.generate_sync, reqs, report)
+
+    async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
         return await asyncio.to_thread(self.score_sync, reqs)
 
     # ---- generation -----------------------------------------------------------------------------
@@ -168,7 +174,9 @@ class HFBackend:
             batches.append(cur)
         return batches
 
-    def generate_sync(self, reqs: list[ChatRequest]) -> list[ChatResponse | Exception]:
+    def generate_sync(self, reqs: list[ChatRequest], report=None) -> list[ChatResponse | Exception]:
+        """Generate for all requests, micro-batch by micro-batch; ``report([(index, response), ...])`` is
+        called after each micro-batch (and once for prompts that are too long)."""
         out: list[ChatResponse | Exception | None] = [None] * len(reqs)
         rows = []
         for i, r in enumerate(reqs):
@@ -177,6 +185,8 @@ class HFBackend:
                 out[i] = PromptTooLongError(r.tag, len(ids), r.max_new_tokens, self.context_length)
             else:
                 rows.append(_Row(i, ids, r))
+        if report and len(rows) < len(reqs):
+            report([(i, o) for i, o in enumerate(out) if o is not None])
         with self._lock:
             for batch in self.micro_batches(rows, lambda x: x.req.max_new_tokens):
                 t0 = time.perf_counter()
@@ -186,6 +196,8 @@ class HFBackend:
                     out[row.index] = ChatResponse(text=text, finish_reason=finish, prompt_tokens=len(row.ids),
                                                   completion_tokens=n_new, latency_s=dt, backend="hf",
                                                   model=self.info.model)
+                if report:
+                    report([(row.index, out[row.index]) for row in batch])
         return out  # type: ignore[return-value]
 
     def _generate_batch(self, batch: list[_Row]) -> list[tuple[str, str, int]]:
@@ -233,18 +245,21 @@ class HFBackend:
         t0 = time.perf_counter()
         with self._lock, torch.inference_mode():
             for batch in self.micro_batches(rows, lambda x: 0):
-                width = max(len(s.ids) for s in batch)
-                ids = torch.full((len(batch), width), self.tokenizer.pad_token_id, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for j, s in enumerate(batch):  # right padding: positions stay exact without position ids
-                    ids[j, : len(s.ids)] = torch.tensor(s.ids)
-                    mask[j, : len(s.ids)] = 1
-                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+                # Left padding puts every option at the end of its row, so only the last `keep` positions
+                # need logits (a full-sequence logit tensor is rows x tokens x vocab: gigabytes for
+                # long transcripts and 128k-262k vocabularies).
+                ids, mask = self.decoder._left_pad([s.ids for s in batch])
+                positions = (mask.cumsum(-1) - 1).clamp(min=0)
+                spans = [owners[s.index][3] - owners[s.index][2] for s in batch]
+                keep = max(spans) + 1
+                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                                    logits_to_keep=keep).logits[:, -keep:]
                 lp = torch.log_softmax(logits.float(), dim=-1)
                 for j, s in enumerate(batch):
                     i, k, a, b = owners[s.index]
-                    tgt = ids[j, a:b].to(lp.device)
-                    logp[(i, k)] = float(lp[j, a - 1: b - 1].gather(-1, tgt[:, None]).sum())
+                    span = b - a  # option tokens are the row's last `span` tokens
+                    tgt = ids[j, -span:].to(lp.device)
+                    logp[(i, k)] = float(lp[j, keep - span - 1: keep - 1].gather(-1, tgt[:, None]).sum())
         dt = time.perf_counter() - t0
         for i, r in enumerate(reqs):
             if out[i] is None:

@@ -14,7 +14,7 @@ import os
 import random
 import time
 
-from .errors import BackendUnavailableError
+from .errors import BackendRequestError, BackendUnavailableError, OptionScoringError
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -26,7 +26,7 @@ class OpenAIBackend:
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  concurrency: int = 32, max_retries: int = 6, timeout: float = 600.0, backoff: float = 1.0,
-                 max_backoff: float = 60.0, top_logprobs: int = 20):
+                 max_backoff: float = 60.0, top_logprobs: int = 20, connect_retries: int = 2):
         import openai
 
         self._openai = openai
@@ -44,6 +44,8 @@ class OpenAIBackend:
         self.info = BackendInfo(name="openai", model=model, revision="",
                                 extra={"base_url": self.base_url or "https://api.openai.com/v1"})
         self.retries = 0  # accounting: retried HTTP calls
+        self.connect_retries = connect_retries
+        self.connected = False  # set by the first answer; before it, connection errors fail fast
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -57,19 +59,28 @@ class OpenAIBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 async with self._semaphore():
-                    return await self.client.chat.completions.create(model=self.model, **kwargs)
-            except (oa.RateLimitError, oa.APITimeoutError, oa.APIConnectionError, oa.InternalServerError) as e:
+                    resp = await self.client.chat.completions.create(model=self.model, **kwargs)
+                self.connected = True
+                return resp
+            except oa.APITimeoutError as e:
+                last = e
+            except oa.APIConnectionError as e:
+                last = e
+                if not self.connected and attempt >= self.connect_retries:
+                    break  # never reached the server: a wrong URL or a server that is not up; say so now
+            except (oa.RateLimitError, oa.InternalServerError) as e:
                 last = e
             except oa.APIStatusError as e:
-                if e.status_code not in RETRYABLE_STATUS:
-                    raise
+                if e.status_code not in RETRYABLE_STATUS:  # 400 (e.g. prompt over the context), 401, 404 (model name)
+                    raise BackendRequestError(f"{self.base_url or 'the OpenAI API'} refused the request "
+                                              f"(HTTP {e.status_code}): {e.message}") from e
                 last = e
             if attempt < self.max_retries:
                 self.retries += 1
                 delay = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
                 await asyncio.sleep(delay)
         where = self.base_url or "the OpenAI API"
-        raise BackendUnavailableError(f"{where} did not answer after {self.max_retries + 1} attempts: "
+        raise BackendUnavailableError(f"{where} did not answer after {attempt + 1} attempts: "
                                       f"{type(last).__name__}: {last}")
 
     async def _one(self, r: ChatRequest) -> ChatResponse:
@@ -89,8 +100,23 @@ class OpenAIBackend:
                             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
                             latency_s=time.perf_counter() - t0, backend="openai", model=self.model)
 
-    async def generate(self, reqs: list[ChatRequest]) -> list[ChatResponse | Exception]:
-        return list(await asyncio.gather(*(self._one(r) for r in reqs), return_exceptions=True))
+    streams_results = True  # each response is reported as soon as it arrives
+
+    async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
+        return await self._each(self._one, reqs, on_results)
+
+    @staticmethod
+    async def _each(fn, reqs, on_results):
+        async def one(i, r):
+            try:
+                res = await fn(r)
+            except Exception as e:  # reported per request; the engine hands it to that request's caller
+                res = e
+            if on_results:
+                on_results([(i, res)])
+            return res
+
+        return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(reqs))))
 
     async def _score_one(self, r: OptionRequest) -> OptionScores:
         """First-token probabilities from ``top_logprobs``: an option's mass is the sum over returned
@@ -106,7 +132,7 @@ class OpenAIBackend:
                                 top_logprobs=self.top_logprobs, **extra)
         content = resp.choices[0].logprobs.content if resp.choices[0].logprobs else None
         if not content:
-            raise BackendUnavailableError(f"{self.base_url or 'server'} returned no logprobs for {r.tag!r}")
+            raise OptionScoringError(f"{self.base_url or 'server'} returned no logprobs for {r.tag!r}")
         mass = {o: 0.0 for o in r.options}
         for t in content[0].top_logprobs:
             tok = t.token.strip()
@@ -114,11 +140,11 @@ class OpenAIBackend:
                 mass[tok] += math.exp(t.logprob)
         cov = sum(mass.values())
         if cov == 0:
-            raise BackendUnavailableError(f"none of the options {r.options} is among the top {self.top_logprobs} "
+            raise OptionScoringError(f"none of the options {r.options} is among the top {self.top_logprobs} "
                                           f"tokens for {r.tag!r}; use the sampling variant")
         raw = {o: (math.log(p) if p > 0 else None) for o, p in mass.items()}
         return OptionScores(probs={o: p / cov for o, p in mass.items()}, logprobs=raw, method="top_logprobs",
                             backend="openai", model=self.model, latency_s=time.perf_counter() - t0, coverage=cov)
 
-    async def score(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
-        return list(await asyncio.gather(*(self._score_one(r) for r in reqs), return_exceptions=True))
+    async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
+        return await self._each(self._score_one, reqs, on_results)

@@ -17,7 +17,9 @@ def xml_tag(text: str, tag: str, *, last: bool = True) -> str:
 
     Models often repeat the tag name in their reasoning, so the last complete occurrence wins by default.
     """
-    pat = re.compile(rf"<\s*{re.escape(tag)}\s*>(.*?)<\s*/\s*{re.escape(tag)}\s*>", re.S | re.I)
+    open_tag = rf"<\s*{re.escape(tag)}\s*>"
+    # the content may not contain another opening tag: "<label> tags. <label>0</label>" yields "0"
+    pat = re.compile(rf"{open_tag}((?:(?!{open_tag}).)*?)<\s*/\s*{re.escape(tag)}\s*>", re.S | re.I)
     found = pat.findall(text)
     if found:
         return (found[-1] if last else found[0]).strip()

@@ -91,13 +91,14 @@ def fit_prompt(llm: LLM, template: str, fields: dict[str, str], *, max_new_token
     - ``error``: raise PromptTooLongError naming the example (the default);
     - ``truncate``: cut the end of field ``shrink`` (the document) word by word until it fits; the
       run records how many words were cut.
-    Backends without a tokenizer (openai) are not checked here: the server reports overflows.
+    Tokens are counted as the backend will feed them (chat template included). Backends without a
+    tokenizer (openai) are not checked here: the server reports overflows.
     """
     tmpl = load_template(template)
     text = tmpl.render(**fields)
     ctx = llm.context_length
-    n = llm.count_tokens(text)
-    if n is None or ctx is None or n + max_new_tokens + 16 <= ctx:
+    n = llm.prompt_tokens(user(text))
+    if n is None or ctx is None or n + max_new_tokens <= ctx:
         return text, {}
     if policy == "error":
         raise PromptTooLongError(tag, n, max_new_tokens, ctx)
@@ -108,7 +109,7 @@ def fit_prompt(llm: LLM, template: str, fields: dict[str, str], *, max_new_token
     while lo < hi:
         mid = (lo + hi + 1) // 2
         cand = tmpl.render(**{**fields, shrink: " ".join(words[:mid])})
-        if llm.count_tokens(cand) + max_new_tokens + 16 <= ctx:
+        if llm.prompt_tokens(user(cand)) + max_new_tokens <= ctx:
             lo = mid
         else:
             hi = mid - 1

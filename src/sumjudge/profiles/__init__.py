@@ -20,6 +20,15 @@ class Profile:
     max_new_tokens: int
     truncate: str  # error | truncate: what to do with prompts over the model context
     label_fallback: str  # none | option_scores: what to do with an unparseable label
+    parse_retries: int = 2  # extra sampled attempts after an unparseable answer
+    context_length: int | None = None  # hf: cap the prompt + answer tokens (None = the model's context)
+
+    def engine_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``make_llm`` beyond backend/model/base_url."""
+        opts: dict[str, Any] = {"parse_retries": self.parse_retries}
+        if self.context_length and self.backend == "hf":
+            opts["context_length"] = self.context_length
+        return opts
 
     def with_overrides(self, **kw: Any) -> "Profile":
         """Override fields with the values that are set (None / '' mean: keep the profile's)."""

@@ -1,0 +1,80 @@
+"""What every notebook does first: resolve the profile and its overrides, share one engine, run methods.
+
+Notebooks stay thin: a parameters cell (papermill), then ``session = notebook.Session(...)`` and
+``session.run(method, dataset, ...)``. Runs land in ``build/runs/<notebook>/<profile>-<model>/<name>/``
+and are resumable like any ``sumjudge run`` (same cache).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import profiles
+from .llm import make_llm
+from .llm.engine import LLM
+from .paths import project_root
+from .profiles import Profile
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text.rsplit("/", 1)[-1]).strip("-").lower() or "model"
+
+
+@dataclass
+class Session:
+    """One notebook's settings and engine. Overrides that are None/'' keep the profile's value."""
+
+    notebook: str
+    profile: str = "smoke"
+    backend: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    n: int | None = None
+    seed: int | None = None
+    prof: Profile = field(init=False)
+    _llm: LLM | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.prof = profiles.load(self.profile, backend=self.backend, model=self.model, base_url=self.base_url,
+                                  n=self.n, seed=self.seed)
+
+    @property
+    def llm(self) -> LLM:
+        """The engine, built on first use and shared by every run of the notebook."""
+        if self._llm is None:
+            p = self.prof
+            self._llm = make_llm(p.backend, p.model, base_url=p.base_url, **p.engine_options())
+        return self._llm
+
+    def runs_dir(self) -> Path:
+        return project_root() / "build" / "runs" / self.notebook / f"{self.prof.name}-{slug(self.prof.model)}"
+
+    def method_settings(self, **extra: Any) -> dict[str, Any]:
+        """The profile's generation policy as method settings (every method config has these fields)."""
+        p = self.prof
+        return {"max_new_tokens": p.max_new_tokens, "truncate": p.truncate, "fallback": p.label_fallback, **extra}
+
+    def run(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
+            split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None,
+            progress: bool = True) -> tuple[dict[str, Any], Path]:
+        """Run ``method`` on the profile's first ``n`` examples (or ``limit``); returns (metrics, run folder)."""
+        from .runs import RunConfig, run
+
+        p = self.prof
+        rc = RunConfig(method=method, dataset=dataset, split=split, level=level,
+                       limit=limit if limit is not None else p.n, backend=p.backend, model=p.model,
+                       base_url=p.base_url, seed=p.seed, settings=self.method_settings(**(settings or {})))
+        out = self.runs_dir() / (name or f"{method}-{dataset}-{level or 'default'}")
+        return run(rc, out, llm=self.llm, progress=progress), out
+
+    def describe(self) -> str:
+        p = self.prof
+        where = f" at {p.base_url}" if p.backend == "openai" else ""
+        n = "all" if p.n is None else p.n
+        ctx = f", prompts capped at {p.context_length} tokens" if p.context_length else ""
+        return (f"profile {p.name}: backend {p.backend}{where}, model {p.model}, n = {n} examples per experiment, "
+                f"seed {p.seed}, max_new_tokens {p.max_new_tokens}{ctx}, over-long prompts: {p.truncate}, "
+                f"parse retries: {p.parse_retries}, unparseable labels: {p.label_fallback}")

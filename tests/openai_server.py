@@ -1,0 +1,115 @@
+"""A small OpenAI-compatible HTTP server for tests: serves a local HF model on 127.0.0.1.
+
+Implements ``POST /v1/chat/completions`` (greedy/sampled text, ``max_tokens``, ``stop``, ``seed``,
+``logprobs``/``top_logprobs`` of the first token, vLLM's ``continue_final_message``) and
+``GET /v1/models``. ``fail_next(n, status)`` makes the next n requests fail with an HTTP status, to
+test retries.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import torch
+
+from sumjudge.llm import ChatRequest
+
+
+class LocalOpenAIServer:
+    def __init__(self, backend, model_name: str = "tiny-llama3"):
+        self.backend = backend
+        self.model_name = model_name
+        self.requests: list[dict] = []
+        self._fail: list[int] = []
+        self._lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def fail_next(self, n: int, status: int = 429) -> None:
+        with self._lock:
+            self._fail += [status] * n
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    # ---- request handling ---------------------------------------------------------------------
+    def _complete(self, body: dict) -> dict:
+        be = self.backend
+        messages = body["messages"]
+        if body.get("logprobs"):
+            return self._logprobs(body, messages)
+        req = ChatRequest(messages=messages, max_new_tokens=body.get("max_tokens") or 16,
+                          temperature=body.get("temperature", 1.0), top_p=body.get("top_p", 1.0),
+                          seed=body.get("seed"), stop=tuple(body.get("stop") or ()))
+        (resp,) = be.generate_sync([req])
+        if isinstance(resp, Exception):
+            raise resp
+        return self._wrap(resp.text, resp.finish_reason, resp.prompt_tokens, resp.completion_tokens, None)
+
+    def _logprobs(self, body: dict, messages: list[dict]) -> dict:
+        be, tok = self.backend, self.backend.tokenizer
+        if body.get("continue_final_message"):
+            ids = be.encode(messages[:-1]) + tok(messages[-1]["content"], add_special_tokens=False).input_ids
+        else:
+            ids = be.encode(messages)
+        with torch.inference_mode():
+            logits = be.model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+        lp = torch.log_softmax(logits, -1)
+        top = torch.topk(lp, body.get("top_logprobs") or 1)
+        entries = [{"token": tok.decode([int(i)]), "logprob": float(v), "bytes": None}
+                   for v, i in zip(top.values, top.indices)]
+        first = entries[0]
+        content = [{"token": first["token"], "logprob": first["logprob"], "bytes": None, "top_logprobs": entries}]
+        return self._wrap(first["token"], "length", len(ids), 1, {"content": content})
+
+    def _wrap(self, text, finish, prompt_tokens, completion_tokens, logprobs) -> dict:
+        return {"id": "cmpl-test", "object": "chat.completion", "created": int(time.time()), "model": self.model_name,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": finish, "logprobs": logprobs}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens}}
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._send(200, {"object": "list", "data": [{"id": server.model_name, "object": "model"}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server._lock:
+                    server.requests.append(body)
+                    status = server._fail.pop(0) if server._fail else None
+                if status:
+                    return self._send(status, {"error": {"message": f"injected {status}", "type": "test"}})
+                if body.get("model") != server.model_name:
+                    return self._send(404, {"error": {"message": f"model {body.get('model')} not found"}})
+                with server._lock:  # one forward at a time on the shared model
+                    payload = server._complete(body)
+                self._send(200, payload)
+
+        return Handler

@@ -1,0 +1,174 @@
+"""``sumjudge run`` end to end on the real data mirror with the tiny model: run folders, resume after a
+kill with zero repeated calls, and one clear error + non-zero exit for each kind of bad input."""
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import needs_mirror
+
+from sumjudge import cli
+from sumjudge.data import registry
+from sumjudge.data.records import FaithExample
+
+pytestmark = needs_mirror
+
+
+def sumjudge_cmd(*args):
+    return [sys.executable, "-m", "sumjudge.cli", *map(str, args)]
+
+
+def run_args(model, cache, out, *extra):
+    return ["run", "zero-shot", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "6",
+            "--model", model, "--cache", cache, "--out", out, "--set", "max_new_tokens=24", *extra]
+
+
+def cache_rows(path) -> int:
+    try:
+        with sqlite3.connect(path, timeout=5) as c:
+            return c.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
+def judgements(out):
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r["judgement"].items() if k != "usage"} for r in rows]
+
+
+def test_run_writes_the_run_folder(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(run_args(tiny_model_dir, tmp_path / "c.sqlite", out)) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_examples"] == 6
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["run"]["method"] == "zero-shot" and cfg["method_config"]["max_new_tokens"] == 24
+    assert cfg["backend_info"]["name"] == "hf" and cfg["backend_info"]["revision"]
+    calls = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
+    chats = [c for c in calls if c["event"] == "chat"]
+    assert chats and all({"request", "response", "cache_hit", "scope", "tag"} <= set(c) for c in chats)
+    assert all(c["response"]["prompt_tokens"] > 0 for c in chats)
+    metrics = json.loads((out / "metrics.json").read_text())
+    res = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert len(res) == 6 and metrics["n_examples"] == 6
+    # the subset is stratified: both labels present, so balanced accuracy is defined
+    assert {r["example"]["label"] for r in res} == {0, 1}
+    # an unparsed answer stays unlabelled and is counted
+    assert metrics["unparsed"] == sum(r["judgement"]["label"] is None for r in res)
+    assert metrics["cost"]["calls_per_example"] >= 1
+    # same command, same folder: everything from the cache, identical results
+    before = judgements(out)
+    assert cli.main(run_args(tiny_model_dir, tmp_path / "c.sqlite", out)) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["backend_calls"] == 0 and judgements(out) == before
+
+
+def test_kill_midway_then_rerun_repeats_no_call_and_gives_identical_results(tiny_model_dir, tmp_path):
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    small = ["--token-budget", "5000"]  # one or two rows per micro-batch: many chances to be killed mid-way
+    ref_out = tmp_path / "reference"
+    subprocess.run(sumjudge_cmd(*run_args(tiny_model_dir, tmp_path / "ref.sqlite", ref_out, *small)), check=True,
+                   env=env, capture_output=True)
+    total = cache_rows(tmp_path / "ref.sqlite")
+
+    cache, out = tmp_path / "c.sqlite", tmp_path / "run"
+    proc = subprocess.Popen(sumjudge_cmd(*run_args(tiny_model_dir, cache, out, *small)), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while cache_rows(cache) < 2 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    done = cache_rows(cache)
+    assert 0 < done < total
+    assert not (out / "metrics.json").exists() and not (out / "results.jsonl").exists()
+
+    res = subprocess.run(sumjudge_cmd(*run_args(tiny_model_dir, cache, out, *small)), env=env, capture_output=True,
+                         text=True, check=True)
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    assert summary["backend_calls"] == total - done  # nothing finished before the kill is computed again
+    assert summary["cache_hits"] >= done
+    assert cache_rows(cache) == total
+    assert judgements(out) == judgements(ref_out)
+
+
+def test_no_cache_computes_everything_again(tiny_model_dir, tmp_path, capsys):
+    assert cli.main(run_args(tiny_model_dir, tmp_path / "c.sqlite", tmp_path / "a", "--limit", "2")) == 0
+    capsys.readouterr()
+    assert cli.main(run_args(tiny_model_dir, tmp_path / "c.sqlite", tmp_path / "b", "--limit", "2", "--no-cache")) == 0
+    assert json.loads(capsys.readouterr().out)["cache_hits"] == 0
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["run", "no-such-method", "--dataset", "tofueval-meetingbank"], 2, "unknown method 'no-such-method'"),
+    (["run", "zero-shot", "--dataset", "no-such-data"], 2, "unknown dataset 'no-such-data'"),
+    (["run", "zero-shot", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--set", "bogus=1"], 2,
+     "unknown setting 'bogus'"),
+    (["run", "zero-shot", "--dataset", "tofueval-meetingbank", "--model", "./no/such/dir"], 3,
+     "neither a local model directory"),
+])
+def test_bad_arguments_get_one_clear_message(args, code, message, tmp_path, capsys):
+    assert cli.main(args + ["--out", tmp_path / "o", "--cache", tmp_path / "c"]) == code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_unknown_backend_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", "zero-shot", "--dataset", "x", "--backend", "nope", "--out", str(tmp_path)])
+    assert e.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_unreachable_server_exits_4_and_leaves_no_result(tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "o"
+    code = cli.main(["run", "zero-shot", "--dataset", "tofueval-meetingbank", "--limit", "2", "--backend", "openai",
+                     "--model", "m", "--base-url", f"http://127.0.0.1:{port}/v1", "--out", out,
+                     "--cache", tmp_path / "c"])
+    assert code == 4
+    assert f"127.0.0.1:{port}" in capsys.readouterr().err
+    assert not (out / "metrics.json").exists() and not (out / "results.jsonl").exists()
+
+
+def test_prompt_over_the_context_errors_naming_the_example_or_is_truncated_on_request(tmp_path, capsys):
+    from sumjudge.llm.models import TINY_SHAPE, build_tiny_model
+
+    model = build_tiny_model(tmp_path / "short-ctx", shape={**TINY_SHAPE, "max_position_embeddings": 1024})
+    base = ["run", "zero-shot", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "2", "--model",
+            model, "--cache", tmp_path / "c", "--set", "max_new_tokens=8"]
+    assert cli.main(base + ["--out", tmp_path / "a"]) == 5
+    err = capsys.readouterr().err
+    ids = [e.id for e in registry.load("tofueval-meetingbank", level="sentence", limit=2, seed=0)]
+    assert "over the model context of 1024" in err and any(f"prompt for {i} " in err for i in ids) and "truncate" in err
+    assert not (tmp_path / "a" / "metrics.json").exists()
+    assert cli.main(base + ["--out", tmp_path / "b", "--set", "truncate=truncate"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "b" / "results.jsonl").read_text().splitlines()]
+    assert all(r["judgement"]["details"]["truncated_words"] > 0 for r in rows)
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["method_config"]["truncate"] == "truncate"
+
+
+def test_a_different_config_in_the_same_folder_is_refused(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert cli.main(run_args(tiny_model_dir, tmp_path / "c", out, "--limit", "2")) == 0
+    assert cli.main(run_args(tiny_model_dir, tmp_path / "c", out, "--limit", "3")) == 2
+    assert "different configuration" in capsys.readouterr().err
+
+
+def test_empty_text_is_refused_naming_the_example_and_field(monkeypatch, tmp_path, capsys):
+    spec = registry.get("tofueval-meetingbank")
+    good = FaithExample(id="a", dataset="t", document="doc", summary="fine", label=1)
+    bad = FaithExample(id="b-7", dataset="t", document="doc", summary="  ", label=0)
+    monkeypatch.setitem(registry.DATASETS, "broken", spec.__class__(**{**spec.__dict__, "name": "broken",
+                                                                       "loader": lambda **kw: [good, bad]}))
+    assert cli.main(["run", "zero-shot", "--dataset", "broken", "--backend", "scripted", "--out", tmp_path / "o"]) == 3
+    err = capsys.readouterr().err
+    assert "broken, row b-7, field 'summary'" in err

@@ -1,0 +1,121 @@
+"""The real transformers code path, on a tiny random Llama-3-architecture model (real Llama-3 tokenizer)."""
+
+import pytest
+import torch
+
+from sumjudge.llm import ChatRequest, NullCache, PromptTooLongError, run_sync
+from sumjudge.llm.decode import MIN_SHARED_PREFIX, prefix_groups
+from sumjudge.llm.engine import LLM
+from sumjudge.llm.hf import HFBackend
+
+DOC = " ".join(f"Councilmember {i % 7} moved item {i} and the motion carried {i % 3} to one." for i in range(40))
+
+
+def msg(text):
+    return [{"role": "user", "content": text}]
+
+
+def reference_generate(be: HFBackend, r: ChatRequest) -> str:
+    """What the papers' code does: one ``model.generate`` per request (greedy)."""
+    ids = torch.tensor([be.encode(r.messages)])
+    with torch.inference_mode():
+        out = be.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=r.max_new_tokens,
+                                do_sample=False, eos_token_id=be.eos_ids, pad_token_id=be.tokenizer.pad_token_id)
+    return be.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+
+
+def test_chat_template_and_token_counts_are_llama3(tiny_backend):
+    ids = tiny_backend.encode(msg("Hello"))
+    text = tiny_backend.tokenizer.decode(ids)
+    assert text.startswith("<|begin_of_text|><|start_header_id|>user<|end_header_id|>")
+    assert text.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
+    assert tiny_backend.count_tokens("Hello world") == 2
+    assert tiny_backend.info.extra["dtype"] == "float32" and tiny_backend.info.revision
+
+
+def test_batched_greedy_equals_one_generate_per_request(tiny_backend):
+    reqs = [ChatRequest(messages=msg(f"{DOC}\n\nAgent {a}: is the summary faithful? {'Explain. ' * a}"),
+                        max_new_tokens=12 + 3 * a, tag=f"agent{a}") for a in range(4)]
+    reqs += [ChatRequest(messages=msg("Short prompt."), max_new_tokens=10),
+             ChatRequest(messages=msg("Another, a little longer, prompt about a meeting."), max_new_tokens=7)]
+    llm = LLM(tiny_backend, cache=NullCache())
+    before = tiny_backend.generate_calls
+    out = run_sync(llm.chat_many(reqs))
+    assert tiny_backend.generate_calls - before == 1  # one micro-batch for all six
+    for r, resp in zip(reqs, out):
+        assert resp.text == reference_generate(tiny_backend, r)
+        assert resp.prompt_tokens == len(tiny_backend.encode(r.messages))
+        assert 0 < resp.completion_tokens <= r.max_new_tokens
+        assert resp.finish_reason in ("stop", "length")
+
+
+def test_shared_document_prefix_is_grouped():
+    base = list(range(100))
+    rows = [base + [1, 2], base + [3], base[:50] + [9] * 80, [7] * 10]
+    group, plen = prefix_groups(rows, share=True)
+    assert group[0] == group[1] and len({group[0], group[2], group[3]}) == 3
+    assert plen[group[0]] == 100 and MIN_SHARED_PREFIX <= 100
+    assert prefix_groups(rows, share=False)[1] == [len(r) - 1 for r in rows]
+
+
+def test_small_token_budget_gives_more_micro_batches_same_text(tiny_model_dir, tiny_backend):
+    small = HFBackend(str(tiny_model_dir), token_budget=150)
+    reqs = [ChatRequest(messages=msg(f"{DOC[: 200 + 40 * i]} question {i}"), max_new_tokens=8) for i in range(5)]
+    a = run_sync(LLM(small, cache=NullCache()).chat_many(reqs))
+    b = run_sync(LLM(tiny_backend, cache=NullCache()).chat_many(reqs))
+    assert small.generate_calls >= 3
+    assert [x.text for x in a] == [x.text for x in b]
+
+
+def test_seeded_sampling_does_not_depend_on_the_batch(tiny_backend):
+    r = ChatRequest(messages=msg("Tell me about the meeting."), max_new_tokens=12, temperature=1.0, seed=7)
+    alone = run_sync(LLM(tiny_backend, cache=NullCache()).chat(r))
+    others = [ChatRequest(messages=msg(f"Other prompt {i} {'x ' * i}"), max_new_tokens=5 + i, temperature=0.8, seed=i)
+              for i in range(4)]
+    batched = run_sync(LLM(tiny_backend, cache=NullCache()).chat_many(others + [r]))[-1]
+    assert batched.text == alone.text
+    samples = run_sync(LLM(tiny_backend, cache=NullCache()).sample(r, 4))
+    assert samples[0].text == alone.text  # sample 0 is the request itself
+    assert len({s.text for s in samples}) > 1  # other sample indices draw other tokens
+
+
+def test_stop_strings_cut_the_text(tiny_backend):
+    llm = LLM(tiny_backend, cache=NullCache())
+    full = run_sync(llm.chat(ChatRequest(messages=msg("Count."), max_new_tokens=16))).text
+    assert len(full) > 4
+    stop = full[2:4]
+    cut = run_sync(llm.chat(ChatRequest(messages=msg("Count."), max_new_tokens=16, stop=(stop,))))
+    assert cut.text == full[: full.find(stop)] and cut.finish_reason == "stop"
+
+
+def test_prompt_over_the_context_fails_alone(tiny_backend):
+    small = HFBackend.from_loaded(tiny_backend.model, tiny_backend.tokenizer, name="tiny-ctx", context_length=120)
+    llm = LLM(small, cache=NullCache())
+    ok = ChatRequest(messages=msg("Short."), max_new_tokens=8, tag="ok")
+    long = ChatRequest(messages=msg(DOC), max_new_tokens=8, tag="ex-42/zero-shot")
+
+    async def both():
+        import asyncio
+
+        return await asyncio.gather(llm.chat(ok), llm.chat(long), return_exceptions=True)
+
+    a, b = run_sync(both())
+    assert a.text is not None
+    assert isinstance(b, PromptTooLongError) and "ex-42/zero-shot" in str(b) and "120" in str(b)
+
+
+def test_option_scores_match_the_logits(tiny_backend):
+    llm = LLM(tiny_backend, cache=NullCache())
+    m = msg("Is it faithful? Answer 0 or 1.")
+    sc = run_sync(llm.score_options(m, ["0", "1"], prefix="<label>"))
+    assert sum(sc.probs.values()) == pytest.approx(1.0)
+    tok = tiny_backend.tokenizer
+    ids = tiny_backend.encode(m) + tok("<label>", add_special_tokens=False).input_ids
+    with torch.inference_mode():
+        logits = tiny_backend.model(input_ids=torch.tensor([ids])).logits[0, -1]
+    lp = torch.log_softmax(logits.float(), -1)
+    l0, l1 = (float(lp[tok.convert_tokens_to_ids(t)]) for t in ("0", "1"))
+    assert sc.logprobs["0"] == pytest.approx(l0, abs=1e-4) and sc.logprobs["1"] == pytest.approx(l1, abs=1e-4)
+    assert sc.probs["1"] == pytest.approx(torch.softmax(torch.tensor([l0, l1]), 0)[1].item(), abs=1e-5)
+    multi = run_sync(llm.score_options(m, ["1", "2", "3", "4", "5"]))
+    assert set(multi.probs) == {"1", "2", "3", "4", "5"} and 1 <= multi.expectation() <= 5

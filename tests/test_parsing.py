@@ -1,0 +1,57 @@
+import pytest
+
+from sumjudge.llm.parsing import ParseError, binary_label, first_number, lenient_json, markdown_field, xml_tag
+
+
+def test_xml_tag_last_complete_occurrence_and_unclosed_tail():
+    text = "I will answer in <label> tags.\n<label>0</label> wait <label> 1 </label>"
+    assert xml_tag(text, "label") == "1"
+    assert xml_tag(text, "label", last=False) == "0"
+    assert xml_tag("<explanation>the doc says X", "explanation") == "the doc says X"
+    assert xml_tag("<LABEL >1</ label>", "label") == "1"
+
+
+@pytest.mark.parametrize("text, label", [
+    ("<label>1</label>", 1), ("<label> 0 </label>", 0), ("<label>1 (consistent)</label>", 1),
+    ("<label>inconsistent</label>", 0), ("<label>Faithful</label>", 1), ("<label>unfaithful</label>", 0),
+])
+def test_binary_label_accepts(text, label):
+    assert binary_label(text) == label
+
+
+@pytest.mark.parametrize("text", ["no tags at all", "<label>0 or 1</label>", "<label>maybe</label>",
+                                  "<label></label>", "<label>0.5</label>"])
+def test_binary_label_refuses_instead_of_guessing(text):
+    with pytest.raises(ParseError):
+        binary_label(text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('```json\n{"score": 4, "why": "ok"}\n```', {"score": 4, "why": "ok"}),
+    ("Here you go: {'score': 3, 'ok': true} hope it helps", {"score": 3, "ok": True}),
+    ('{"a": [1, 2,], "b": "x}y",}\nTrailing text {', {"a": [1, 2], "b": "x}y"}),
+    ('[{"type": "omission", "severity": null}]', [{"type": "omission", "severity": None}]),
+])
+def test_lenient_json(text, expected):
+    assert lenient_json(text) == expected
+
+
+def test_lenient_json_failure_is_typed():
+    with pytest.raises(ParseError):
+        lenient_json("{not json at all")
+
+
+def test_markdown_field_forms_and_continuation():
+    text = "- Label: unfaithful\n- Explanation: the summary says 5\n  but the transcript says 6\n- Score: 2"
+    assert markdown_field(text, "Label") == "unfaithful"
+    assert markdown_field(text, "Explanation") == "the summary says 5 but the transcript says 6"
+    assert markdown_field("**Score:** 4", "Score") == "4"
+    with pytest.raises(ParseError):
+        markdown_field(text, "Severity")
+
+
+def test_first_number_in_range():
+    assert first_number("Score: 3.5/5", 1, 5) == 3.5
+    assert first_number("Step 7: the score is 2", 1, 5) == 2
+    with pytest.raises(ParseError):
+        first_number("score 9", 1, 5)
