@@ -62,6 +62,8 @@ def _cmd_data(a) -> int:
                     sources.resolve(f)
             except sources.DataMissingError:
                 status = "missing"
+            if spec.present is not None and not spec.present():
+                status = "missing"
             print(f"{name:24s} {spec.kind:15s} {status:8s} {spec.source}\n{'':24s} {spec.description}")
         return 0
     if a.action == "stats":
@@ -73,6 +75,11 @@ def _cmd_data(a) -> int:
         names = sorted(registry.DATASETS) if a.name in (None, "all") else [a.name]
         missing = []
         for n in names:
+            if registry.get(n).fetch is not None:
+                try:
+                    print(f"{n}: {registry.get(n).fetch()}")
+                except sources.DataMissingError as e:
+                    missing.append(f"{n}: {e}")
             for f in registry.get(n).files:
                 try:
                     print(f"{n}: {sources.fetch(f)}")

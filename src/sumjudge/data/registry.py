@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import tofueval
+from . import aggrefact, dialogue_factuality, generic, meeting_errors, summeval, tofueval, unieval
 from .records import Example, FaithExample, MeetingErrorExample, RatedExample
 from .sources import DataFormatError
 
@@ -20,6 +20,8 @@ class DatasetSpec:
     levels: tuple[str, ...]
     splits: tuple[str, ...]
     loader: Callable[..., list[Example]]
+    present: Callable[[], bool] | None = None  # for datasets without pinned files: is a local copy there?
+    fetch: Callable[[], object] | None = None  # for datasets without pinned files: download them
 
 
 DATASETS: dict[str, DatasetSpec] = {}
@@ -46,7 +48,82 @@ register(DatasetSpec(
     loader=lambda split="test", level="sentence": tofueval.load_ambiguity()))
 
 
+_SEL = tofueval.TOFU_CSV.format
+register(DatasetSpec(
+    name="tofueval-mediasum", kind="faithfulness",
+    description="TofuEval MediaSum: topic-focused summaries of NPR/CNN interviews, sentence labels; transcripts from "
+                "MediaSum's news_dialogue.json (not redistributed: the loader says what to download)",
+    source="github.com/amazon-science/tofueval + github.com/zcgzcgzcg1/MediaSum",
+    files=(_SEL(domain="mediasum", split="test"), tofueval.MEDIASUM_DOCS), levels=("summary", "sentence"),
+    splits=("test", "dev"), loader=lambda split="test", level="summary": tofueval.load_mediasum(split, level)))
+register(DatasetSpec(
+    name="sample-mediasum", kind="faithfulness",
+    description="MADISSE sample data: one NPR interview, five summary sentences with labels and error types",
+    source="github.com/amazon-science/madisse", files=(tofueval.SAMPLE_JSON,), levels=("sentence",), splits=("test",),
+    loader=lambda split="test", level="sentence": tofueval.load_sample_mediasum()))
+for _d in ("cnndm", "xsum"):
+    register(DatasetSpec(
+        name=f"qags-{_d}", kind="faithfulness",
+        description=f"QAGS-{'C' if _d == 'cnndm' else 'X'} (Wang'20 in AggreFact): {_d} summaries, faithful iff every "
+                    "sentence was judged consistent by the annotator majority",
+        source="github.com/maszhongming/UniEval (reproduce/data/fact)", files=(unieval.QAGS_FILES[_d],),
+        levels=("summary",), splits=("test",), loader=lambda split="test", level="summary", _d=_d: unieval.load_qags(_d)))
+register(DatasetSpec(
+    name="summeval", kind="rated",
+    description="SummEval: 100 CNN/DM documents x 16 systems, mean expert scores for coherence, consistency, fluency, "
+                "relevance",
+    source="github.com/neulab/BARTScore (SUM/SummEval/data.pkl)", files=(summeval.SUMMEVAL,), levels=("summary",),
+    splits=("test",), loader=lambda split="test", level="summary": summeval.load_summeval()))
+register(DatasetSpec(
+    name="topical-chat", kind="rated",
+    description="Topical-Chat (USR): 60 dialogue contexts x 6 responses with the fact, human scores for naturalness, "
+                "coherence, engagingness, groundedness, understandability, overall",
+    source="github.com/maszhongming/UniEval (reproduce/data/dialogue)", files=(unieval.TOPICAL_CHAT,),
+    levels=("response",), splits=("test",), loader=lambda split="test", level="response": unieval.load_topical_chat()))
+register(DatasetSpec(
+    name="diasumfact", kind="faithfulness",
+    description="DiaSumFact: 475 dialogue summaries (QMSum, SAMSum), sentence error classes mapped to FacTax's five types",
+    source="github.com/731935354/Dia-Sum-Fact", files=(dialogue_factuality.DIASUMFACT_FILE,), levels=("summary",),
+    splits=("test",), loader=lambda split="test", level="summary": dialogue_factuality.load_diasumfact()))
+register(DatasetSpec(
+    name="faceval", kind="faithfulness",
+    description="FacEval: 150 SAMSum dialogues x 5 summaries, error flags mapped to FacTax's five types",
+    source="github.com/BinWang28/FacEval", files=(dialogue_factuality.FACEVAL_FILE,), levels=("summary",),
+    splits=("test",), loader=lambda split="test", level="summary": dialogue_factuality.load_faceval()))
+register(DatasetSpec(
+    name="meeting-errors", kind="meeting-errors",
+    description="QMSum meeting summaries (5 summarisers) with yes/no labels mapped to MESA's error types "
+                "(IRR has no label here)",
+    source="github.com/FKIRSTE/emnlp2024-Meeting-Sum-Metrics",
+    files=tuple(meeting_errors.FILE.format(model=m) for m in meeting_errors.MODELS), levels=("summary",),
+    splits=("test",), loader=lambda split="test", level="summary": meeting_errors.load_meeting_errors()))
+register(DatasetSpec(
+    name="llm-aggrefact", kind="faithfulness",
+    description="LLM-AggreFact (all benchmarks of the split); downloaded through `datasets` on first use",
+    source="huggingface.co/datasets/lytang/LLM-AggreFact", files=(), levels=("summary",), splits=("test", "dev"),
+    loader=lambda split="test", level="summary": aggrefact.load_llm_aggrefact(split),
+    present=lambda: aggrefact.llm_aggrefact_local("test") is not None,
+    fetch=lambda: [aggrefact.llm_aggrefact_file(s) for s in ("dev", "test")]))
+for _k, _v in aggrefact.LLM_AGGREFACT_SUBSETS.items():
+    register(DatasetSpec(
+        name=f"llm-aggrefact-{_k}", kind="faithfulness", description=f"LLM-AggreFact {_v}",
+        source="huggingface.co/datasets/lytang/LLM-AggreFact", files=(), levels=("summary",), splits=("test", "dev"),
+        loader=lambda split="test", level="summary", _k=_k: aggrefact.load_llm_aggrefact(split, _k),
+        present=lambda: aggrefact.llm_aggrefact_local("test") is not None))
+for _o in (None, "cnndm", "xsum"):
+    register(DatasetSpec(
+        name="aggrefact-sota" + (f"-{_o}" if _o else ""), kind="faithfulness",
+        description="AggreFact-FtSota (FRANK, Polytope, SummEval, CLIFF, Goyal'21, Cao'22, Wang'20)"
+                    + (f", {_o} part" if _o else ""),
+        source=aggrefact.AGGREFACT_SOTA_URL, files=(aggrefact.AGGREFACT_SOTA,), levels=("summary",),
+        splits=("test", "val"), loader=lambda split="test", level="summary", _o=_o: aggrefact.load_aggrefact_sota(split, _o)))
+
+
 def get(name: str) -> DatasetSpec:
+    if name.startswith("file:"):
+        return DatasetSpec(name=name, kind="faithfulness", description="your own file", source=name, files=(),
+                           levels=("summary",), splits=("test",),
+                           loader=lambda split="test", level="summary": generic.load_file_spec(name))
     if name not in DATASETS:
         raise KeyError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
     return DATASETS[name]

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from . import registry
-from .records import FaithExample
+from .records import FaithExample, MeetingErrorExample, RatedExample
 
 
 def _words(text: str) -> int:
@@ -26,6 +26,9 @@ def faith_stats(examples: list[FaithExample]) -> dict[str, Any]:
         "mean_document_words": round(statistics.mean(_words(ex.document) for ex in examples), 1) if n else None,
         "mean_summary_words": round(statistics.mean(_words(ex.summary) for ex in examples), 1) if n else None,
     }
+    unmapped = sum("Other (unmapped)" in ex.error_types for ex in examples)
+    if unmapped:
+        out["summaries_with_unmapped_error_class"] = unmapped
     if any(ex.sentences for ex in examples):
         out["sentences"] = sum(len(ex.sentences) for ex in examples)
     types = Counter(t for ex in examples for t in ex.error_types)
@@ -42,11 +45,48 @@ def faith_stats(examples: list[FaithExample]) -> dict[str, Any]:
     return out
 
 
+def _mean_words(texts) -> float | None:
+    texts = list(texts)
+    return round(statistics.mean(_words(t) for t in texts), 1) if texts else None
+
+
+def rated_stats(examples: list[RatedExample]) -> dict[str, Any]:
+    groups = Counter(ex.group_id for ex in examples)
+    aspects = sorted({a for ex in examples for a in ex.scores})
+    return {
+        "examples": len(examples), "groups": len(groups), "outputs_per_group": sorted(set(groups.values())),
+        "systems": len({ex.meta.get("system") for ex in examples}),
+        "mean_source_words": _mean_words(dict.fromkeys(ex.source for ex in examples)),
+        "mean_output_words": _mean_words(ex.output for ex in examples),
+        "aspects": {a: {"mean": round(statistics.mean(v), 3), "std": round(statistics.pstdev(v), 3),
+                        "min": min(v), "max": max(v)}
+                    for a in aspects for v in [[ex.scores[a] for ex in examples if a in ex.scores]]},
+    }
+
+
+def meeting_error_stats(examples: list[MeetingErrorExample], dropped: dict[str, int] | None = None) -> dict[str, Any]:
+    types = list(examples[0].labels) if examples else []
+    return {
+        "examples": len(examples), "transcripts": len({ex.transcript for ex in examples}),
+        "mean_transcript_words": _mean_words(dict.fromkeys(ex.transcript for ex in examples)),
+        "mean_summary_words": _mean_words(ex.summary for ex in examples),
+        "with_any_error": sum(any(v for v in ex.labels.values()) for ex in examples),
+        "errors_per_type": {t: sum(ex.labels[t] == 1 for ex in examples) for t in types},
+        "unlabelled_per_type": {t: sum(ex.labels[t] is None for ex in examples) for t in types},
+        "transcripts_truncated": sum(bool(ex.meta.get("transcript_truncated")) for ex in examples),
+        "dropped": dropped or {},
+    }
+
+
 def dataset_stats(name: str, level: str | None = None) -> dict[str, Any]:
     spec = registry.get(name)
-    examples = registry.load(name, level=level)
-    if spec.kind == "faithfulness":
-        body = faith_stats(examples)
-    else:  # pragma: no cover - other kinds add their own
-        body = {"examples": len(examples)}
+    if spec.kind == "meeting-errors":
+        from .meeting_errors import read_meeting_errors
+
+        examples, dropped = read_meeting_errors()
+        registry.check_examples(name, examples)
+        body = meeting_error_stats(examples, dropped)
+    else:
+        examples = registry.load(name, level=level)
+        body = faith_stats(examples) if spec.kind == "faithfulness" else rated_stats(examples)
     return {"dataset": name, "level": level or spec.levels[0], **body}

@@ -24,6 +24,7 @@ from .sources import DataFormatError, DataMissingError, resolve
 
 TOFU_CSV = "tofueval/factual_consistency/{domain}_factual_eval_{split}.csv"
 AMBIGUITY_JSON = "madisse/MeetingBank_ambiguity_annotated.json"
+SAMPLE_JSON = "madisse/sample_data.json"
 TOFU_COLUMNS = ("doc_id", "annotation_id", "topic", "model_name", "sent_idx", "summ_sent", "sent_label", "exp", "type")
 YES_NO = {"yes": 1, "no": 0}
 
@@ -110,23 +111,32 @@ def load_meetingbank(split: str = "test", level: str = "summary") -> list[FaithE
     path = resolve(TOFU_CSV.format(domain="meetingbank", split=split))
     rows = read_tofueval_csv(path)
     docs = _documents_by_text(split)
-    text_count: dict[str, int] = defaultdict(int)
-    for r in rows:
-        text_count[r["summ_sent"]] += 1
     doc_of_id: dict[str, str] = {}
-    sent_examples = []
-    for r in rows:
+
+    def document(r: dict) -> tuple[str, Ambiguity | None]:
         ann = docs.get(r["summ_sent"])
         if ann is None:
             raise DataFormatError(path, r["_row"], "summ_sent", "sentence has no document in the MADISSE annotation file")
-        prev = doc_of_id.setdefault(r["doc_id"], ann["doc"])
-        if prev != ann["doc"]:
+        if doc_of_id.setdefault(r["doc_id"], ann["doc"]) != ann["doc"]:
             raise DataFormatError(path, r["_row"], "doc_id", "two different transcripts for one doc_id")
+        return ann["doc"], ann["ambiguity"]
+
+    return _examples("tofueval-meetingbank", rows, document, split, level)
+
+
+def _examples(dataset: str, rows: list[dict], document, split: str, level: str) -> list[FaithExample]:
+    """Sentence examples from TofuEval rows (``document(row) -> (text, ambiguity)``), or summaries of them."""
+    text_count: dict[str, int] = defaultdict(int)
+    for r in rows:
+        text_count[r["summ_sent"]] += 1
+    sent_examples = []
+    for r in rows:
+        doc, ambiguity = document(r)
         sid = f"{r['doc_id']}|{r['annotation_id']}|{r['model_name']}|{r['topic']}|{r['sent_idx']}"
         sent_examples.append(FaithExample(
-            id=sid, dataset="tofueval-meetingbank", document=ann["doc"], summary=r["summ_sent"],
+            id=sid, dataset=dataset, document=doc, summary=r["summ_sent"],
             label=YES_NO[r["sent_label"].strip().lower()], level="sentence", error_types=error_types(r["type"]),
-            ambiguity=ann["ambiguity"],
+            ambiguity=ambiguity,
             meta={"doc_id": r["doc_id"], "annotation_id": r["annotation_id"], "model": r["model_name"],
                   "topic": r["topic"], "sent_idx": r["sent_idx"], "explanation": r["exp"],
                   "shared_text": text_count[r["summ_sent"]], "split": split}))
@@ -134,7 +144,110 @@ def load_meetingbank(split: str = "test", level: str = "summary") -> list[FaithE
         return sent_examples
     if level != "summary":
         raise ValueError(f"level must be 'sentence' or 'summary', got {level!r}")
-    return summaries_from_sentences(sent_examples, "tofueval-meetingbank")
+    return summaries_from_sentences(sent_examples, dataset)
+
+
+MEDIASUM_DOCS = "mediasum/tofueval_documents.jsonl"
+MEDIASUM_FULL = "mediasum/news_dialogue.json"
+MEDIASUM_HELP = (
+    "TofuEval MediaSum needs the MediaSum interview transcripts, which TofuEval does not redistribute. "
+    "Download MediaSum's news_dialogue.json (https://github.com/zcgzcgzcg1/MediaSum, section 'Data'; about 4 GB) "
+    "to data/raw/mediasum/news_dialogue.json and rerun: the {n} TofuEval documents are extracted once to "
+    "data/raw/mediasum/tofueval_documents.jsonl (that small file alone is also enough).")
+
+
+def load_mediasum(split: str = "test", level: str = "summary") -> list[FaithExample]:
+    """TofuEval MediaSum: labels from the TofuEval CSV, transcripts from MediaSum joined on ``doc_id`` == MediaSum ``id``."""
+    path = resolve(TOFU_CSV.format(domain="mediasum", split=split))
+    rows = read_tofueval_csv(path)
+    ids = sorted({r["doc_id"] for r in rows})
+    docs = mediasum_documents(ids)
+    missing = [i for i in ids if i not in docs]
+    if missing:
+        raise DataMissingError(f"{len(missing)} TofuEval MediaSum documents (e.g. {missing[0]}) are not in the MediaSum "
+                               "file. " + MEDIASUM_HELP.format(n=len(ids)))
+    return _examples("tofueval-mediasum", rows, lambda r: (docs[r["doc_id"]], None), split, level)
+
+
+def mediasum_documents(ids: list[str]) -> dict[str, str]:
+    """Transcripts ("SPEAKER: utterance" lines) for MediaSum ``ids``, from the extracted file or the full dump."""
+    from ..paths import raw_dir
+
+    try:
+        small = resolve(MEDIASUM_DOCS)
+    except DataMissingError:
+        try:
+            full = resolve(MEDIASUM_FULL)
+        except DataMissingError:
+            raise DataMissingError(MEDIASUM_HELP.format(n=len(ids))) from None
+        small = raw_dir() / MEDIASUM_DOCS
+        extract_mediasum(full, set(ids), small)
+    docs = {}
+    with small.open(encoding="utf-8") as f:
+        for i, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    d = json.loads(line)
+                except json.JSONDecodeError:
+                    raise DataFormatError(small, i, None, "not a JSON line (truncated file?)") from None
+                docs[d["id"]] = d["document"]
+    return docs
+
+
+def extract_mediasum(full: Path, ids: set[str], dest: Path) -> int:
+    """Stream MediaSum's news_dialogue.json (a JSON list of {id, utt, speaker, ...}) and keep ``ids``.
+    Reads the list object by object, so the multi-gigabyte file never sits in memory at once."""
+    decoder = json.JSONDecoder()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".part")
+    found = 0
+    with full.open(encoding="utf-8") as f, tmp.open("w", encoding="utf-8") as out:
+        buf, pos, eof = "", 0, False
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n,[":
+                pos += 1
+            if pos < len(buf) and buf[pos] == "]":
+                break
+            try:
+                obj, end = decoder.raw_decode(buf, pos)
+            except json.JSONDecodeError:
+                if eof:
+                    if buf[pos:].strip():
+                        raise DataFormatError(full, None, None, "truncated JSON list") from None
+                    break
+                chunk = f.read(1 << 22)
+                eof = not chunk
+                buf, pos = buf[pos:] + chunk, 0
+                continue
+            pos = end
+            if obj.get("id") in ids:
+                utt, spk = obj.get("utt") or [], obj.get("speaker") or []
+                if len(utt) != len(spk):
+                    raise DataFormatError(full, obj["id"], "speaker", "utt and speaker lists differ in length")
+                doc = "\n".join(f"{s}: {u}" for s, u in zip(spk, utt))
+                out.write(json.dumps({"id": obj["id"], "document": doc}) + "\n")
+                found += 1
+    tmp.replace(dest)
+    return found
+
+
+def load_sample_mediasum() -> list[FaithExample]:
+    """MADISSE's sample data: one NPR interview with five summary sentences (label, error types)."""
+    from .readers import field, read_jsonl
+
+    path = resolve(SAMPLE_JSON)
+    out = []
+    for i, r in read_jsonl(path):
+        label = str(field(r, "label", path, i)).strip()
+        if label not in ("0", "1"):
+            raise DataFormatError(path, i, "label", f"expected 0/1, got {label!r}")
+        doc = field(r, "doc", path, i)
+        out.append(FaithExample(id=f"sample-{field(r, 'doc_id', path, i)}-{i}", dataset="sample-mediasum",
+                                document="\n".join(doc) if isinstance(doc, list) else doc,
+                                summary=field(r, "claim", path, i), label=int(label), level="sentence",
+                                error_types=error_types(r.get("type", "")),
+                                meta={"doc_id": r["doc_id"], "explanation": r.get("exp", ""), "row": i}))
+    return out
 
 
 def summaries_from_sentences(sents: list[FaithExample], dataset: str) -> list[FaithExample]:

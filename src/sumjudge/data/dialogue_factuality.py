@@ -1,0 +1,66 @@
+"""Dialogue-summary factuality benchmarks used by FacTax: DiaSumFact and FacEval (summary level).
+
+Error classes are converted to FacTax's five types (``factax_types``); the raw classes stay in
+``meta``. A summary is unfaithful (label 0) if any of its sentences carries an error (DiaSumFact) or
+its ``w/ Error`` flag is set (FacEval).
+"""
+
+from __future__ import annotations
+
+from .factax_types import DIASUMFACT, FACEVAL
+from .readers import field, read_csv, read_json, yes_no
+from .records import FaithExample
+from .sources import DataFormatError, resolve
+
+DIASUMFACT_FILE = "diasumfact/annotations.json"
+FACEVAL_FILE = "faceval/FacEval_human_result.csv"
+NO_ERROR = "No Error"
+
+
+def load_diasumfact() -> list[FaithExample]:
+    path = resolve(DIASUMFACT_FILE)
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise DataFormatError(path, None, None, "expected a JSON object keyed by dialogue id")
+    out = []
+    for did, d in data.items():
+        utterances = field(d, "utterances", path, did)
+        document = "\n".join(str(u) for u in utterances)
+        for model, ann in field(d, "annotations", path, did).items():
+            where = f"{did}/{model}"
+            sents = sorted(field(ann, "sentence_annotations", path, where), key=lambda s: s["index"])
+            sentences, labels, raw, types = [], [], [], []
+            for s in sents:
+                classes = [a.get("error_class") for a in field(s, "annotation", path, f"{where}#{s.get('index')}")]
+                for c in classes:
+                    if c != NO_ERROR and c not in DIASUMFACT:
+                        raise DataFormatError(path, f"{where}#{s['index']}", "error_class", f"unknown class {c!r}")
+                errs = [c for c in classes if c != NO_ERROR]
+                sentences.append(field(s, "sentence", path, f"{where}#{s['index']}"))
+                labels.append(int(not errs))
+                raw.append(errs)
+                types += [DIASUMFACT[c] for c in errs]
+            out.append(FaithExample(
+                id=f"diasumfact-{did}|{model}", dataset="diasumfact", document=document,
+                summary=field(ann, "model_prediction", path, where), label=int(all(labels)), level="summary",
+                sentences=sentences, sentence_labels=labels, error_types=sorted(set(types)),
+                meta={"dialogue_id": did, "model": model, "source": d.get("dataset_name"), "query": d.get("query", ""),
+                      "raw_error_classes": raw}))
+    return out
+
+
+def load_faceval() -> list[FaithExample]:
+    path = resolve(FACEVAL_FILE)
+    flags = tuple(FACEVAL)
+    rows = read_csv(path, ("DocID", "Dialogue", "Model", "Summary", *flags, "w/ Error"))
+    out = []
+    for i, r in rows:
+        raw = [f for f in flags if yes_no(r, f, path, i)]
+        with_error = yes_no(r, "w/ Error", path, i)
+        out.append(FaithExample(
+            id=f"faceval-{r['DocID']}|{r['Model']}", dataset="faceval", document=field(r, "Dialogue", path, i),
+            summary=field(r, "Summary", path, i), label=1 - with_error, level="summary",
+            error_types=sorted({FACEVAL[f] for f in raw}),
+            meta={"doc_id": r["DocID"], "model": r["Model"], "raw_error_flags": raw, "row": i,
+                  "flags_agree": bool(raw) == bool(with_error)}))
+    return out

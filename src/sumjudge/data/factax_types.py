@@ -1,0 +1,23 @@
+"""FacTax's five error types (Section 3) and the label conversions of FacTax Appendix A.
+
+FacTax also maps DiaSumFact "Others" and FacEval "Other Error" *manually*, summary by summary, from
+the annotators' comments; that judgement is not published, so those labels stay unmapped here
+("Other (unmapped)") and are counted by the statistics. The faithfulness label does not depend on it.
+"""
+
+from __future__ import annotations
+
+PREDICATE, ENTITY, CIRCUMSTANTIAL, COREFERENCE, ADDITION = (
+    "Predicate Error", "Entity Error", "Circumstantial Error", "Coreference Error", "Addition Error")
+FACTAX_TYPES = (PREDICATE, ENTITY, CIRCUMSTANTIAL, COREFERENCE, ADDITION)
+UNMAPPED = "Other (unmapped)"
+
+# DiaSumFact (Zhu et al. 2023): Ex-/In-EntE -> Entity; Ex-/In-PredE and LinkE -> Predicate;
+# Ex-/In-CirE -> Circumstantial; CorefE -> Coreference; Others -> manual in FacTax (unmapped here).
+DIASUMFACT = {"EntE": ENTITY, "PredE": PREDICATE, "LinkE": PREDICATE, "CirE": CIRCUMSTANTIAL,
+              "CorefE": COREFERENCE, "Others": UNMAPPED}
+
+# FacEval (Wang et al. 2022): Subject Object -> Entity; Pronoun -> Coreference; Negation -> Predicate;
+# Particulars -> Circumstantial; Hallucination -> Addition; Other -> manual in FacTax (unmapped here).
+FACEVAL = {"SubObjE": ENTITY, "ProE": COREFERENCE, "NegE": PREDICATE, "ParE": CIRCUMSTANTIAL, "HalE": ADDITION,
+           "OtherE": UNMAPPED}

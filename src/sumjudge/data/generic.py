@@ -1,0 +1,88 @@
+"""Your own (document, summary, label) files: jsonl, json (a list), csv/tsv or parquet, with column mapping.
+
+Use from the CLI as ``--dataset file:PATH`` or with a mapping,
+``--dataset "file:my.csv?document=article&summary=claim&label=is_consistent&labels=yes:1,no:0"``.
+Labels must be 1 = faithful / 0 = unfaithful (or mapped to them with ``labels=``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Callable, Iterable
+from urllib.parse import parse_qsl
+
+from .readers import field, read_csv, read_json, read_jsonl
+from .records import FaithExample
+from .sources import DataFormatError, DataMissingError
+
+DEFAULT_LABELS = {"1": 1, "0": 0, "1.0": 1, "0.0": 0, "true": 1, "false": 0, "faithful": 1, "unfaithful": 0,
+                  "consistent": 1, "inconsistent": 0, "yes": 1, "no": 0}
+
+
+def _rows(path: Path, columns: Iterable[str]) -> list[tuple[int, dict]]:
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return read_jsonl(path)
+    if suffix == ".json":
+        data = read_json(path)
+        if not isinstance(data, list):
+            raise DataFormatError(path, None, None, "expected a JSON list of objects")
+        return list(enumerate(data))
+    if suffix in (".csv", ".tsv"):
+        return read_csv(path, columns, delimiter="\t" if suffix == ".tsv" else ",")
+    if suffix == ".parquet":
+        import pandas as pd
+
+        return list(enumerate(pd.read_parquet(path).to_dict("records"), start=1))
+    raise DataFormatError(path, None, None, f"unsupported file type {suffix!r} (jsonl, json, csv, tsv, parquet)")
+
+
+def load_table(path: str | Path, *, dataset: str, document: str = "document", summary: str = "summary",
+               label: str = "label", id: str | None = None, group: str | None = None,
+               labels: dict[str, int] | None = None, keep: Callable[[dict], bool] | None = None,
+               extra: Iterable[str] = ()) -> list[FaithExample]:
+    path = Path(path)
+    if not path.exists():
+        raise DataMissingError(f"{path} does not exist")
+    label_map = {k.lower(): v for k, v in (labels or DEFAULT_LABELS).items()}
+    out = []
+    for i, r in _rows(path, [c for c in (document, summary, label, id) if c]):
+        if keep is not None and not keep(r):
+            continue
+        raw = str(field(r, label, path, i)).strip().lower()
+        if raw not in label_map:
+            raise DataFormatError(path, i, label, f"unknown label {raw!r}; known: {sorted(label_map)} "
+                                                  "(map others with labels=value:1,value:0)")
+        ex_id = str(field(r, id, path, i)) if id else f"{path.stem}-{i}"
+        meta = {"row": i, **{c: r[c] for c in extra if c in r}}
+        if group:
+            meta["group"] = r.get(group)
+        out.append(FaithExample(id=ex_id, dataset=dataset, document=str(field(r, document, path, i)),
+                                summary=str(field(r, summary, path, i)), label=label_map[raw], level="summary",
+                                meta=meta))
+    return out
+
+
+def parse_file_spec(spec: str) -> tuple[Path, dict]:
+    """``file:PATH?document=a&summary=b&label=c&id=d&labels=yes:1,no:0`` -> (path, load_table keywords)."""
+    body = spec[len("file:"):]
+    path, _, query = body.partition("?")
+    opts: dict = {}
+    for k, v in parse_qsl(query, keep_blank_values=False):
+        if k in ("document", "summary", "label", "id"):
+            opts[k] = v
+        elif k == "labels":
+            try:
+                opts["labels"] = {a: int(b) for a, b in (p.rsplit(":", 1) for p in v.split(","))}
+            except ValueError:
+                raise DataFormatError(spec, None, "labels", "expected value:1,value:0") from None
+        else:
+            raise DataFormatError(spec, None, k, "unknown option (document, summary, label, id, labels)")
+    return Path(path).expanduser(), opts
+
+
+def load_file_spec(spec: str) -> list[FaithExample]:
+    path, opts = parse_file_spec(spec)
+    name = f"file:{path.name}-{hashlib.sha256(spec.encode()).hexdigest()[:6]}"
+    return load_table(path, dataset=name, **opts)

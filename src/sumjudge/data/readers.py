@@ -1,0 +1,84 @@
+"""File readers shared by the loaders: every problem becomes a DataFormatError naming file, row and field."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from .sources import DataFormatError
+
+YES_NO = {"yes": 1, "no": 0}
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise DataFormatError(path, e.lineno, None, f"not valid JSON ({e.msg}; truncated file?)") from None
+
+
+def read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    """(line number, object) for every non-empty line."""
+    out = []
+    with Path(path).open(encoding="utf-8") as f:
+        for i, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataFormatError(path, i, None, f"not a JSON line ({e.msg}; truncated file?)") from None
+            if not isinstance(obj, dict):
+                raise DataFormatError(path, i, None, f"expected a JSON object, got {type(obj).__name__}")
+            out.append((i, obj))
+    return out
+
+
+def read_csv(path: Path, required: Iterable[str], delimiter: str = ",") -> list[tuple[int, dict[str, str]]]:
+    """(spreadsheet row number, row) for every row; header names are stripped of BOM and spaces."""
+    with Path(path).open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise DataFormatError(path, None, None, "empty file") from None
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise DataFormatError(path, 1, missing[0], f"missing column(s) {missing}; found {header}")
+        rows = []
+        for i, values in enumerate(reader, start=2):
+            if not any(v.strip() for v in values):
+                continue
+            if len(values) != len(header):
+                raise DataFormatError(path, i, None, f"{len(values)} fields for {len(header)} columns "
+                                                     "(truncated or malformed line)")
+            rows.append((i, dict(zip(header, values))))
+    if not rows:
+        raise DataFormatError(path, None, None, "no rows")
+    return rows
+
+
+def field(row: dict, name: str, path: Path, i: int | str, *, nonempty: bool = True) -> Any:
+    if name not in row:
+        raise DataFormatError(path, i, name, "missing")
+    v = row[name]
+    if nonempty and (v is None or (isinstance(v, str) and not v.strip())):
+        raise DataFormatError(path, i, name, "empty")
+    return v
+
+
+def yes_no(row: dict, name: str, path: Path, i: int | str) -> int:
+    v = str(field(row, name, path, i)).strip().lower()
+    if v not in YES_NO:
+        raise DataFormatError(path, i, name, f"unknown label {v!r} (expected yes/no)")
+    return YES_NO[v]
+
+
+def number(row: dict, name: str, path: Path, i: int | str) -> float:
+    v = field(row, name, path, i)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise DataFormatError(path, i, name, f"not a number: {v!r}") from None

@@ -1,0 +1,153 @@
+"""Dataset statistics beside the papers' own tables (notebook 01_datasets).
+
+Each function returns a DataFrame with the paper's value, ours, and a note where they differ for a
+known reason. Datasets that are not present locally are listed as missing, never filled in.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from .data import registry
+from .data.ambiguity import TAXONOMY
+from .data.sources import DataMissingError
+from .data.stats import dataset_stats
+from .report import paper_results
+
+
+def _rows(table: dict) -> dict:
+    return table["rows"]
+
+
+def _stats(name: str, level: str | None = None) -> dict[str, Any] | None:
+    """Statistics, or None when the dataset is not here (without trying a download)."""
+    spec = registry.get(name)
+    if spec.present is not None and not spec.present():
+        return None
+    try:
+        return dataset_stats(name, level=level)
+    except DataMissingError:
+        return None
+
+
+def overview():
+    """One row per registered dataset: kind, whether it is here, size and label balance."""
+    import pandas as pd
+
+    rows = []
+    for name, spec in sorted(registry.DATASETS.items()):
+        row: dict[str, Any] = {"dataset": name, "kind": spec.kind, "source": spec.source}
+        st = _stats(name)
+        if st is None:
+            rows.append({**row, "present": False})
+            continue
+        row.update(present=True, examples=st["examples"], pct_unfaithful=st.get("pct_unfaithful"),
+                   groups=st.get("groups"), mean_document_words=st.get("mean_document_words",
+                                                                       st.get("mean_source_words",
+                                                                              st.get("mean_transcript_words"))))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def madisse_table2():
+    import pandas as pd
+
+    paper = _rows(paper_results("madisse")["table2"])
+    st = dataset_stats("meetingbank-ambiguity")
+    pct = st["ambiguity_category_pct"]
+    ours = {"annotated_sentences": st["examples"], "ambiguous_sentences": st["ambiguous"],
+            "pct_implicit_reasoning": pct.get("implicit_reasoning"), "pct_meaning": pct.get("meaning"),
+            "pct_context": pct.get("context"), "pct_other": pct.get("other")}
+    note = ("percentages count every category of a sentence (4 sentences carry two), over the 131 ambiguous "
+            "sentences")
+    return pd.DataFrame([{"statistic": k, "paper": paper[k], "ours": ours[k], "note": note if k.startswith("pct") else ""}
+                         for k in paper])
+
+
+def madisse_table24():
+    import pandas as pd
+
+    paper = _rows(paper_results("madisse")["table24"])
+    types = dataset_stats("meetingbank-ambiguity")["ambiguity_subtypes"]
+    rows = []
+    for cat, t in TAXONOMY:
+        ours = types.get(t, 0)
+        rows.append({"category": cat, "type": t, "paper": paper[t], "ours": ours,
+                     "note": "" if ours == paper[t] else "the released file differs from the paper's count"})
+    return pd.DataFrame(rows)
+
+
+def madisse_table5():
+    import pandas as pd
+
+    paper = _rows(paper_results("madisse")["table5"])
+    ours_name = {"tofueval-meetingbank": "tofueval-meetingbank", "tofueval-mediasum": "tofueval-mediasum",
+                 "aggrefact-cnn": "llm-aggrefact-cnn", "aggrefact-xsum": "llm-aggrefact-xsum"}
+    rows = []
+    for key, p in paper.items():
+        name = ours_name[key]
+        row = {"dataset": key, "loader": name, "paper_sentences": p["sentences"], "paper_summaries": p["summaries"],
+               "paper_pct_unfaithful": p["pct_unfaithful"]}
+        summ = _stats(name)
+        if summ is None:
+            row["note"] = "not present here (see `sumjudge data list`)"
+        else:
+            row.update(ours_summaries=summ["examples"], ours_pct_unfaithful=summ["pct_unfaithful"])
+            if "sentence" in registry.get(name).levels:
+                row["ours_sentences"] = dataset_stats(name, level="sentence")["examples"]
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    if "ours_sentences" in df:
+        mb = df["dataset"] == "tofueval-meetingbank"
+        df.loc[mb, "note"] = ("the TofuEval CSV has 777 sentence rows in 267 summaries; the paper counts 772 / 266 "
+                              "(it does not say which rows it left out, so none are dropped here)")
+    return df
+
+
+def factax_table1():
+    import pandas as pd
+
+    paper = _rows(paper_results("factax")["table1"])
+    parts = {"qags": ["qags-cnndm", "qags-xsum"], "summeval": ["summeval"], "diasumfact": ["diasumfact"],
+             "faceval": ["faceval"]}
+    notes = {"qags": "both QAGS parts (CNN/DM 235 + XSum 239 = 474), as the paper's count implies; words split on "
+                     "spaces in UniEval's tokenised text (the paper does not say how it counts)",
+             "summeval": "SummEval as packaged by BARTScore (100 x 16 = 1600, tokenised text); the paper's 1698 "
+                         "is AggreFact's copy",
+             "diasumfact": "", "faceval": ""}
+    rows = []
+    for key, names in parts.items():
+        docs, summs = [], []
+        for n in names:
+            for e in registry.load(n):
+                docs.append(getattr(e, "document", None) or getattr(e, "source"))
+                summs.append(getattr(e, "summary", None) or getattr(e, "output"))
+        unique_docs = list(dict.fromkeys(docs)) if key == "summeval" else docs
+        p = paper[key]
+        rows.append({"dataset": key, "domain": p["domain"], "paper_doc_len": p["doc_len"],
+                     "ours_doc_len": round(statistics.mean(len(d.split()) for d in unique_docs), 1),
+                     "paper_summ_len": p["summ_len"], "ours_summ_len": round(statistics.mean(len(s.split()) for s in summs), 1),
+                     "paper_summaries": p["summaries"], "ours_summaries": len(summs), "note": notes[key]})
+    return pd.DataFrame(rows)
+
+
+def mesa_table10():
+    import pandas as pd
+
+    from .data.meeting_errors import read_meeting_errors
+
+    paper = _rows(paper_results("mesa")["table10"])
+    exs, dropped = read_meeting_errors()
+    transcripts = list(dict.fromkeys(e.transcript for e in exs))
+    ours = {"meetings": len(exs), "erroneous": sum(any(v for v in e.labels.values()) for e in exs),
+            "turns": round(statistics.mean(t.count("\n") + 1 for t in transcripts), 1), "speakers": None,
+            "meeting_words": round(statistics.mean(len(t.split()) for t in transcripts), 1),
+            "gold_summary_words": round(statistics.mean(len(e.meta["gold"].split()) for e in exs), 1),
+            "auto_summary_words": round(statistics.mean(len(e.summary.split()) for e in exs), 1)}
+    notes = {"meetings": f"the public yes/no release (5 x 35 rows; {sum(dropped.values())} without text dropped), "
+                         "not MESA's 170/200-sample Likert re-annotation",
+             "meeting_words": "most transcripts in the release are cut at 32765 characters (spreadsheet cell limit)",
+             "turns": "counted as lines of the (cut) transcripts", "speakers": "not recoverable from the release"}
+    return pd.DataFrame([{"statistic": k, "paper": v, "ours": ours[k], "note": notes.get(k, "")}
+                         for k, v in paper.items()])
