@@ -172,3 +172,23 @@ def test_empty_text_is_refused_naming_the_example_and_field(monkeypatch, tmp_pat
     assert cli.main(["run", "zero-shot", "--dataset", "broken", "--backend", "scripted", "--out", tmp_path / "o"]) == 3
     err = capsys.readouterr().err
     assert "broken, row b-7, field 'summary'" in err
+
+
+def test_madisse_runs_end_to_end_on_the_tiny_model(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "madisse"
+    args = ["run", "madisse", "--dataset", "tofueval-meetingbank", "--level", "summary", "--limit", "3",
+            "--backend", "hf", "--model", tiny_model_dir, "--cache", tmp_path / "c", "--out", out,
+            "--set", "max_new_tokens=12", "--set", "rounds=2", "--set", "sessions=2", "--set", "truncate=truncate",
+            "--set", "fallback=option_scores"]
+    assert cli.main(args) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["n_examples"] == 3 and set(metrics["variants"]) == {"agents_vote", "debates_vote"}
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    for r in rows:
+        sessions = r["judgement"]["details"]["sessions"]
+        assert len(sessions) == 2 and all(sorted(s["stances"]) == ["faithful", "faithful", "unfaithful",
+                                                                    "unfaithful"] for s in sessions)
+        assert all(1 <= len(s["rounds"]) <= 2 for s in sessions)
+    calls = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
+    assert any("/adjudicator" in c.get("tag", "") for c in calls) or all(
+        s["consensus_round"] for r in rows for s in r["judgement"]["details"]["sessions"])

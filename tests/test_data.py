@@ -175,3 +175,18 @@ def test_subset_of_rated_data_keeps_whole_groups():
     sub = registry.subset(exs, 10, seed=0)
     sizes = Counter(e.group_id for e in sub)
     assert len(sub) == 12 and set(sizes.values()) == {4}
+
+
+@needs_mirror
+def test_wrong_type_names_file_row_field(broken_mirror):
+    p = broken_mirror / tofueval.TOFU_CSV.format(domain="meetingbank", split="test")
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(p.read_text(encoding="utf-8"))))
+    rows[3][rows[0].index("sent_idx")] = "three"
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    p.write_text(buf.getvalue(), encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"row 4, field 'sent_idx': not an integer: 'three'"):
+        registry.load("tofueval-meetingbank")

@@ -40,6 +40,10 @@ def test_smoke_model_converts_from_gguf_once_and_generates(tmp_path):
     assert "quantization_config" not in cfg
     be = HFBackend(str(dest))
     assert be.info.extra["chat_template"] == "plain"  # a base model: no chat template of its own
+    text = "The council voted five to two on the budget amendment."
+    ids = be.tokenizer(text, add_special_tokens=False).input_ids
+    assert len(ids) == 11 and be.tokenizer.decode(ids) == text  # subword pieces, not characters
+    assert be.encode([{"role": "user", "content": "Hi"}])[0] == be.tokenizer.bos_token_id
     out = run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(
         messages=[{"role": "user", "content": "The capital of France is"}], max_new_tokens=8)))
     assert out.completion_tokens > 0 and out.text.strip()

@@ -7,6 +7,8 @@ and are resumable like any ``sumjudge run`` (same cache).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +69,9 @@ class Session:
         rc = RunConfig(method=method, dataset=dataset, split=split, level=level,
                        limit=limit if limit is not None else p.n, backend=p.backend, model=p.model,
                        base_url=p.base_url, seed=p.seed, settings=self.method_settings(**(settings or {})))
-        out = self.runs_dir() / (name or f"{method}-{dataset}-{level or 'default'}")
+        # the folder name carries a hash of the configuration: another profile or setting never collides
+        digest = hashlib.sha256(json.dumps(rc.to_json(), sort_keys=True).encode()).hexdigest()[:8]
+        out = self.runs_dir() / f"{name or f'{method}-{dataset}-{level}'}-{digest}"
         return run(rc, out, llm=self.llm, progress=progress), out
 
     def describe(self) -> str:

@@ -31,7 +31,7 @@ def comparison(rows: Iterable[dict[str, Any]]):
     import pandas as pd
 
     df = pd.DataFrame(list(rows))
-    front = [c for c in ("experiment", "dataset", "level", "metric", "paper", "reproduced") if c in df.columns]
+    front = [c for c in ("experiment", "evaluator", "detector", "dataset", "level", "metric", "paper", "reproduced") if c in df.columns]
     df = df[front + [c for c in df.columns if c not in front]]
     if {"paper", "reproduced"} <= set(df.columns):
         df["difference"] = [
@@ -118,3 +118,29 @@ def faithfulness_rows(experiment: str, method: str, metrics: dict[str, Any], **c
 def read_results(run_dir: str | Path) -> list[dict[str, Any]]:
     p = Path(run_dir) / "results.jsonl"
     return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+
+
+def debate_html(result: dict[str, Any], max_chars: int = 600) -> str:
+    """One MADISSE judgement (a results.jsonl row) as HTML: per session the stances, each round's
+    labels and explanations, the adjudicators (order seen, label) and the final label beside the human one."""
+    esc = html.escape
+    ex, j = result["example"], result["judgement"]
+    parts = [f"<div style='font-family:sans-serif'><h4>{esc(ex['id'])}</h4>",
+             f"<p><b>Summary:</b> {esc(ex['summary'][:max_chars])}</p>",
+             f"<p><b>Human label:</b> {ex['label']} &middot; <b>MADISSE:</b> {j['label']} ({esc(j['label_source'])})"
+             + (f" &middot; votes {esc(json.dumps(j['scores']))}" if j.get("scores") else "") + "</p>"]
+    for s in j["details"].get("sessions", []):
+        parts.append(f"<h5>Session {s['index']}: stances {esc(str(s['stances']))}; "
+                     f"{'consensus in round %d' % s['consensus_round'] if s['consensus_round'] else 'no consensus'}"
+                     f" &rarr; {s['label']} ({esc(s['label_source'])})</h5><table border=1 cellpadding=4>"
+                     "<tr><th>round</th><th>agent</th><th>label</th><th>explanation</th></tr>")
+        for rnd in s["rounds"]:
+            for t in rnd:
+                parts.append(f"<tr><td>{t['round']}</td><td>{t['agent']}</td><td>{t['label']}</td>"
+                             f"<td>{esc(t['explanation'][:max_chars])}</td></tr>")
+        parts.append("</table>")
+        for a in s.get("adjudication", []):
+            parts.append(f"<p>Adjudicator {a['adjudicator']} (order {a['order']}): <b>{a['label']}</b> "
+                         f"{esc(a['explanation'][:max_chars])}</p>")
+    parts.append("</div>")
+    return "".join(parts)

@@ -23,12 +23,27 @@ def notebooks(selection: str = "") -> list[Path]:
     return nbs
 
 
+def notebook_parameters(nb: Path) -> set[str]:
+    """Names assigned in the notebook's ``parameters`` cell."""
+    import re
+
+    import nbformat
+
+    cells = [c for c in nbformat.read(nb, as_version=4).cells
+             if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+    return {m.group(1) for c in cells for m in re.finditer(r"^([A-Za-z_]\w*)\s*=", c.source, re.M)}
+
+
 def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
     import papermill as pm
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    from . import profiles
+
     out = out_dir / nb.name
-    parameters = {"profile": profile, **{k: v for k, v in params.items() if v not in (None, "")}}
+    declared = notebook_parameters(nb)
+    preset = {k: v for k, v in profiles.load(profile).parameters.items() if k in declared}
+    parameters = {"profile": profile, **preset, **{k: v for k, v in params.items() if v not in (None, "")}}
     pm.execute_notebook(str(nb), str(out), parameters=parameters, cwd=str(nb.parent), progress_bar=False,
                         kernel_name="python3", log_output=False)
     return out

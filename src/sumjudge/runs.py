@@ -83,14 +83,31 @@ async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int 
 
 
 def faithfulness_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
+    return binary_metrics([ex.label for ex in examples], judgements)
+
+
+def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
+    """Ambiguity detection against the human ambiguity labels. binary_report's positive class is label 0,
+    so both sides are flipped: "positive" = ambiguous, FNR = missed ambiguous sentences."""
+    flip = (lambda v: None if v is None else 1 - v)
+    flipped = [Judgement(example_id=j.example_id, label=flip(j.label), label_source=j.label_source,
+                         scores={k: flip(v) for k, v in j.scores.items()}) for j in judgements]
+    return binary_metrics([flip(int(ex.ambiguity.ambiguous)) for ex in examples], flipped)
+
+
+def binary_metrics(y: list[int], judgements: list[Judgement]) -> dict[str, Any]:
     from .metrics import binary_report, krippendorff_alpha
 
-    y = [ex.label for ex in examples]
-    p = [j.label for j in judgements]
-    rep = binary_report(y, p)
-    return {"bacc": rep.bacc, "k_alpha": krippendorff_alpha(y, p), "fpr": rep.fpr, "fnr": rep.fnr,
-            "n": rep.n, "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn},
-            "label_sources": _count(j.label_source for j in judgements)}
+    def report(p: list[int | None]) -> dict[str, Any]:
+        rep = binary_report(y, p)
+        return {"bacc": rep.bacc, "k_alpha": krippendorff_alpha(y, p), "fpr": rep.fpr, "fnr": rep.fnr, "n": rep.n,
+                "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn}}
+
+    out = {**report([j.label for j in judgements]), "label_sources": _count(j.label_source for j in judgements)}
+    variants = sorted({k for j in judgements for k in j.scores})  # e.g. MADISSE's agents vote / debates vote
+    if variants:
+        out["variants"] = {k: report([j.scores.get(k) for j in judgements]) for k in variants}
+    return out
 
 
 def _count(items) -> dict[str, int]:
@@ -100,7 +117,7 @@ def _count(items) -> dict[str, int]:
     return out
 
 
-METRICS_BY_KIND = {"faithfulness": faithfulness_metrics}
+METRICS_BY_KIND = {"faithfulness": faithfulness_metrics, "ambiguity": ambiguity_metrics}
 
 
 def cost_summary(judgements: list[Judgement]) -> dict[str, float]:
@@ -116,9 +133,13 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
     spec = get_method(rc.method)
     cfg = make_config(spec.config_cls, rc.settings, seed=rc.seed)
     ds = data_registry.get(rc.dataset)
-    if ds.kind != spec.kind:
-        raise ValueError(f"method {rc.method} judges {spec.kind} data; dataset {rc.dataset} is {ds.kind}")
+    needs = "faithfulness" if spec.kind == "ambiguity" else spec.kind
+    if ds.kind != needs:
+        raise ValueError(f"method {rc.method} judges {needs} data; dataset {rc.dataset} is {ds.kind}")
     examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit, seed=rc.seed)
+    if spec.kind == "ambiguity" and any(getattr(e, "ambiguity", None) is None for e in examples):
+        raise ValueError(f"method {rc.method} needs ambiguity annotations; dataset {rc.dataset} has none "
+                         "(use meetingbank-ambiguity)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / "config.json"

@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import aggrefact, dialogue_factuality, generic, meeting_errors, summeval, tofueval, unieval
+from . import (
+    aggrefact,
+    dialogue_factuality,
+    generic,
+    meeting_errors,
+    summeval,
+    tofueval,
+    unieval,
+)
 from .records import Example, FaithExample, MeetingErrorExample, RatedExample
 from .sources import DataFormatError
 
@@ -133,8 +141,9 @@ def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Ex
     """A seeded subset of ``limit`` examples that keeps what the metrics need, in the dataset's order.
 
     - rated examples (correlation per group): whole groups, drawn at random, until ``limit`` examples;
-    - labelled examples: stratified by label (each label keeps its share, at least one of each when
-      ``limit`` allows), so balanced accuracy is defined even for small ``limit``;
+    - labelled examples: stratified by label and, where annotated, ambiguity (each stratum keeps its
+      share, at least one of each when ``limit`` allows), so balanced accuracy is defined even for
+      small ``limit``;
     - otherwise: a random sample.
     ``limit`` None or >= the dataset size returns everything unchanged.
     """
@@ -157,8 +166,8 @@ def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Ex
         return [examples[i] for i in sorted(chosen)]
     if all(isinstance(e, FaithExample) for e in examples):
         by_label: dict[object, list[int]] = {}
-        for i, e in enumerate(examples):
-            by_label.setdefault(e.label, []).append(i)
+        for i, e in enumerate(examples):  # strata: label, and ambiguity where annotated
+            by_label.setdefault((e.label, e.ambiguity.ambiguous if e.ambiguity else None), []).append(i)
         quotas = {k: max(1, round(limit * len(v) / len(examples))) for k, v in by_label.items()}
         while sum(quotas.values()) > limit:  # rounding / the at-least-one rule overshot: trim the largest
             k = max(quotas, key=quotas.get)

@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from .ambiguity import normalise_category, normalise_subcategory
+from .readers import read_jsonl
 from .records import Ambiguity, FaithExample
 from .sources import DataFormatError, DataMissingError, resolve
 
@@ -60,35 +61,28 @@ def error_types(raw: str) -> list[str]:
 
 def read_ambiguity_file(path: Path) -> list[dict]:
     out = []
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(path, i, None, f"not a JSON line ({e.msg}; truncated file?)") from None
-            for field in ("doc", "summary", "ambiguity", "category", "sub-category", "explanation"):
-                if field not in r:
-                    raise DataFormatError(path, i, field, "missing")
-            doc = r["doc"]
-            if isinstance(doc, list):
-                doc = "\n".join(str(t) for t in doc)
-            if not str(doc).strip():
-                raise DataFormatError(path, i, "doc", "empty document")
-            if not str(r["summary"]).strip():
-                raise DataFormatError(path, i, "summary", "empty summary")
-            if str(r["ambiguity"]) not in ("0", "1"):
-                raise DataFormatError(path, i, "ambiguity", f"expected 0/1, got {r['ambiguity']!r}")
-            subtypes = normalise_subcategory(r["sub-category"], r["category"], file=str(path), row=i)
-            cats = normalise_category(r["category"], file=str(path), row=i)
-            amb = str(r["ambiguity"]) == "1"
-            if amb and not subtypes:
-                raise DataFormatError(path, i, "sub-category", "ambiguous sentence without a type")
-            out.append({"doc": doc, "summary": r["summary"], "_row": i,
-                        "ambiguity": Ambiguity(ambiguous=amb, categories=cats, subtypes=subtypes,
-                                               raw_category=r["category"], raw_subcategory=r["sub-category"],
-                                               explanation=r["explanation"])})
+    for i, r in read_jsonl(path):
+        for field in ("doc", "summary", "ambiguity", "category", "sub-category", "explanation"):
+            if field not in r:
+                raise DataFormatError(path, i, field, "missing")
+        doc = r["doc"]
+        if isinstance(doc, list):
+            doc = "\n".join(str(t) for t in doc)
+        if not str(doc).strip():
+            raise DataFormatError(path, i, "doc", "empty document")
+        if not str(r["summary"]).strip():
+            raise DataFormatError(path, i, "summary", "empty summary")
+        if str(r["ambiguity"]) not in ("0", "1"):
+            raise DataFormatError(path, i, "ambiguity", f"expected 0/1, got {r['ambiguity']!r}")
+        subtypes = normalise_subcategory(r["sub-category"], r["category"], file=str(path), row=i)
+        cats = normalise_category(r["category"], file=str(path), row=i)
+        amb = str(r["ambiguity"]) == "1"
+        if amb and not subtypes:
+            raise DataFormatError(path, i, "sub-category", "ambiguous sentence without a type")
+        out.append({"doc": doc, "summary": r["summary"], "_row": i,
+                    "ambiguity": Ambiguity(ambiguous=amb, categories=cats, subtypes=subtypes,
+                                           raw_category=r["category"], raw_subcategory=r["sub-category"],
+                                           explanation=r["explanation"])})
     return out
 
 

@@ -87,7 +87,8 @@ def prepare_smoke_model(dest: str | Path | None = None) -> Path:
     tmp = dest.parent / (dest.name + ".gguf-tmp")
     tmp.mkdir(parents=True, exist_ok=True)
     gguf_path = g.assemble(tmp / g.MODEL_NAME)
-    tok = AutoTokenizer.from_pretrained(str(tmp), gguf_file=gguf_path.name)
+    del AutoTokenizer  # transformers' GGUF conversion gives this model a character-level tokenizer
+    tok = spm_tokenizer_from_gguf(gguf_path)
     model = AutoModelForCausalLM.from_pretrained(str(tmp), gguf_file=gguf_path.name)
     # transformers refuses to save a GGUF-loaded (dequantised) model while these are set.
     if hasattr(model, "hf_quantizer"):
@@ -104,6 +105,51 @@ def prepare_smoke_model(dest: str | Path | None = None) -> Path:
     staging.rename(dest)
     shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def spm_tokenizer_from_gguf(gguf_path: str | Path):
+    """A fast tokenizer for a SentencePiece-BPE GGUF ("llama" tokenizer model: tokens, scores, types).
+
+    transformers' own GGUF conversion gives Gemma-3 a tokenizer without merges, which splits text
+    into single characters (4x the tokens, and text the model never saw in training). Here the BPE
+    merges are derived from the scores the way transformers' SentencePieceExtractor does for
+    SentencePiece models: for every normal piece, its splits into two known pieces, ordered by the
+    piece's score. Control tokens become special tokens, user-defined pieces added tokens, and
+    ``<0xNN>`` pieces serve byte fallback.
+    """
+    from gguf import GGUFReader
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    reader = GGUFReader(str(gguf_path))
+
+    def field(name):
+        f = reader.fields[name]
+        return [f.parts[i] for i in f.data]
+
+    tokens = [bytes(p).decode("utf-8") for p in field("tokenizer.ggml.tokens")]
+    scores = [float(p[0]) for p in field("tokenizer.ggml.scores")]
+    types = [int(p[0]) for p in field("tokenizer.ggml.token_type")]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    merges = []
+    for i in sorted(range(len(tokens)), key=lambda i: -scores[i]):
+        piece = tokens[i]
+        if types[i] != 1 or len(piece) < 2:  # 1 = normal piece
+            continue
+        local = [(piece[:k], piece[k:]) for k in range(1, len(piece)) if piece[:k] in vocab and piece[k:] in vocab]
+        merges += sorted(local, key=lambda ab: (vocab[ab[0]], vocab[ab[1]]))
+    unk = tokens[int(reader.fields["tokenizer.ggml.unknown_token_id"].parts[-1][0])]
+    bos = tokens[int(reader.fields["tokenizer.ggml.bos_token_id"].parts[-1][0])]
+    eos = tokens[int(reader.fields["tokenizer.ggml.eos_token_id"].parts[-1][0])]
+    pad = tokens[int(reader.fields["tokenizer.ggml.padding_token_id"].parts[-1][0])]
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token=unk, fuse_unk=True, byte_fallback=True))
+    tk.normalizer = normalizers.Replace(" ", "\u2581")
+    tk.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == 3])
+    tk.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types) if k == 4])
+    tk.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                                      special_tokens=[(bos, vocab[bos])])
+    return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=bos, eos_token=eos, unk_token=unk, pad_token=pad)
 
 
 def resolve_model(name: str) -> str:

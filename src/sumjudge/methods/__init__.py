@@ -1,6 +1,6 @@
 """Methods: one module per paper plus baselines. Importing this package fills the registry."""
 
-from . import baselines  # noqa: F401  (registers zero-shot)
+from . import ambiguity, baselines, madisse  # noqa: F401  (importing registers the methods)
 from .base import METHODS, Judgement, MethodSpec, get_method, make_config
 
 __all__ = ["METHODS", "Judgement", "MethodSpec", "get_method", "make_config"]

@@ -86,7 +86,15 @@ def make_config(cls: type, sets: dict[str, Any] | list[str] | None = None, **def
 
 def fit_prompt(llm: LLM, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,
                tag: str, shrink: str = "doc") -> tuple[str, dict[str, Any]]:
-    """Render ``template``; if the prompt would overflow the model context, apply ``policy``:
+    """Render ``template`` so that prompt + ``max_new_tokens`` fit the model context (see ``fit_fields``)."""
+    fitted, info = fit_fields(llm, template, fields, max_new_tokens=max_new_tokens, policy=policy, tag=tag,
+                              shrink=shrink)
+    return load_template(template).render(**fitted), info
+
+
+def fit_fields(llm: LLM, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,
+               tag: str, shrink: str = "doc") -> tuple[dict[str, str], dict[str, Any]]:
+    """The fields with which ``template`` fits the model context; if it would overflow, apply ``policy``:
 
     - ``error``: raise PromptTooLongError naming the example (the default);
     - ``truncate``: cut the end of field ``shrink`` (the document) word by word until it fits; the
@@ -95,11 +103,10 @@ def fit_prompt(llm: LLM, template: str, fields: dict[str, str], *, max_new_token
     tokenizer (openai) are not checked here: the server reports overflows.
     """
     tmpl = load_template(template)
-    text = tmpl.render(**fields)
     ctx = llm.context_length
-    n = llm.prompt_tokens(user(text))
+    n = llm.prompt_tokens(user(tmpl.render(**fields)))
     if n is None or ctx is None or n + max_new_tokens <= ctx:
-        return text, {}
+        return dict(fields), {}
     if policy == "error":
         raise PromptTooLongError(tag, n, max_new_tokens, ctx)
     if policy != "truncate":
@@ -115,7 +122,7 @@ def fit_prompt(llm: LLM, template: str, fields: dict[str, str], *, max_new_token
             hi = mid - 1
     if lo == 0:
         raise PromptTooLongError(tag, n, max_new_tokens, ctx)
-    return tmpl.render(**{**fields, shrink: " ".join(words[:lo])}), {"truncated_words": len(words) - lo}
+    return {**fields, shrink: " ".join(words[:lo])}, {"truncated_words": len(words) - lo}
 
 
 def user(text: str) -> list[dict[str, str]]:

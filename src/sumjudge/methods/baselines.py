@@ -1,7 +1,10 @@
-"""Single-LLM baselines. MADISSE Section 5.2: (1) zero-shot single LLM (Table 26 prompt)."""
+"""Single-LLM baselines, MADISSE Section 5.2: (1) zero-shot (Table 26 prompt), (2) chain of thought
+(Table 27), (3) self-consistency (n sampled chains of thought, majority vote)."""
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from dataclasses import dataclass
 
 from ..data.records import FaithExample
@@ -57,3 +60,51 @@ async def zero_shot(example: FaithExample, llm: LLM, config: ZeroShotConfig) -> 
 
 register(MethodSpec(name="zero-shot", paper="madisse", kind="faithfulness", config_cls=ZeroShotConfig,
                     judge=zero_shot, description="Zero-shot single LLM, MADISSE Table 26 prompt"))
+
+
+@dataclass
+class CoTConfig(ZeroShotConfig):
+    template: str = "madisse/table27_cot"
+    max_new_tokens: int = 1024
+
+
+register(MethodSpec(name="cot", paper="madisse", kind="faithfulness", config_cls=CoTConfig, judge=zero_shot,
+                    description="Zero-shot chain of thought, MADISSE Table 27 prompt"))
+
+
+@dataclass
+class SelfConsistencyConfig(CoTConfig):
+    samples: int = 5  # n paths; the paper does not give its n
+    temperature: float = 0.7
+
+
+def majority(labels: list[int | None], rng: random.Random) -> tuple[int | None, dict[int, int]]:
+    """Majority of the readable labels; a tie is broken by a seeded coin (recorded by the caller's seed).
+    None when no label is readable."""
+    counts = Counter(x for x in labels if x is not None)
+    if not counts:
+        return None, {}
+    top = max(counts.values())
+    best = sorted(k for k, v in counts.items() if v == top)
+    return (best[0] if len(best) == 1 else rng.choice(best)), dict(counts)
+
+
+async def self_consistency(example: FaithExample, llm: LLM, config: SelfConsistencyConfig) -> Judgement:
+    prompt, fit = fit_prompt(llm, config.template, {"doc": example.document, "summary": example.summary},
+                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
+    reqs = [request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
+                    sample_index=i, tag=f"{example.id}/self-consistency#{i}") for i in range(config.samples)]
+    import asyncio
+
+    results = await asyncio.gather(*(label_with_fallback(llm, r, config.fallback) for r in reqs))
+    labels = [r[0] for r in results]
+    label, counts = majority(labels, random.Random(f"{config.seed}|{example.id}"))
+    expl = next((r[1] for r in results if r[0] == label and r[1]), "")
+    return Judgement(example_id=example.id, label=label, explanation=expl, parsed=label is not None,
+                     label_source="majority" if label is not None else "unparsed",
+                     details={"sample_labels": labels, "sample_sources": [r[2] for r in results], "counts": counts,
+                              **fit})
+
+
+register(MethodSpec(name="self-consistency", paper="madisse", kind="faithfulness", config_cls=SelfConsistencyConfig,
+                    judge=self_consistency, description="Self-consistency: n sampled chains of thought, majority vote"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from importlib.resources import files
 from typing import Any
 
@@ -22,6 +22,9 @@ class Profile:
     label_fallback: str  # none | option_scores: what to do with an unparseable label
     parse_retries: int = 2  # extra sampled attempts after an unparseable answer
     context_length: int | None = None  # hf: cap the prompt + answer tokens (None = the model's context)
+    # notebook parameters this profile sets (e.g. fewer self-consistency samples on a CPU); explicit
+    # `make reproduce` overrides and the notebooks' own defaults apply otherwise
+    parameters: dict[str, Any] = field(default_factory=dict)
 
     def engine_options(self) -> dict[str, Any]:
         """Keyword arguments for ``make_llm`` beyond backend/model/base_url."""

@@ -1,0 +1,186 @@
+"""MADISSE experiment grids for the notebooks: the seven evaluator rows of Tables 3 / 33 / 35.
+
+Each row is one ``sumjudge run`` (through ``notebook.Session``); the two simultaneous-debate rows come
+out of one run (agents vote and debates vote). Session 0 of that run uses the same seeds as the
+single-session MADISSE run, so its calls are cache hits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .report import MADISSE_DATASET_COLUMNS, paper_value
+
+# (paper row, method, settings, variant of the run's metrics or None)
+EVALUATORS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
+    ("zero-shot", "zero-shot", {}, None),
+    ("cot", "cot", {}, None),
+    ("self-consistency", "self-consistency", {}, None),
+    ("madisse-no-init", "madisse", {"init": "none"}, None),
+    ("madisse", "madisse", {}, None),
+    ("madisse-agents-vote", "madisse", {"sessions": "SESSIONS"}, "agents_vote"),
+    ("madisse-debates-vote", "madisse", {"sessions": "SESSIONS"}, "debates_vote"),
+)
+ROW_NAMES = {"zero-shot": "Zero-shot single LLM", "cot": "Zero-shot Chain of Thought",
+             "self-consistency": "Self-consistency", "madisse-no-init": "MADISSE wo initialization",
+             "madisse": "MADISSE", "madisse-agents-vote": "MADISSE w. simul. debates (agents vote)",
+             "madisse-debates-vote": "MADISSE w. simul. debates (debates vote)"}
+
+
+def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithful_agents: int = 2,
+                   unfaithful_agents: int = 2, sessions: int = 3, adjudicators: int = 3,
+                   samples: int = 5) -> dict[str, dict[str, Any]]:
+    """Metrics per paper row (the run folder under ``'run_dir'``)."""
+    debate = {"rounds": rounds, "faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
+              "adjudicators": adjudicators}
+    out: dict[str, dict[str, Any]] = {}
+    done: dict[str, tuple[dict, Any]] = {}
+    for row, method, settings, variant in EVALUATORS:
+        cfg = {k: (sessions if v == "SESSIONS" else v) for k, v in settings.items()}
+        if method == "madisse":
+            cfg = {**debate, **cfg}
+        if method == "self-consistency":
+            cfg["samples"] = samples
+        name = f"{method}-{'-'.join(f'{k}{v}' for k, v in sorted(cfg.items()))}-{dataset}-{level}"
+        if name not in done:
+            done[name] = session.run(method, dataset, level=level, settings=cfg, name=name)
+        metrics, run_dir = done[name]
+        m = metrics["variants"][variant] if variant else metrics
+        out[row] = {**m, "run_dir": run_dir, "n_examples": metrics["n_examples"], "cost": metrics["cost"]}
+    return out
+
+
+def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str, model: str) -> list[dict]:
+    """BAcc / K-alpha rows (Table 3 at summary level, Table 33 at sentence level) and FPR / FNR rows
+    (Table 35, summary level), each with the paper's value."""
+    col = MADISSE_DATASET_COLUMNS.get(dataset, dataset)
+    table = "table33_sentence" if level == "sentence" else "table3"
+    rows = []
+    for row, m in results.items():
+        cell = paper_value("madisse", table, row, col) or [None, None]
+        rates = (paper_value("madisse", "table35", row, col) if level == "summary" else None) or [None, None]
+        common = {"evaluator": ROW_NAMES[row], "dataset": dataset, "level": level, "model": model,
+                  "n": m["n_examples"], "unparsed": m.get("unparsed"),
+                  "calls_per_example": round(m["cost"]["calls_per_example"], 1)}
+        pct = (lambda v: None if v is None else 100 * v)
+        rows += [{**common, "metric": "BAcc (%)", "paper": cell[0], "reproduced": pct(m.get("bacc"))},
+                 {**common, "metric": "K-alpha", "paper": cell[1], "reproduced": m.get("k_alpha")},
+                 {**common, "metric": "FPR (%)", "paper": rates[0], "reproduced": pct(m.get("fpr"))},
+                 {**common, "metric": "FNR (%)", "paper": rates[1], "reproduced": pct(m.get("fnr"))}]
+    return rows
+
+
+AMBIGUITY_DETECTORS = (
+    ("random", None, None),
+    ("self-consistency variation", "ambiguity-sc", None),
+    ("baseline w ambiguity taxonomy", "ambiguity-taxonomy", None),
+    ("debate disagreement", "ambiguity-debate", "disagreement"),
+    ("debate arguments", "ambiguity-debate", "arguments"),
+)
+TABLE4 = {"random": 50.0, "self-consistency variation": 52.0, "baseline w ambiguity taxonomy": 59.3,
+          "debate disagreement": 66.1, "debate arguments": 71.4}
+
+
+def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float = 20.0, rounds: int = 3,
+                            faithful_agents: int = 2, unfaithful_agents: int = 2, adjudicators: int = 3) -> list[dict]:
+    """Table 4 rows on meetingbank-ambiguity: BAcc (%) of each detector, paper beside ours. The random
+    baseline is a seeded coin per sentence (the paper reports its expectation, 50)."""
+    import random
+
+    from .data import registry
+    from .metrics import binary_report
+
+    debate = {"rounds": rounds, "faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
+              "adjudicators": adjudicators}
+    settings = {"ambiguity-sc": {"samples": sc_samples, "threshold": threshold}, "ambiguity-taxonomy": {},
+                "ambiguity-debate": debate}
+    runs = {}
+    rows = []
+    for name, method, variant in AMBIGUITY_DETECTORS:
+        if method is None:
+            exs = registry.load("meetingbank-ambiguity", limit=session.prof.n, seed=session.prof.seed)
+            rng = random.Random(session.prof.seed)
+            y = [0 if e.ambiguity.ambiguous else 1 for e in exs]  # flipped: positive (0) = ambiguous
+            bacc = binary_report(y, [rng.randint(0, 1) for _ in exs]).bacc
+            rows.append({"detector": name, "paper": TABLE4[name], "reproduced": 100 * bacc, "n": len(exs),
+                         "unparsed": 0})
+            continue
+        if method not in runs:
+            runs[method] = session.run(method, "meetingbank-ambiguity", settings=settings[method],
+                                       name=f"{method}-meetingbank-ambiguity")
+        metrics, _ = runs[method]
+        m = metrics["variants"][variant] if variant else metrics
+        rows.append({"detector": name, "paper": TABLE4[name],
+                     "reproduced": None if m["bacc"] is None else 100 * m["bacc"], "n": metrics["n_examples"],
+                     "unparsed": m["unparsed"]})
+    return rows
+
+
+def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
+    """Figure 3 / 6: each evaluator's BAcc, K-alpha, FPR, FNR on all sentences and on those the human
+    annotators did not mark ambiguous (the same run, re-scored)."""
+    from .metrics import binary_report, krippendorff_alpha
+    from .report import read_results
+
+    rows = []
+    for row, m in results.items():
+        res = read_results(m["run_dir"])
+        for subset, keep in (("all", lambda r: True),
+                             ("non-ambiguous", lambda r: not (r["example"].get("ambiguity") or {}).get("ambiguous"))):
+            sel = [r for r in res if keep(r)]
+            y = [r["example"]["label"] for r in sel]
+            variant = {"madisse-agents-vote": "agents_vote", "madisse-debates-vote": "debates_vote"}.get(row)
+            p = [r["judgement"]["scores"].get(variant) if variant else r["judgement"]["label"] for r in sel]
+            rep = binary_report(y, p)
+            rows.append({"evaluator": ROW_NAMES[row], "subset": subset, "n": len(sel), "bacc": 100 * rep.bacc,
+                         "k_alpha": krippendorff_alpha(y, p), "fpr": 100 * rep.fpr, "fnr": 100 * rep.fnr})
+    return rows
+
+
+def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], rounds: int = 3,
+                      sessions: int = 3, adjudicators: int = 3) -> list[dict]:
+    """Table 34: MADISSE without initialisation, single-session 2+2, and simultaneous debates (agents
+    vote, as in the paper's table) for each 'F+U' stance ratio. Paper values are MediaSum's."""
+    col = MADISSE_DATASET_COLUMNS.get(dataset, dataset)
+    configs = [("no-init", {"init": "none", "sessions": 1}), ("2+2 single", {"faithful_agents": 2,
+                                                                               "unfaithful_agents": 2, "sessions": 1})]
+    for r in ratios:
+        f, u = (int(x) for x in r.split("+"))
+        configs.append((r, {"faithful_agents": f, "unfaithful_agents": u, "sessions": sessions}))
+    rows = []
+    for name, cfg in configs:
+        cfg = {"rounds": rounds, "adjudicators": adjudicators, **cfg}
+        if cfg.get("init") == "none":
+            cfg.update(faithful_agents=2, unfaithful_agents=2)
+        run_name = "madisse-" + "-".join(f"{k}{v}" for k, v in sorted(cfg.items())) + f"-{dataset}-{level}"
+        metrics, _ = session.run("madisse", dataset, level=level, settings=cfg, name=run_name)
+        m = metrics["variants"]["agents_vote"] if cfg["sessions"] > 1 else metrics
+        paper = paper_value("madisse", "table34", name, "mediasum") or [None] * 4
+        pct = (lambda v: None if v is None else 100 * v)
+        rows.append({"stances": name, "dataset": dataset, "level": level, "paper_dataset": "mediasum",
+                     "paper_bacc": paper[0], "bacc": pct(m["bacc"]), "paper_k_alpha": paper[1], "k_alpha": m["k_alpha"],
+                     "paper_fpr": paper[2], "fpr": pct(m["fpr"]), "paper_fnr": paper[3], "fnr": pct(m["fnr"]),
+                     "n": metrics["n_examples"], "calls_per_example": metrics["cost"]["calls_per_example"],
+                     "same_dataset_as_paper": col == "mediasum"})
+    return rows
+
+
+def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, max_sessions: int,
+                         faithful_agents: int = 2, unfaithful_agents: int = 2, adjudicators: int = 3) -> list[dict]:
+    """BAcc, K-alpha and cost for every (rounds, sessions) pair. Session k of a larger run repeats the
+    seeds of the smaller one, so the grid costs little more than its largest cells."""
+    rows = []
+    for r in range(1, max_rounds + 1):
+        for m in range(1, max_sessions + 1):
+            cfg = {"rounds": r, "sessions": m, "faithful_agents": faithful_agents,
+                   "unfaithful_agents": unfaithful_agents, "adjudicators": adjudicators}
+            metrics, _ = session.run("madisse", dataset, level=level, settings=cfg,
+                                     name="madisse-" + "-".join(f"{k}{v}" for k, v in sorted(cfg.items()))
+                                     + f"-{dataset}-{level}")
+            for vote in (["debates_vote", "agents_vote"] if m > 1 else ["single"]):
+                v = metrics["variants"][vote] if m > 1 else metrics
+                rows.append({"rounds": r, "sessions": m, "vote": vote, "bacc": None if v["bacc"] is None else 100 * v["bacc"],
+                             "k_alpha": v["k_alpha"], "calls_per_example": metrics["cost"]["calls_per_example"],
+                             "tokens_per_example": metrics["cost"]["prompt_tokens_per_example"]
+                             + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"]})
+    return rows
