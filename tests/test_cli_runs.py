@@ -192,3 +192,19 @@ def test_madisse_runs_end_to_end_on_the_tiny_model(tiny_model_dir, tmp_path, cap
     calls = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
     assert any("/adjudicator" in c.get("tag", "") for c in calls) or all(
         s["consensus_round"] for r in rows for s in r["judgement"]["details"]["sessions"])
+
+
+def test_learn_guidelines_cli_writes_a_file_madisse_can_use(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "learned" / "guidelines.txt"
+    assert cli.main(["learn-guidelines", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "2",
+                     "--model", tiny_model_dir, "--set", "rounds=1", "--set", "max_new_tokens=8", "--set",
+                     "truncate=truncate", "--cache", tmp_path / "c", "--out", out, "--max-passes", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["guidelines"] >= 13 and out.exists() and out.with_suffix(".log.json").exists()
+    assert out.read_text().startswith("1. You should aim for accuracy")
+    assert cli.main(["run", "madisse", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "2",
+                     "--model", tiny_model_dir, "--set", "rounds=1", "--set", "max_new_tokens=8", "--set",
+                     "truncate=truncate", "--set", f"guidelines={out}", "--cache", tmp_path / "c",
+                     "--out", tmp_path / "run"]) == 0
+    calls = [json.loads(x) for x in (tmp_path / "run" / "calls.jsonl").read_text().splitlines()]
+    assert "1. You should aim for accuracy" in calls[0]["request"]["messages"][-1]["content"]

@@ -214,3 +214,39 @@ def test_ambiguity_metrics_treat_ambiguous_as_positive():
     m = ambiguity_metrics(exs, js)
     assert m["fnr"] == pytest.approx(1 / 2) and m["fpr"] == pytest.approx(1 / 3)
     assert m["bacc"] == pytest.approx(1 - (1 / 2 + 1 / 3) / 2)
+
+
+# ---- guideline learning phase --------------------------------------------------------------------
+from sumjudge.methods.guideline_learning import learn_guidelines, normalise  # noqa: E402
+
+
+def test_guideline_learning_adds_correct_agents_rules_and_negated_wrong_ones():
+    gold = [FaithExample(id="good", dataset="t", document="d1", summary="s1", label=1),
+            FaithExample(id="bad", dataset="t", document="d2", summary="s2", label=0)]
+
+    def agent(req):  # every agent says "faithful" and cites one rule per example
+        text = req.messages[-1]["content"]
+        assert "<guidelines_used>" in text  # the learning request is appended
+        rule = "Paraphrases keep the summary consistent." if "s1" in text else "Minor additions are acceptable here."
+        return answer(1, "ok") + f"<guidelines_used>\n1. {rule}\n</guidelines_used>"
+
+    be = ScriptedBackend().add(r"Rewrite the following guideline",
+                               lambda r: "<guideline>Minor additions make the summary inconsistent.</guideline>"
+                               ).add(is_agent, agent)
+    llm = LLM(be, cache=NullCache())
+    out = run_sync(learn_guidelines(gold, llm, MadisseConfig(rounds=1), start="empty", max_passes=3))
+    assert out.guidelines == ["Paraphrases keep the summary consistent.",
+                              "Minor additions make the summary inconsistent."]
+    assert [e["agent_correct"] for e in out.log] == [True, False]
+    assert out.converged and out.passes == 2  # the second pass adds nothing new
+    # from the second example on, the agents see the pool
+    later = [r for r in be.requests if is_agent(r) and "s2" in r.messages[-1]["content"]]
+    assert "1. Paraphrases keep the summary consistent." in later[0].messages[-1]["content"]
+    assert normalise("3. Paraphrases keep the summary consistent!") == normalise(out.guidelines[0])
+    assert out.text().startswith("1. Paraphrases")
+
+
+def test_learning_starts_from_the_papers_guidelines_by_default():
+    be = ScriptedBackend().add(is_agent, answer(1))
+    out = run_sync(learn_guidelines([EX], LLM(be, cache=NullCache()), MadisseConfig(rounds=1), max_passes=1))
+    assert len(out.guidelines) == 13 and out.guidelines[0].startswith("You should aim for accuracy")

@@ -32,6 +32,29 @@ def _cmd_run(a) -> int:
     return 0
 
 
+def _cmd_learn(a) -> int:
+    """MADISSE guideline learning phase (Appendix A.1.1) -> a guidelines file for `madisse --set guidelines=FILE`."""
+    from .data import registry
+    from .llm import make_llm
+    from .llm.engine import run_sync
+    from .methods import make_config
+    from .methods.guideline_learning import learn_guidelines
+    from .methods.madisse import MadisseConfig
+
+    settings = dict(s.split("=", 1) for s in a.set or [] if "=" in s)
+    cfg = make_config(MadisseConfig, settings, seed=a.seed)
+    examples = registry.load(a.dataset, split=a.split, level=a.level, limit=a.limit, seed=a.seed)
+    out = Path(a.out)
+    llm = make_llm(a.backend, a.model, base_url=a.base_url, cache=a.cache, log=out.with_suffix(".calls.jsonl"))
+    res = run_sync(learn_guidelines(examples, llm, cfg, max_passes=a.max_passes, start=a.start))
+    res.save(out)
+    out.with_suffix(".log.json").write_text(json.dumps({"passes": res.passes, "converged": res.converged,
+                                                        "added": res.log}, indent=2))
+    print(json.dumps({"guidelines": len(res.guidelines), "added": len(res.log), "passes": res.passes,
+                      "converged": res.converged, "out": str(out)}))
+    return 0
+
+
 def _cmd_tiny(a) -> int:
     from .llm.models import build_tiny_model
 
@@ -117,6 +140,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
     r.add_argument("--token-budget", type=int, help="hf: rows x padded tokens per micro-batch")
     r.set_defaults(fn=_cmd_run)
+
+    g = sub.add_parser("learn-guidelines", help="MADISSE guideline learning phase on labelled (dev) examples")
+    g.add_argument("--dataset", required=True)
+    g.add_argument("--split")
+    g.add_argument("--level", choices=("sentence", "summary"))
+    g.add_argument("--limit", type=int, default=20)
+    g.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
+    g.add_argument("--model")
+    g.add_argument("--base-url")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--set", action="append", metavar="KEY=VALUE", help="madisse setting (repeatable)")
+    g.add_argument("--max-passes", type=int, default=3)
+    g.add_argument("--start", default="paper", choices=("paper", "empty"))
+    g.add_argument("--cache", type=Path)
+    g.add_argument("--out", required=True, type=Path, help="guidelines file to write (plus .log.json, .calls.jsonl)")
+    g.set_defaults(fn=_cmd_learn)
 
     t = sub.add_parser("tiny-model", help="build a tiny random Llama-architecture model with the Llama-3 tokenizer")
     t.add_argument("dir", type=Path)

@@ -118,7 +118,14 @@ def spm_tokenizer_from_gguf(gguf_path: str | Path):
     ``<0xNN>`` pieces serve byte fallback.
     """
     from gguf import GGUFReader
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
+    from tokenizers import (
+        AddedToken,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        processors,
+    )
     from transformers import PreTrainedTokenizerFast
 
     reader = GGUFReader(str(gguf_path))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..data.records import FaithExample
 from ..llm.engine import LLM
 from ..prompts import load as load_template
+from ..prompts import variant
 from .base import Judgement, MethodSpec, fit_fields, register, request
 from .baselines import ZeroShotConfig, label_with_fallback
 from .madisse import MadisseConfig, Turn, _argument, guidelines_text, madisse
@@ -35,9 +36,10 @@ class AmbiguitySCConfig(ZeroShotConfig):
 
 
 async def ambiguity_sc(example: FaithExample, llm: LLM, config: AmbiguitySCConfig) -> Judgement:
-    fields, fit = fit_fields(llm, config.template, {"doc": example.document, "summary": example.summary},
+    name = variant(config.template, config.doc_first)
+    fields, fit = fit_fields(llm, name, {"doc": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
-    prompt = load_template(config.template).render(**fields)
+    prompt = load_template(name).render(**fields)
     reqs = [request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
                     sample_index=i, tag=f"{example.id}/ambiguity-sc#{i}") for i in range(config.samples)]
     answers = await asyncio.gather(*(label_with_fallback(llm, r, config.fallback) for r in reqs))
@@ -57,10 +59,11 @@ class AmbiguityTaxonomyConfig(ZeroShotConfig):
 
 
 async def ambiguity_taxonomy(example: FaithExample, llm: LLM, config: AmbiguityTaxonomyConfig) -> Judgement:
-    fields, fit = fit_fields(llm, config.template,
+    name = variant(config.template, config.doc_first)
+    fields, fit = fit_fields(llm, name,
                              {"doc": example.document, "summary": example.summary, "taxonomy": taxonomy_text()},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
-    req = request(load_template(config.template).render(**fields), max_new_tokens=config.max_new_tokens,
+    req = request(load_template(name).render(**fields), max_new_tokens=config.max_new_tokens,
                   temperature=config.temperature, seed=config.seed, tag=f"{example.id}/ambiguity-taxonomy")
     label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=source == "parsed",
@@ -78,11 +81,12 @@ async def ambiguity_debate(example: FaithExample, llm: LLM, config: AmbiguityDeb
     disagreement = int(all(no_change for no_change in debate.details["no_agent_changed_stance"])
                        and not any(debate.details["consensus"])) if config.init == "stance" else None
     arguments = " ".join(_argument(Turn(**t), me=0) for rnd in sessions[0]["rounds"] for t in rnd)
-    fields, fit = fit_fields(llm, config.arguments_template,
+    name = variant(config.arguments_template, config.doc_first)
+    fields, fit = fit_fields(llm, name,
                              {"doc": example.document, "summary": example.summary, "arguments": arguments,
                               "guidelines": guidelines_text(config), "taxonomy": taxonomy_text()},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
-    req = request(load_template(config.arguments_template).render(**fields), max_new_tokens=config.max_new_tokens,
+    req = request(load_template(name).render(**fields), max_new_tokens=config.max_new_tokens,
                   temperature=config.temperature, seed=config.seed, tag=f"{example.id}/ambiguity-arguments")
     label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=source == "parsed",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..data.records import FaithExample
 from ..llm.engine import LLM
 from ..llm.parsing import ParseError, binary_label, xml_tag
+from ..prompts import variant
 from .base import Judgement, MethodSpec, fit_prompt, register, request
 
 
@@ -21,6 +22,7 @@ class ZeroShotConfig:
     seed: int = 0
     truncate: str = "error"  # error | truncate (cut the document's end to fit the context)
     fallback: str = "none"  # none | option_scores: an unparseable answer gets the likelier of "0"/"1" after "<label>"
+    doc_first: bool = True  # the paper's <doc> block first (same wording), so prompts share a prefix
 
 
 def parse_label_and_explanation(text: str) -> tuple[int, str]:
@@ -49,7 +51,8 @@ async def label_with_fallback(llm: LLM, req, fallback: str) -> tuple[int | None,
 
 
 async def zero_shot(example: FaithExample, llm: LLM, config: ZeroShotConfig) -> Judgement:
-    prompt, fit = fit_prompt(llm, config.template, {"doc": example.document, "summary": example.summary},
+    prompt, fit = fit_prompt(llm, variant(config.template, config.doc_first),
+                             {"doc": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
                   tag=f"{example.id}/zero-shot")
@@ -90,7 +93,8 @@ def majority(labels: list[int | None], rng: random.Random) -> tuple[int | None, 
 
 
 async def self_consistency(example: FaithExample, llm: LLM, config: SelfConsistencyConfig) -> Judgement:
-    prompt, fit = fit_prompt(llm, config.template, {"doc": example.document, "summary": example.summary},
+    prompt, fit = fit_prompt(llm, variant(config.template, config.doc_first),
+                             {"doc": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     reqs = [request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
                     sample_index=i, tag=f"{example.id}/self-consistency#{i}") for i in range(config.samples)]

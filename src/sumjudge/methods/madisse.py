@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..data.records import FaithExample
 from ..llm.engine import LLM
+from ..llm.parsing import ParseError, xml_tag
 from ..prompts import load as load_template
+from ..prompts import variant
 from .base import Judgement, MethodSpec, fit_fields, register, request
 from .baselines import label_with_fallback
 
@@ -48,6 +51,7 @@ class MadisseConfig:
     sessions: int = 1
     intervention_after: int = 0  # 0 = off; N: from round N+1 on, agents are asked to be more open (A.1.2)
     guidelines: str = ""  # a guidelines file (e.g. learned ones); empty = the paper's 13 guidelines
+    guideline_list: tuple[str, ...] | None = None  # inline guidelines (learning phase; may be empty): win over the file
     max_new_tokens: int = 1024
     history_tokens: int | None = None  # context reserved for the chat history when fitting the document
     # (None: a third of the model context). A round whose history still overflows drops its oldest rounds
@@ -56,6 +60,8 @@ class MadisseConfig:
     seed: int = 0
     truncate: str = "error"
     fallback: str = "none"  # none | option_scores, for an agent's or adjudicator's unreadable label
+    learning: bool = False  # guideline learning phase: agents also state the guidelines they used
+    doc_first: bool = True  # the paper's <doc> block first (same wording), so all prompts share a prefix
 
 
 @dataclass
@@ -65,6 +71,7 @@ class Turn:
     label: int | None
     explanation: str
     source: str  # parsed | option_scores | unparsed
+    guidelines_used: list[str] = field(default_factory=list)  # learning phase only
 
 
 @dataclass
@@ -90,6 +97,8 @@ class Session:
 
 
 def guidelines_text(config: MadisseConfig) -> str:
+    if config.guideline_list is not None:
+        return "\n\n".join(f"{i}. {g}" for i, g in enumerate(config.guideline_list, start=1))
     if config.guidelines:
         return Path(config.guidelines).read_text(encoding="utf-8").strip()
     return load_template("madisse/table28_guidelines").body
@@ -104,6 +113,10 @@ def majority_with_rule(labels: list[int | None], *fallbacks: int | None) -> int 
     if len(top) == 1 or top[0][1] > top[1][1]:
         return top[0][0]
     return next((f for f in fallbacks if f is not None), UNFAITHFUL)
+
+
+def learning_text(on: bool) -> str:
+    return "\n\n" + load_template("madisse/a11_guideline_request").body if on else ""
 
 
 def history_reserve(llm: LLM, config: MadisseConfig) -> int:
@@ -128,7 +141,7 @@ def stance_history(stances: list[str | None], me: int) -> str:
 
 
 def fit_history(llm: LLM, tmpl: str, fields: dict, shown: list[list[Turn]], me: int, intervention: str,
-                max_new_tokens: int) -> tuple[str, int]:
+                learning: str, max_new_tokens: int) -> tuple[str, int]:
     """The chat history for agent ``me``: every previous round, or, if that overflows the context, the
     latest rounds that fit (the number of dropped rounds is returned)."""
     ctx = llm.context_length
@@ -136,7 +149,7 @@ def fit_history(llm: LLM, tmpl: str, fields: dict, shown: list[list[Turn]], me: 
         hist = " ".join(_argument(t, me) for rnd in shown[drop:] for t in rnd)
         if ctx is None:
             return hist, 0
-        text = load_template(tmpl).render(**fields, chat_history=hist, intervention=intervention)
+        text = load_template(tmpl).render(**fields, chat_history=hist, intervention=intervention, learning=learning)
         if llm.prompt_tokens([{"role": "user", "content": text}]) + max_new_tokens <= ctx:
             return hist, drop
     return hist, len(shown) - 1  # the latest round alone; the backend reports an overflow if it remains
@@ -147,7 +160,17 @@ async def _ask(llm: LLM, prompt: str, config: MadisseConfig, tag: str, seed: int
     label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
     if source == "unparsed":
         expl = details.get("raw", "")[:500]
-    return label, expl, source
+    return label, expl, source, stated_guidelines(details.get("raw", "")) if config.learning else []
+
+
+def stated_guidelines(text: str) -> list[str]:
+    """The lines inside <guidelines_used> (numbering and bullets removed); [] when absent."""
+    try:
+        body = xml_tag(text, "guidelines_used")
+    except ParseError:
+        return []
+    lines = [re.sub(r"^\s*(?:\d+[.)]|[-*])\s*", "", line).strip() for line in body.splitlines()]
+    return [x for x in lines if len(x.split()) >= 3]
 
 
 async def run_session(example: FaithExample, llm: LLM, config: MadisseConfig, index: int, fields: dict) -> Session:
@@ -161,6 +184,7 @@ async def run_session(example: FaithExample, llm: LLM, config: MadisseConfig, in
     else:
         raise ValueError(f"init must be 'stance' or 'none', got {config.init!r}")
     s = Session(index=index, stances=stances)
+    learning = learning_text(config.learning)
     shown: list[list[Turn]] = []  # each previous round, in the shuffled order the agents saw it
     for r in range(1, config.rounds + 1):
         intervention = ""
@@ -170,16 +194,19 @@ async def run_session(example: FaithExample, llm: LLM, config: MadisseConfig, in
         for i in range(1, n + 1):
             if r == 1:
                 hist = stance_history(stances, i)
-                tmpl = "madisse/table28_evaluator_round1"
+                tmpl = variant("madisse/table28_evaluator_round1", config.doc_first)
             else:
-                tmpl = "madisse/table29_evaluator"
-                hist, dropped = fit_history(llm, tmpl, fields, shown, i, intervention, config.max_new_tokens)
+                tmpl = variant("madisse/table29_evaluator", config.doc_first)
+                hist, dropped = fit_history(llm, tmpl, fields, shown, i, intervention, learning,
+                                            config.max_new_tokens)
                 s.history_rounds_dropped = max(s.history_rounds_dropped, dropped)
-            prompts.append(load_template(tmpl).render(**fields, chat_history=hist, intervention=intervention))
+            prompts.append(load_template(tmpl).render(**fields, chat_history=hist, intervention=intervention,
+                                                      learning=learning))
         answers = await asyncio.gather(*(
             _ask(llm, p, config, f"{example.id}/s{index}/r{r}/agent{i}", config.seed + 1000 * index + i)
             for i, p in enumerate(prompts, start=1)))
-        turns = [Turn(agent=i, round=r, label=a[0], explanation=a[1], source=a[2]) for i, a in enumerate(answers, 1)]
+        turns = [Turn(agent=i, round=r, label=a[0], explanation=a[1], source=a[2], guidelines_used=a[3])
+                 for i, a in enumerate(answers, 1)]
         s.rounds.append(turns)
         labels = [t.label for t in turns]
         if None not in labels and len(set(labels)) == 1:
@@ -197,7 +224,7 @@ async def adjudicate(example: FaithExample, llm: LLM, config: MadisseConfig, s: 
                      rng: random.Random) -> None:
     final = s.final_turns
     orders = [rng.sample(range(len(final)), len(final)) for _ in range(config.adjudicators)]
-    tmpl = load_template("madisse/table30_adjudicator")
+    tmpl = load_template(variant("madisse/table30_adjudicator", config.doc_first))
     answers = await asyncio.gather(*(
         _ask(llm, tmpl.render(**fields, chat_history=" ".join(_argument(final[j], me=0) for j in order)), config,
              f"{example.id}/s{s.index}/adjudicator{k}", config.seed + 1000 * s.index + 100 + k)
@@ -214,9 +241,9 @@ async def adjudicate(example: FaithExample, llm: LLM, config: MadisseConfig, s: 
 
 async def madisse(example: FaithExample, llm: LLM, config: MadisseConfig) -> Judgement:
     # Budget the document on the longest prompt an agent sees: the last round's, with the chat history.
-    fields, fit = fit_fields(llm, "madisse/table29_evaluator",
+    fields, fit = fit_fields(llm, variant("madisse/table29_evaluator", config.doc_first),
                              {"doc": example.document, "summary": example.summary, "guidelines": guidelines_text(config),
-                              "chat_history": "", "intervention": ""},
+                              "chat_history": "", "intervention": "", "learning": learning_text(config.learning)},
                              max_new_tokens=config.max_new_tokens + history_reserve(llm, config), policy=config.truncate,
                              tag=example.id)
     fields = {k: fields[k] for k in ("doc", "summary", "guidelines")}

@@ -45,9 +45,27 @@ def _parse(name: str, text: str) -> Template:
     return Template(name=name, body=body.rstrip("\n"), meta=meta)
 
 
+DOC_FIRST = "@doc-first"
+_DOC_LINE = re.compile(r"^<doc> \{\{doc\}\} </doc>\n\n", re.M)
+
+
+def variant(name: str, doc_first: bool) -> str:
+    """The template name for the document-first variant (or ``name`` itself)."""
+    return name + DOC_FIRST if doc_first and not name.endswith(DOC_FIRST) else name
+
+
 @lru_cache(maxsize=None)
 def load(name: str) -> Template:
-    """``load("madisse/table26_zero_shot")`` -> Template."""
+    """``load("madisse/table26_zero_shot")`` -> Template. ``name + "@doc-first"`` moves the paper's
+    ``<doc> {{doc}} </doc>`` block, unchanged, to the start of the prompt: every prompt about one
+    document then begins with the same tokens, which prefix caching (vLLM) and shared-prefix prefill
+    (hf) reuse across agents, rounds, adjudicators and methods. The wording is the paper's either way."""
+    if name.endswith(DOC_FIRST):
+        base = load(name[: -len(DOC_FIRST)])
+        if not _DOC_LINE.search(base.body):
+            return base  # no document block: nothing to move
+        body = "<doc> {{doc}} </doc>\n\n" + _DOC_LINE.sub("", base.body, count=1)
+        return Template(name=name, body=body, meta={**base.meta, "order": "document first"})
     path = files("sumjudge.prompts")
     for part in name.split("/")[:-1]:
         path = path.joinpath(part)
