@@ -69,8 +69,15 @@ class Session:
         rc = RunConfig(method=method, dataset=dataset, split=split, level=level,
                        limit=limit if limit is not None else p.n, backend=p.backend, model=p.model,
                        base_url=p.base_url, seed=p.seed, settings=self.method_settings(**(settings or {})))
-        # the folder name carries a hash of the configuration: another profile or setting never collides
-        digest = hashlib.sha256(json.dumps(rc.to_json(), sort_keys=True).encode()).hexdigest()[:8]
+        # the folder name carries a hash of the whole configuration (run + the method's resolved settings,
+        # defaults included): another profile, setting or default never collides with an older run
+        from dataclasses import asdict
+
+        from .methods import get_method, make_config
+
+        method_cfg = asdict(make_config(get_method(method).config_cls, rc.settings, seed=rc.seed))
+        digest = hashlib.sha256(json.dumps([rc.to_json(), method_cfg], sort_keys=True, default=str).encode()
+                                ).hexdigest()[:8]
         out = self.runs_dir() / f"{name or f'{method}-{dataset}-{level}'}-{digest}"
         return run(rc, out, llm=self.llm, progress=progress), out
 
