@@ -13,6 +13,7 @@ Duplicates are recognised after normalisation (case, numbering, punctuation).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -71,17 +72,21 @@ async def learn_guidelines(examples: list[FaithExample], llm: LLM, config: Madis
             cfg = replace(config, learning=True, sessions=1, guideline_list=tuple(result.guidelines))
             j = await madisse(ex, llm, cfg)
             final = j.details["sessions"][0]["rounds"][-1]
-            for t in final:
+            stated = [(t, g) for t in final for g in t["guidelines_used"]]
+            # the negations of one example are independent calls: they go to the backend together
+            negated = await asyncio.gather(*(negate(llm, g, config, f"{ex.id}/learn{p}/negate")
+                                             for t, g in stated if t["label"] != ex.label))
+            negated_iter = iter(negated)
+            for t, g in stated:
                 correct = t["label"] == ex.label
-                for g in t["guidelines_used"]:
-                    new = g if correct else await negate(llm, g, config, f"{ex.id}/learn{p}/negate")
-                    if not new or normalise(new) in seen:
-                        continue
-                    seen.add(normalise(new))
-                    result.guidelines.append(new)
-                    result.log.append({"pass": p, "example": ex.id, "agent": t["agent"], "agent_correct": correct,
-                                       "stated": g, "added": new})
-                    added += 1
+                new = g if correct else next(negated_iter)
+                if not new or normalise(new) in seen:
+                    continue
+                seen.add(normalise(new))
+                result.guidelines.append(new)
+                result.log.append({"pass": p, "example": ex.id, "agent": t["agent"], "agent_correct": correct,
+                                   "stated": g, "added": new})
+                added += 1
         result.passes = p
         if added == 0:
             result.converged = True
