@@ -27,6 +27,11 @@ ROW_NAMES = {"zero-shot": "Zero-shot single LLM", "cot": "Zero-shot Chain of Tho
              "madisse-debates-vote": "MADISSE w. simul. debates (debates vote)"}
 
 
+def run_name(method: str, settings: dict[str, Any], dataset: str, level: str) -> str:
+    """A readable run-folder name: method, its non-default settings, dataset, level."""
+    return "-".join([method, *(f"{k}{v}" for k, v in sorted(settings.items())), dataset, level])
+
+
 def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithful_agents: int = 2,
                    unfaithful_agents: int = 2, sessions: int = 3, adjudicators: int = 3,
                    samples: int = 5) -> dict[str, dict[str, Any]]:
@@ -41,7 +46,7 @@ def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithf
             cfg = {**debate, **cfg}
         if method == "self-consistency":
             cfg["samples"] = samples
-        name = f"{method}-{'-'.join(f'{k}{v}' for k, v in sorted(cfg.items()))}-{dataset}-{level}"
+        name = run_name(method, cfg, dataset, level)
         if name not in done:
             done[name] = session.run(method, dataset, level=level, settings=cfg, name=name)
         metrics, run_dir = done[name]
@@ -152,8 +157,8 @@ def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], r
         cfg = {"rounds": rounds, "adjudicators": adjudicators, **cfg}
         if cfg.get("init") == "none":
             cfg.update(faithful_agents=2, unfaithful_agents=2)
-        run_name = "madisse-" + "-".join(f"{k}{v}" for k, v in sorted(cfg.items())) + f"-{dataset}-{level}"
-        metrics, _ = session.run("madisse", dataset, level=level, settings=cfg, name=run_name)
+        metrics, _ = session.run("madisse", dataset, level=level, settings=cfg,
+                                 name=run_name("madisse", cfg, dataset, level))
         m = metrics["variants"]["agents_vote"] if cfg["sessions"] > 1 else metrics
         paper = paper_value("madisse", "table34", name, "mediasum") or [None] * 4
         pct = (lambda v: None if v is None else 100 * v)
@@ -175,8 +180,7 @@ def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, 
             cfg = {"rounds": r, "sessions": m, "faithful_agents": faithful_agents,
                    "unfaithful_agents": unfaithful_agents, "adjudicators": adjudicators}
             metrics, _ = session.run("madisse", dataset, level=level, settings=cfg,
-                                     name="madisse-" + "-".join(f"{k}{v}" for k, v in sorted(cfg.items()))
-                                     + f"-{dataset}-{level}")
+                                     name=run_name("madisse", cfg, dataset, level))
             for vote in (["debates_vote", "agents_vote"] if m > 1 else ["single"]):
                 v = metrics["variants"][vote] if m > 1 else metrics
                 rows.append({"rounds": r, "sessions": m, "vote": vote, "bacc": None if v["bacc"] is None else 100 * v["bacc"],
