@@ -208,3 +208,50 @@ def test_learn_guidelines_cli_writes_a_file_madisse_can_use(tiny_model_dir, tmp_
                      "--out", tmp_path / "run"]) == 0
     calls = [json.loads(x) for x in (tmp_path / "run" / "calls.jsonl").read_text().splitlines()]
     assert "1. You should aim for accuracy" in calls[0]["request"]["messages"][-1]["content"]
+
+
+def test_debate_and_geval_run_end_to_end_on_the_tiny_model_with_per_aspect_correlations(tiny_model_dir, tmp_path,
+                                                                                          capsys):
+    out = tmp_path / "debate"
+    assert cli.main(["run", "debate", "--dataset", "summeval", "--set", "aspects=coherence", "--limit", "32",
+                     "--backend", "hf", "--model", tiny_model_dir, "--out", out, "--cache", tmp_path / "c",
+                     "--set", "max_new_tokens=12", "--set", "iterations=2", "--set", "fallback=option_scores"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["n_examples"] == 32 and m["n_groups"] == 2 and m["correlations"] == ["spearman", "kendall"]
+    coh = m["aspects"]["coherence"]
+    assert coh["n"] + coh["unparsed"] == 32 and coh["spearman"]["n_groups"] + coh["spearman"]["undefined_groups"] == 2
+    assert sum(coh["distribution"]["human"].values()) == pytest.approx(100)
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    for r in rows:  # the random model never says NO ISSUE: n reviews, n rescores
+        d = r["judgement"]["details"]["aspects"]["coherence"]
+        assert d["stopped"] == "cap" and [t["speaker"] for t in d["turns"]] == ["scorer"] + ["critic", "scorer"] * 2
+        assert 1 <= r["example"]["scores"]["coherence"] <= 5 and r["example"]["source"] is None  # kept in the data
+    out2 = tmp_path / "geval"
+    assert cli.main(["run", "g-eval", "--dataset", "topical-chat", "--limit", "12", "--backend", "hf",
+                     "--model", tiny_model_dir, "--out", out2, "--cache", tmp_path / "c"]) == 0
+    g = json.loads((out2 / "metrics.json").read_text())
+    assert g["correlations"] == ["pearson", "spearman"] and g["unparsed"] == 0
+    assert set(g["aspects"]) == {"naturalness", "coherence", "engagingness", "groundedness"}
+    for a in g["aspects"].values():  # probability-weighted scores are continuous: every group is defined
+        assert a["pearson"]["n_groups"] == 2 and -1 <= a["pearson"]["mean"] <= 1
+
+
+def test_mesa_runs_end_to_end_on_the_tiny_model_with_per_type_scores_impact_and_quality(tiny_model_dir, tmp_path):
+    from sumjudge.runs import RunConfig, run
+
+    out = tmp_path / "mesa"
+    rc = RunConfig(method="mesa", dataset="meeting-errors", limit=3, backend="hf", model=str(tiny_model_dir),
+                   settings={"types": "OM,RED,IRR", "max_new_tokens": 8, "truncate": "truncate",
+                             "fallback": "option_scores"})
+    # the context is capped (as the profiles do) so the 9000-word QMSum transcripts are cut to 1024 tokens here
+    m = run(rc, out, cache=tmp_path / "c", progress=False, backend_options={"context_length": 1024,
+                                                                            "parse_retries": 0})
+    assert m["n_examples"] == 3 and set(m["types"]) == {"OM", "RED", "IRR"}
+    assert m["types"]["IRR"]["available"] is False and m["types"]["RED"]["available"] is True
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    for r in rows:
+        j = r["judgement"]
+        assert set(j["scores"]) == {"OM", "RED", "IRR"} and all(0 <= v <= 5 for v in j["scores"].values())
+        assert 0 <= j["details"]["impact"] <= 5 and 1 <= j["details"]["quality"] <= 10
+        assert j["details"]["quality"] == pytest.approx(1 + (5 - j["details"]["impact"]) / 5 * 9)
+        assert all(t["truncated_words"] > 0 for t in j["details"]["types"].values())  # recorded cut

@@ -175,6 +175,8 @@ def test_subset_of_rated_data_keeps_whole_groups():
     sub = registry.subset(exs, 10, seed=0)
     sizes = Counter(e.group_id for e in sub)
     assert len(sub) == 12 and set(sizes.values()) == {4}
+    part = registry.subset(exs, 3, seed=1)  # less than a group: three examples of one group
+    assert len(part) == 3 and len({e.group_id for e in part}) == 1 and part == registry.subset(exs, 3, seed=1)
 
 
 @needs_mirror

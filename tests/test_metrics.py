@@ -75,3 +75,66 @@ def test_bootstrap_ci_brackets_the_estimate_and_is_seeded():
     lo, hi = bootstrap_ci([y, p], lambda a, b: balanced_accuracy(list(a), list(b)), n_resamples=300, seed=1)
     assert lo < est < hi and hi - lo < 0.2
     assert (lo, hi) == bootstrap_ci([y, p], lambda a, b: balanced_accuracy(list(a), list(b)), n_resamples=300, seed=1)
+
+
+# ---- summary-level correlation (DEBATE) ----------------------------------------------------------
+
+def _hand_groups():
+    groups = ["a"] * 3 + ["b"] * 3 + ["c"] * 4 + ["d"] * 2 + ["e"] * 3
+    human = [1, 2, 3, 1, 2, 3, 1, 2, 3, 4, 2, 2, 1, 2, 3]
+    pred = [1, 2, 3, 3, 2, 1, 1, 3, 2, 4, 1, 5, None, 5, 5]
+    return groups, human, pred
+
+
+@pytest.mark.parametrize("method,c_value", [("spearman", 0.8), ("kendall", 4 / 6), ("pearson", 0.8)])
+def test_grouped_correlation_hand_worked(method, c_value):
+    from sumjudge.metrics import grouped_correlation
+
+    g = grouped_correlation(*_hand_groups(), method)
+    # a: perfect (1), b: reversed (-1), c: one swapped pair; d: constant human, e: constant prediction
+    # once the missing one is dropped -> both undefined, left out and counted
+    assert g.per_group == pytest.approx({"a": 1.0, "b": -1.0, "c": c_value})
+    assert g.mean == pytest.approx((1 - 1 + c_value) / 3)
+    assert (g.n_groups, g.undefined_groups) == (3, 2)
+    assert g.ci is not None and g.ci[0] <= g.mean <= g.ci[1]
+
+
+def test_grouped_correlation_equals_scipy_per_group_average():
+    from scipy import stats
+
+    from sumjudge.metrics import grouped_correlation
+
+    rng = np.random.default_rng(3)
+    groups = [f"doc{i}" for i in range(20) for _ in range(16)]
+    human = rng.integers(1, 6, size=len(groups)).astype(float) + rng.random(len(groups)) / 3
+    pred = human + rng.normal(0, 1.5, size=len(groups))
+    for method, fn in (("spearman", stats.spearmanr), ("kendall", stats.kendalltau), ("pearson", stats.pearsonr)):
+        expected = np.mean([fn(pred[i * 16:(i + 1) * 16], human[i * 16:(i + 1) * 16])[0] for i in range(20)])
+        g = grouped_correlation(groups, human, list(pred), method)
+        assert g.mean == pytest.approx(expected) and g.n_groups == 20 and g.undefined_groups == 0
+
+
+def test_grouped_correlation_with_nothing_defined_is_nan_and_counted():
+    from sumjudge.metrics import grouped_correlation
+
+    g = grouped_correlation(["a", "a", "b", "b"], [1, 2, 3, 4], [3, 3, None, None], "spearman")
+    assert g.mean != g.mean and g.n_groups == 0 and g.undefined_groups == 2 and g.ci is None
+
+
+def test_score_distribution_rounds_half_up_and_clips():
+    from sumjudge.metrics import score_distribution
+
+    d = score_distribution([1.0, 1.5, 2.49, 4.6667, 3.3333, None, 7], 1, 5)
+    assert d == pytest.approx({1: 100 / 6, 2: 200 / 6, 3: 100 / 6, 4: 0.0, 5: 200 / 6})
+
+
+def test_point_biserial_equals_pearson_on_0_1_labels_and_is_nan_when_undefined():
+    from scipy import stats
+
+    from sumjudge.metrics import point_biserial
+
+    y = [0, 0, 1, 1, 1, 0, 1]
+    s = [4.5, 4.0, 2.0, 3.0, 1.0, 5.0, 2.5]
+    r, p, n = point_biserial(y, s)
+    assert r == pytest.approx(stats.pearsonr(y, s)[0]) and r < 0 and 0 < p < 1 and n == 7
+    assert math.isnan(point_biserial([1, 1, 1], [1, 2, 3])[0]) and math.isnan(point_biserial([0, 1, 0], [2, 2, 2])[0])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .notebook import run_name
 from .report import MADISSE_DATASET_COLUMNS, paper_value
 
 # (paper row, method, settings, variant of the run's metrics or None)
@@ -25,11 +26,6 @@ ROW_NAMES = {"zero-shot": "Zero-shot single LLM", "cot": "Zero-shot Chain of Tho
              "self-consistency": "Self-consistency", "madisse-no-init": "MADISSE wo initialization",
              "madisse": "MADISSE", "madisse-agents-vote": "MADISSE w. simul. debates (agents vote)",
              "madisse-debates-vote": "MADISSE w. simul. debates (debates vote)"}
-
-
-def run_name(method: str, settings: dict[str, Any], dataset: str, level: str) -> str:
-    """A readable run-folder name: method, its non-default settings, dataset, level."""
-    return "-".join([method, *(f"{k}{v}" for k, v in sorted(settings.items())), dataset, level])
 
 
 def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithful_agents: int = 2,

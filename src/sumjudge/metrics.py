@@ -79,3 +79,98 @@ def bootstrap_ci(values: Sequence, statistic: Callable, n_resamples: int = 1000,
     res = bootstrap(cols, statistic, paired=True, vectorized=False, n_resamples=n_resamples,
                     confidence_level=confidence, method="percentile", random_state=np.random.default_rng(seed))
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+# ---- summary-level correlation (DEBATE Table 1, G-Eval) -------------------------------------------
+
+CORRELATIONS = ("pearson", "spearman", "kendall")
+
+
+def correlation(x: Sequence[float], y: Sequence[float], method: str) -> float:
+    """Pearson r, Spearman rho or Kendall tau-b (scipy); NaN where undefined."""
+    import warnings
+
+    from scipy import stats
+
+    fn = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}.get(method)
+    if fn is None:
+        raise ValueError(f"unknown correlation {method!r}; expected one of {CORRELATIONS}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(fn(np.asarray(x, float), np.asarray(y, float))[0])
+
+
+@dataclass
+class GroupedCorrelation:
+    """Mean of per-group correlations. ``undefined_groups``: groups left out because the correlation is
+    undefined there (fewer than two scored items, or human or predicted scores constant)."""
+
+    method: str
+    mean: float
+    n_groups: int
+    undefined_groups: int
+    ci: tuple[float, float] | None
+    per_group: dict[str, float]
+
+    def as_dict(self) -> dict:
+        return {"mean": self.mean, "n_groups": self.n_groups, "undefined_groups": self.undefined_groups,
+                "ci": list(self.ci) if self.ci else None}
+
+
+def grouped_correlation(groups: Sequence[str], human: Sequence[float], pred: Sequence[float | None], method: str,
+                        *, ci: bool = True, n_resamples: int = 1000, seed: int = 0) -> GroupedCorrelation:
+    """Summary-level correlation as DEBATE and G-Eval compute it: the correlation between predicted and
+    human scores within each group (SummEval: a source document's 16 summaries; Topical-Chat: a dialogue
+    context's 6 responses), averaged over groups.
+
+    Rule for undefined groups (G-Eval's meta-evaluation code does the same): items without a prediction
+    are dropped; a group with fewer than two items, or whose human or predicted scores are all equal,
+    has no correlation and is left out of the average; such groups are counted. ``mean`` is NaN when
+    no group is defined. ``ci``: percentile bootstrap over the defined groups (None below two groups).
+    """
+    by: dict[str, tuple[list[float], list[float]]] = {}
+    for g, h, p in zip(groups, human, pred):
+        if p is not None:
+            by.setdefault(str(g), ([], []))
+            by[str(g)][0].append(float(h))
+            by[str(g)][1].append(float(p))
+    all_groups = list(dict.fromkeys(str(g) for g in groups))
+    per: dict[str, float] = {}
+    for g in all_groups:
+        h, p = by.get(g, ([], []))
+        if len(h) >= 2 and len(set(h)) > 1 and len(set(p)) > 1:
+            per[g] = correlation(p, h, method)
+    vals = [v for v in per.values() if v == v]
+    mean = float(np.mean(vals)) if vals else float("nan")
+    interval = None
+    if ci and len(vals) >= 2:
+        interval = (mean, mean) if len(set(vals)) == 1 else bootstrap_ci([vals], np.mean, n_resamples=n_resamples,
+                                                                           seed=seed)
+    return GroupedCorrelation(method=method, mean=mean, n_groups=len(vals), undefined_groups=len(all_groups) - len(vals),
+                              ci=interval, per_group=per)
+
+
+def score_distribution(values: Sequence[float | None], lo: int, hi: int) -> dict[int, float]:
+    """Percentage of scores at each point of the scale lo..hi (DEBATE Table 2). Non-integer scores (means
+    of annotators, probability-weighted scores) are rounded half up to the nearest point and clipped to
+    the scale; missing scores are left out."""
+    import math
+
+    pts = [min(hi, max(lo, math.floor(v + 0.5))) for v in values if v is not None]
+    return {k: (100.0 * pts.count(k) / len(pts) if pts else float("nan")) for k in range(lo, hi + 1)}
+
+
+def point_biserial(labels: Sequence[int], scores: Sequence[float]) -> tuple[float, float, int]:
+    """(r, p, n): point-biserial correlation between a binary label and a score (MESA Table 3; equal to
+    Pearson's r with the label as 0/1). NaN where undefined (one class only, or constant scores)."""
+    import warnings
+
+    from scipy import stats
+
+    n = len(labels)
+    if n < 3 or len(set(labels)) < 2 or len(set(scores)) < 2:
+        return float("nan"), float("nan"), n
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r, p = stats.pointbiserialr(np.asarray(labels, float), np.asarray(scores, float))
+    return float(r), float(p), n

@@ -25,6 +25,12 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text.rsplit("/", 1)[-1]).strip("-").lower() or "model"
 
 
+def run_name(method: str, settings: dict[str, Any], dataset: str, level: str | None = None) -> str:
+    """A readable run-folder name: method, its non-default settings, dataset, level."""
+    vals = {k: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else v for k, v in sorted(settings.items())}
+    return "-".join([method, *(f"{k}{v}" for k, v in vals.items()), dataset, *([level] if level else [])])
+
+
 @dataclass
 class Session:
     """One notebook's settings and engine. Overrides that are None/'' keep the profile's value."""

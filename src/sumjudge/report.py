@@ -31,7 +31,8 @@ def comparison(rows: Iterable[dict[str, Any]]):
     import pandas as pd
 
     df = pd.DataFrame(list(rows))
-    front = [c for c in ("experiment", "evaluator", "detector", "dataset", "level", "metric", "paper", "reproduced") if c in df.columns]
+    front = [c for c in ("experiment", "evaluator", "detector", "dataset", "level", "aspect", "metric", "paper", "reproduced")
+             if c in df.columns]
     df = df[front + [c for c in df.columns if c not in front]]
     if {"paper", "reproduced"} <= set(df.columns):
         df["difference"] = [

@@ -30,6 +30,7 @@ class DatasetSpec:
     loader: Callable[..., list[Example]]
     present: Callable[[], bool] | None = None  # for datasets without pinned files: is a local copy there?
     fetch: Callable[[], object] | None = None  # for datasets without pinned files: download them
+    correlations: tuple[str, ...] = ("spearman", "kendall")  # rated data: the paper's summary-level correlations
 
 
 DATASETS: dict[str, DatasetSpec] = {}
@@ -87,7 +88,8 @@ register(DatasetSpec(
     description="Topical-Chat (USR): 60 dialogue contexts x 6 responses with the fact, human scores for naturalness, "
                 "coherence, engagingness, groundedness, understandability, overall",
     source="github.com/maszhongming/UniEval (reproduce/data/dialogue)", files=(unieval.TOPICAL_CHAT,),
-    levels=("response",), splits=("test",), loader=lambda split="test", level="response": unieval.load_topical_chat()))
+    levels=("response",), splits=("test",), loader=lambda split="test", level="response": unieval.load_topical_chat(),
+    correlations=("pearson", "spearman")))
 register(DatasetSpec(
     name="diasumfact", kind="faithfulness",
     description="DiaSumFact: 475 dialogue summaries (QMSum, SAMSum), sentence error classes mapped to FacTax's five types",
@@ -140,7 +142,8 @@ def get(name: str) -> DatasetSpec:
 def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Example]:
     """A seeded subset of ``limit`` examples that keeps what the metrics need, in the dataset's order.
 
-    - rated examples (correlation per group): whole groups, drawn at random, until ``limit`` examples;
+    - rated examples (correlation per group): whole groups, drawn at random, until ``limit`` examples
+      (a ``limit`` below one group's size: that many examples of one group);
     - labelled examples: stratified by label and, where annotated, ambiguity (each stratum keeps its
       share, at least one of each when ``limit`` allows), so balanced accuracy is defined even for
       small ``limit``;
@@ -158,6 +161,8 @@ def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Ex
             groups.setdefault(e.group_id, []).append(i)
         order = list(groups)
         rng.shuffle(order)
+        if limit < len(groups[order[0]]):  # less than one group: part of one group (correlations are per group)
+            return [examples[i] for i in sorted(rng.sample(groups[order[0]], limit))]
         chosen: list[int] = []
         for g in order:
             if len(chosen) >= limit:

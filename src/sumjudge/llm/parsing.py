@@ -119,3 +119,37 @@ def first_number(text: str, lo: float, hi: float) -> float:
         if lo <= v <= hi:
             return v
     raise ParseError(f"no number in [{lo}, {hi}] in output")
+
+
+_NUM = r"(\d+(?:\.\d+)?)"
+_NOT_RANGE = r"(?!\s*(?:-|–|to)\s*\d)(?!\d)"
+
+
+def scale_score(text: str, lo: float, hi: float, aspect: str | None = None) -> float:
+    """The score a free-text answer settles on, inside the scale [lo, hi].
+
+    Accepted forms, the *last* one in the text wins (answers revise themselves: "the score of 1 seems
+    justified ... a score of 2 is more appropriate" -> 2): ``Score: 4``, ``score of 4``, ``score is 4``,
+    ``4/5``, ``4 out of 5``, ``- Coherence: 4`` (``aspect``), and an answer that is only a number (G-Eval
+    form filling). A scale being restated ("a score of 1 to 5") is not a score. Values outside the
+    scale are ignored; nothing found raises ``ParseError``.
+    """
+    patterns = [rf"\bscores?\b[^\S\n]*(?:\*\*)?[^\S\n]*(?:of|:|is|=|would be|should be|to|as)?[^\S\n]*(?:\*\*)?[^\S\n]*{_NUM}{_NOT_RANGE}",
+                rf"(?<![\d.]){_NUM}\s*(?:/|out of)\s*\d+(?:\.\d+)?"]
+    if aspect:
+        patterns.append(rf"\b{re.escape(aspect)}\b[^\S\n]*(?:\(\s*\d\s*-\s*\d\s*\))?[^\S\n]*(?:\*\*)?[^\S\n]*[:=][^\S\n]*(?:\*\*)?[^\S\n]*{_NUM}{_NOT_RANGE}")
+    found: list[tuple[int, float]] = []
+    for pat in patterns:
+        for m in re.finditer(pat, text, re.I):
+            v = float(m.group(1))
+            if lo <= v <= hi:
+                found.append((m.start(1), v))
+    if found:
+        return max(found)[1]
+    bare = re.fullmatch(rf"\s*(?:\*\*)?\s*{_NUM}\s*(?:\*\*)?\s*\.?\s*", text)
+    if bare and lo <= float(bare.group(1)) <= hi:
+        return float(bare.group(1))
+    lead = re.match(rf"\s*{_NUM}(?![\d.])", text)  # G-Eval form filling: the answer starts with the score
+    if lead and lo <= float(lead.group(1)) <= hi:
+        return float(lead.group(1))
+    raise ParseError(f"no score in [{lo:g}, {hi:g}] in output")

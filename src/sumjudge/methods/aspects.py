@@ -1,0 +1,107 @@
+"""Rated aspects (SummEval, Topical-Chat): which predefined template scores which aspect on which scale,
+and the per-aspect fan-out every scoring method shares.
+
+The scale of an aspect is read from its template's front matter (``scale: 1-5``), so the prompt and
+the parser cannot disagree. Templates live under ``prompts/debate/`` (Appendix G.2 and its format).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from ..data.records import RatedExample
+from ..llm import ConfigError
+from ..prompts import load as load_template
+from .base import Judgement
+
+TEMPLATES: dict[str, dict[str, str]] = {
+    "summeval": {
+        "coherence": "debate/g2_summeval_coherence",
+        "consistency": "debate/g2_format_summeval_consistency",
+        "fluency": "debate/g2_format_summeval_fluency",
+        "relevance": "debate/g2_format_summeval_relevance",
+    },
+    "topical-chat": {
+        "naturalness": "debate/g2_format_topical_chat_naturalness",
+        "coherence": "debate/g2_format_topical_chat_coherence",
+        "engagingness": "debate/g2_format_topical_chat_engagingness",
+        "groundedness": "debate/g2_format_topical_chat_groundedness",
+    },
+}
+# template field -> RatedExample attribute; the first field is the one cut when a prompt must be shortened
+FIELDS: dict[str, dict[str, str]] = {
+    "summeval": {"document": "source", "summary": "output"},
+    "topical-chat": {"dialogue": "source", "fact": "context", "response": "output"},
+}
+KIND: dict[str, str] = {"summeval": "summary", "topical-chat": "dialogue"}  # what the Tie-breaker is told it reads
+
+
+@dataclass(frozen=True)
+class Aspect:
+    dataset: str
+    name: str
+    template: str
+    lo: int
+    hi: int
+
+    @property
+    def title(self) -> str:
+        return self.name.capitalize()
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(str(v) for v in range(self.lo, self.hi + 1))
+
+    def fields(self, ex: RatedExample) -> dict[str, str]:
+        """The template's slots for one example (only those the template uses)."""
+        used = load_template(self.template).fields
+        return {k: str(getattr(ex, attr) or "") for k, attr in FIELDS[self.dataset].items() if k in used}
+
+    @property
+    def shrink(self) -> str:
+        """The field cut (from its end) when the prompt must be shortened to fit the model context."""
+        used = load_template(self.template).fields
+        return next(k for k in FIELDS[self.dataset] if k in used)
+
+
+def aspect(dataset: str, name: str) -> Aspect:
+    if dataset not in TEMPLATES:
+        raise ConfigError(f"no rated aspects are defined for dataset {dataset!r} (known: {', '.join(TEMPLATES)})")
+    if name not in TEMPLATES[dataset]:
+        raise ConfigError(f"unknown aspect {name!r} for {dataset}; known: {', '.join(TEMPLATES[dataset])}")
+    tmpl = load_template(TEMPLATES[dataset][name])
+    try:
+        lo, hi = (int(x) for x in tmpl.meta["scale"].split("-"))
+    except (KeyError, ValueError):
+        raise ConfigError(f"template {tmpl.name} has no 'scale: lo-hi' line in its front matter") from None
+    return Aspect(dataset=dataset, name=name, template=tmpl.name, lo=lo, hi=hi)
+
+
+def aspects_for(dataset: str, names: str | list[str] | tuple[str, ...] | None) -> list[Aspect]:
+    """The aspects to score: ``None``/``"all"`` = every aspect of the dataset (Table 1 order); else a
+    list or a comma-separated string of names."""
+    if dataset not in TEMPLATES:
+        raise ConfigError(f"no rated aspects are defined for dataset {dataset!r} (known: {', '.join(TEMPLATES)})")
+    if names is None or names == "all" or names == ["all"]:
+        names = list(TEMPLATES[dataset])
+    elif isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("aspects: give at least one aspect (or 'all')")
+    return [aspect(dataset, n) for n in names]
+
+
+async def score_aspects(example: RatedExample, names, one: Callable[[Aspect], Awaitable[tuple[float | None, dict]]]
+                        ) -> Judgement:
+    """Score every requested aspect of ``example`` concurrently (their calls reach the backend together);
+    ``one(aspect)`` returns (score or None, details). ``score`` is set when a single aspect is scored."""
+    asp = aspects_for(example.dataset, names)
+    results = await asyncio.gather(*(one(a) for a in asp))
+    scores = {a.name: s for a, (s, _) in zip(asp, results)}
+    details: dict[str, Any] = {a.name: d for a, (_, d) in zip(asp, results)}
+    return Judgement(example_id=example.id, score=scores[asp[0].name] if len(asp) == 1 else None, scores=scores,
+                     parsed=all(v is not None for v in scores.values()),
+                     label_source="parsed" if all(v is not None for v in scores.values()) else "unparsed",
+                     details={"aspects": details})

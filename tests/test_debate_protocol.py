@@ -1,0 +1,197 @@
+"""DEBATE and G-Eval protocols, pinned down with the *scripted* backend (a rule-driven test double, not a model)."""
+
+import pytest
+
+from sumjudge.data.records import RatedExample
+from sumjudge.llm import ConfigError, NullCache, OptionScoringError, run_sync
+from sumjudge.llm.engine import LLM
+from sumjudge.llm.scripted import ScriptedBackend
+from sumjudge.methods import get_method, make_config
+from sumjudge.methods.debate import CRITICS, says_no_issue
+from sumjudge.prompts import load as load_template
+
+EX = RatedExample(id="d1|m1", dataset="summeval", group_id="d1", source="The council voted 5 to 2 on Monday.",
+                  output="The council voted.", scores={"coherence": 4.0, "consistency": 5.0, "fluency": 5.0,
+                                                       "relevance": 3.0})
+SCORER = load_template("debate/g1_scorer").body
+TIE = load_template("debate/g1_tie_breaker").body
+
+
+def role(req) -> str:
+    system = req.messages[0]["content"]
+    if system == SCORER:
+        return "scorer"
+    if system == TIE:
+        return "tie-breaker"
+    return "critic"
+
+
+def is_(name):
+    return lambda req: role(req) == name
+
+
+def run(backend, method="debate", example=EX, **cfg):
+    llm = LLM(backend, cache=NullCache())
+    spec = get_method(method)
+    return run_sync(spec.judge(example, llm, make_config(spec.config_cls, {"aspects": "coherence", **cfg}))), backend
+
+
+def rescoring_scorer():
+    """Scores 2 first, then one more per rescore (so the final score tells how many rescores happened)."""
+    def reply(req):
+        rescore = sum(m["role"] == "assistant" for m in req.messages)
+        return f"Step by step ... Score: {min(5, 2 + rescore)}"
+    return reply
+
+
+@pytest.mark.parametrize("feedback", ["NO ISSUE.", "NO ISSUES", "I see NO_ISSUES here", "NO_ISSUE"])
+def test_critic_saying_no_issue_stops_the_debate_with_the_scorers_latest_score(feedback):
+    be = ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(is_("critic"), feedback)
+    j, be = run(be)
+    d = j.details["aspects"]["coherence"]
+    assert [role(r) for r in be.requests] == ["scorer", "critic"]
+    assert d["stopped"] == "no_issue" and d["iterations"] == 1 and j.scores == {"coherence": 2.0} and j.score == 2.0
+    assert d["final_source"] == "scorer" and d["initial_score"] == 2.0
+
+
+def test_no_issue_match_is_the_termination_string_not_prose():
+    assert says_no_issue("NO ISSUE") and says_no_issue("Critic: NO_ISSUES.") and says_no_issue("NO ISSUES")
+    assert not says_no_issue("there is no issue with the score") and not says_no_issue("NO ISSUED")
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_iteration_cap_n_reviews_and_n_rescores_final_is_the_last_rescore(n):
+    be = ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(is_("critic"), "Too generous; criticise.")
+    j, be = run(be, iterations=n)
+    d = j.details["aspects"]["coherence"]
+    roles = [role(r) for r in be.requests]
+    assert roles == ["scorer"] + ["critic", "scorer"] * n
+    assert d["stopped"] == "cap" and d["iterations"] == n and j.scores["coherence"] == min(5.0, 2.0 + n)
+    # the Commander relays: the Scorer's k-th rescore sees all previous feedback, the Critic its own previous turns
+    last_scorer = [r for r in be.requests if role(r) == "scorer"][-1]
+    assert [m["role"] for m in last_scorer.messages] == ["system", "user"] + ["assistant", "user"] * n
+    assert "The Critic's feedback on your score" in last_scorer.messages[-1]["content"]
+    critic_reqs = [r for r in be.requests if role(r) == "critic"]
+    assert "The Scorer was given this task" in critic_reqs[0].messages[1]["content"]
+    assert EX.source in critic_reqs[0].messages[1]["content"]
+    if n > 1:
+        assert critic_reqs[1].messages[2] == {"role": "assistant", "content": "Too generous; criticise."}
+        assert "The Scorer's revised answer" in critic_reqs[1].messages[3]["content"]
+
+
+def test_tie_breaker_decides_only_when_the_critic_never_says_no_issue():
+    be = (ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(is_("critic"), "Wrong.")
+          .add(is_("tie-breaker"), "Siding with the Critic. Score: 1"))
+    j, be = run(be, iterations=2, tie_breaker=True)
+    d = j.details["aspects"]["coherence"]
+    tb = be.requests[-1]
+    assert role(tb) == "tie-breaker" and d["final_source"] == "tie-breaker" and j.scores["coherence"] == 1.0
+    log = tb.messages[-1]["content"]
+    assert "Debate Log of Other Agents" in log and log.count("Scorer: ") == 3 and log.count("Critic: Wrong.") == 2
+    be2 = ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(is_("critic"), "NO ISSUE")
+    j2, be2 = run(be2, iterations=2, tie_breaker=True)
+    assert "tie-breaker" not in [role(r) for r in be2.requests] and j2.scores["coherence"] == 2.0
+
+
+@pytest.mark.parametrize("critic,prompt_type,template", [
+    ("strictly-negative", "original", "debate/s2_devils_advocate"),
+    ("strictly-negative", "sophisticated", "debate/appc_sophisticated_devils_advocate"),
+    ("moderately-negative", "original", "debate/g1_critic_moderate_negative"),
+    ("weakly-negative", "original", "debate/g1_critic_weakly_negative"),
+    ("plain", "original", "debate/g1_critic_plain")])
+def test_critic_persona_selects_the_papers_system_message(critic, prompt_type, template):
+    be = ScriptedBackend().add(is_("scorer"), "Score: 3").add(is_("critic"), "NO_ISSUES")
+    _, be = run(be, critic=critic, prompt_type=prompt_type)
+    assert be.requests[1].messages[0] == {"role": "system", "content": load_template(template).body}
+    assert CRITICS[critic][prompt_type] == template
+
+
+def test_multiagent_is_debate_with_the_plain_critic_and_bad_personas_fail_before_any_call():
+    be = ScriptedBackend().add(is_("scorer"), "Score: 3").add(is_("critic"), "NO_ISSUES")
+    _, be = run(be, method="multiagent")
+    assert be.requests[1].messages[0]["content"] == load_template("debate/g1_critic_plain").body
+    be = ScriptedBackend()
+    with pytest.raises(ConfigError):
+        run(be, critic="plain", prompt_type="sophisticated")
+    with pytest.raises(ConfigError):
+        run(be, critic="angry")
+    assert be.requests == []
+
+
+def test_aspects_and_examples_reach_the_backend_together():
+    be = ScriptedBackend().add(is_("scorer"), "Score: 3").add(is_("critic"), "NO ISSUE")
+    llm = LLM(be, cache=NullCache())
+    spec = get_method("debate")
+    cfg = make_config(spec.config_cls, {"aspects": "coherence,fluency,relevance"})
+    ex2 = RatedExample(id="d1|m2", dataset="summeval", group_id="d1", source=EX.source, output="Votes.",
+                       scores=EX.scores)
+    import asyncio
+
+    async def both():
+        return await asyncio.gather(spec.judge(EX, llm, cfg), spec.judge(ex2, llm, cfg))
+
+    js = run_sync(both())
+    assert be.batches == [6, 6]  # round 1: every Scorer at once; round 2: every Critic at once
+    assert all(set(j.scores) == {"coherence", "fluency", "relevance"} for j in js)
+    fluency = [r for r in be.requests if "Fluency (1-3)" in r.messages[1]["content"]]
+    assert fluency and all("Score: <a number from 1 to 3>" in r.messages[1]["content"] for r in fluency[:1])
+
+
+def test_unreadable_final_score_is_counted_not_guessed_unless_option_scores_is_asked_for():
+    be = ScriptedBackend().add(is_("scorer"), "I cannot decide.").add(is_("critic"), "NO ISSUE")
+    j, _ = run(be)
+    assert j.scores == {"coherence": None} and not j.parsed and j.details["aspects"]["coherence"]["final_source"] == "unparsed"
+    seen = []
+
+    def opts(req):
+        seen.append(req)
+        return {"1": 0.1, "2": 0.1, "3": 0.1, "4": 0.6, "5": 0.1}
+
+    be = ScriptedBackend(options=opts).add(is_("scorer"), "I cannot decide.").add(is_("critic"), "NO ISSUE")
+    j, _ = run(be, fallback="option_scores")
+    assert j.scores == {"coherence": 4.0} and j.details["aspects"]["coherence"]["final_source"] == "option_scores (scorer)"
+    assert seen[0].prefix == "I cannot decide.\nScore: " and seen[0].messages[-1]["role"] == "user"
+    # an unreadable Tie-breaker is the final answer's agent too: its own answer is scored, not the Scorer's
+    be = (ScriptedBackend(options=opts).add(is_("scorer"), "Score: 2").add(is_("critic"), "Wrong.")
+          .add(is_("tie-breaker"), "Hmm."))
+    j, _ = run(be, iterations=1, tie_breaker=True, fallback="option_scores")
+    assert j.details["aspects"]["coherence"]["final_source"] == "option_scores (tie-breaker)" and seen[-1].prefix == "Hmm.\nScore: "
+    assert seen[-1].messages[0]["content"] == TIE
+    j, _ = run(ScriptedBackend().add(is_("scorer"), "Score: 2").add(is_("critic"), "Wrong.").add(is_("tie-breaker"), "Hmm."),
+               iterations=1, tie_breaker=True)
+    assert j.scores == {"coherence": None}  # not silently the Scorer's 2
+
+
+def test_geval_probability_weighted_score_and_sampling_variant():
+    be = ScriptedBackend(options=lambda r: {o: (0.5 if o in ("4", "5") else 0.0) for o in r.options})
+    j, be = run(be, method="g-eval")
+    assert j.scores == {"coherence": 4.5} and j.details["aspects"]["coherence"]["source"] == "probs"
+    replies = iter(["3", " 4", "Coherence: 5", "no idea"])
+    be = ScriptedBackend().add(lambda r: True, lambda r: next(replies))
+    j, be = run(be, method="g-eval", mode="samples", samples=4)
+    d = j.details["aspects"]["coherence"]
+    assert j.scores["coherence"] == 4.0 and d["samples"] == [3.0, 4.0, 5.0, None] and d["unparsed_samples"] == 1
+    assert be.batches == [4] and {r.sample_index for r in be.requests} == {0, 1, 2, 3}
+
+
+def test_geval_auto_mode_samples_when_the_backend_has_no_logprobs():
+    def no_logprobs(r):
+        raise OptionScoringError("server returned no logprobs")
+
+    be = ScriptedBackend(options=no_logprobs).add(lambda r: True, "2")
+    j, _ = run(be, method="g-eval", samples=3)
+    d = j.details["aspects"]["coherence"]
+    assert d["source"] == "samples" and "no logprobs" in d["probs_unavailable"] and j.scores["coherence"] == 2.0
+    with pytest.raises(OptionScoringError):
+        run(ScriptedBackend(options=no_logprobs), method="g-eval", mode="probs")
+
+
+def test_topical_chat_aspects_use_dialogue_fields_and_their_scales():
+    ex = RatedExample(id="tc-00|a", dataset="topical-chat", group_id="tc-00", source="A: hi\nB: hello",
+                      output="Did you know the UN has an alien ambassador?", context="The UN appointed ...",
+                      scores={"groundedness": 1.0})
+    be = ScriptedBackend(options=lambda r: {"0": 0.25, "1": 0.75})
+    j, be = run(be, method="g-eval", example=ex, aspects="groundedness")
+    assert j.scores == {"groundedness": 0.75}
+    with pytest.raises(ConfigError):
+        run(ScriptedBackend(), method="g-eval", example=ex, aspects="fluency")
