@@ -165,7 +165,7 @@ from sumjudge.methods.ambiguity import (  # noqa: E402
     ambiguity_sc,
     ambiguity_taxonomy,
 )
-from sumjudge.runs import ambiguity_metrics  # noqa: E402
+from sumjudge.run_metrics import ambiguity_metrics  # noqa: E402
 
 
 def test_self_consistency_variation_threshold():

@@ -83,7 +83,7 @@ def rouge_l_metrics(session, dataset: str, aspects: list[str], limit: int | None
 
     from .data import registry
     from .methods.base import Judgement
-    from .runs import rated_metrics
+    from .run_metrics import rated_metrics
 
     if dataset != "summeval":
         raise ValueError("ROUGE-L needs a reference text: SummEval only (Topical-Chat's reference is one of its "

@@ -25,6 +25,7 @@ from .llm import make_llm
 from .llm.engine import LLM
 from .methods import get_method, make_config
 from .methods.base import Judgement
+from .run_metrics import METRICS_BY_KIND
 
 
 @dataclass
@@ -80,112 +81,6 @@ async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int 
         return list(await asyncio.gather(*(one(ex) for ex in examples)))
     finally:
         bar.close()
-
-
-def faithfulness_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
-    return binary_metrics([ex.label for ex in examples], judgements)
-
-
-def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
-    """Ambiguity detection against the human ambiguity labels. binary_report's positive class is label 0,
-    so both sides are flipped: "positive" = ambiguous, FNR = missed ambiguous sentences."""
-    flip = (lambda v: None if v is None else 1 - v)
-    flipped = [Judgement(example_id=j.example_id, label=flip(j.label), label_source=j.label_source,
-                         scores={k: flip(v) for k, v in j.scores.items()}) for j in judgements]
-    return binary_metrics([flip(int(ex.ambiguity.ambiguous)) for ex in examples], flipped)
-
-
-def binary_metrics(y: list[int], judgements: list[Judgement]) -> dict[str, Any]:
-    from .metrics import binary_report, krippendorff_alpha
-
-    def report(p: list[int | None]) -> dict[str, Any]:
-        rep = binary_report(y, p)
-        return {"bacc": rep.bacc, "k_alpha": krippendorff_alpha(y, p), "fpr": rep.fpr, "fnr": rep.fnr, "n": rep.n,
-                "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn}}
-
-    out = {**report([j.label for j in judgements]), "label_sources": _count(j.label_source for j in judgements)}
-    variants = sorted({k for j in judgements for k in j.scores})  # e.g. MADISSE's agents vote / debates vote
-    if variants:
-        out["variants"] = {k: report([j.scores.get(k) for j in judgements]) for k in variants}
-    return out
-
-
-def _count(items) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for x in items:
-        out[x] = out.get(x, 0) + 1
-    return out
-
-
-def rated_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
-    """Per aspect: the dataset's summary-level correlations (DEBATE Table 1: SummEval Spearman and
-    Kendall per document, Topical-Chat Pearson and Spearman per dialogue context, averaged over groups;
-    undefined groups counted), unparsed scores, and the score distributions of humans and the method
-    (Table 2, each on its own scale); ``average``: the mean over aspects, as Table 1's Average column."""
-    from .methods.aspects import aspect
-    from .metrics import grouped_correlation, score_distribution
-
-    methods = data_registry.get(examples[0].dataset).correlations if examples else ()
-    names = list(dict.fromkeys(k for j in judgements for k in j.scores))
-    per: dict[str, Any] = {}
-    for name in names:
-        a = aspect(examples[0].dataset, name)
-        human = [ex.scores[name] for ex in examples]
-        pred = [j.scores.get(name) for j in judgements]
-        groups = [ex.group_id for ex in examples]
-        hs = [h for h in human if h is not None]
-        h_lo, h_hi = int(min(hs)) if hs else a.lo, int(max(hs)) if hs else a.hi
-        per[name] = {**{m: grouped_correlation(groups, human, pred, m).as_dict() for m in methods},
-                     "n": sum(p is not None for p in pred), "unparsed": sum(p is None for p in pred),
-                     "scale": [a.lo, a.hi],
-                     "distribution": {"human": score_distribution(human, min(h_lo, a.lo), max(h_hi, a.hi)),
-                                      "method": score_distribution(pred, a.lo, a.hi)}}
-    average = {m: _mean([per[n][m]["mean"] for n in names]) for m in methods}
-    return {"correlations": list(methods), "aspects": per, "average": average,
-            "n_groups": len({ex.group_id for ex in examples}), "unparsed": sum(per[n]["unparsed"] for n in names),
-            "score_sources": _count(str(d.get("final_source", d.get("source"))) for j in judgements
-                                    for d in j.details.get("aspects", {}).values())}
-
-
-def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
-    """MESA per error type against the human yes/no labels: point-biserial correlation between error
-    presence and the type's score (Table 3; the score is 5 - impact rating, so that, as in the paper, a
-    negative r means errors lower the score), balanced accuracy of error identification (Table 1), mean
-    impact rating. A type without human labels in the dataset is reported as unavailable."""
-    from .metrics import binary_report, point_biserial
-
-    types = list(dict.fromkeys(k for j in judgements for k in j.scores))
-    per: dict[str, Any] = {}
-    for t in types:
-        rows = [(ex.labels.get(t), j.scores.get(t), j.details.get("types", {}).get(t, {}).get("detected"))
-                for ex, j in zip(examples, judgements)]
-        ratings = [s for _, s, _ in rows if s is not None]
-        common = {"mean_rating": sum(ratings) / len(ratings) if ratings else None, "scored": len(ratings),
-                  "unscored": len(rows) - len(ratings)}
-        labelled = [(y, s, d) for y, s, d in rows if y is not None]
-        if not labelled:
-            per[t] = {"available": False, "reason": "the dataset has no human label for this error type", **common}
-            continue
-        scored = [(y, s) for y, s, _ in labelled if s is not None]
-        r, p, n = point_biserial([y for y, _ in scored], [5 - s for _, s in scored])
-        det = [(y, int(d)) for y, _, d in labelled if d is not None]
-        rep = binary_report([y for y, _ in det], [d for _, d in det])
-        per[t] = {"available": True, "n": len(labelled), "errors": sum(y for y, _, _ in labelled),
-                  "point_biserial": {"r": r, "p": p, "n": n}, "bacc": rep.bacc, "detected_n": rep.n, **common}
-    q = [j.details.get("quality") for j in judgements if j.details.get("quality") is not None]
-    return {"types": per, "unparsed": sum(v is None for j in judgements for v in j.scores.values()),
-            "mean_quality": sum(q) / len(q) if q else None,
-            "score_sources": _count(str(d.get("score_source")) for j in judgements
-                                    for d in j.details.get("types", {}).values())}
-
-
-def _mean(values: list[float]) -> float:
-    ok = [v for v in values if v == v]
-    return sum(ok) / len(ok) if ok and len(ok) == len(values) else float("nan")
-
-
-METRICS_BY_KIND = {"faithfulness": faithfulness_metrics, "ambiguity": ambiguity_metrics, "rated": rated_metrics,
-                   "meeting-errors": meeting_error_metrics}
 
 
 def cost_summary(judgements: list[Judgement]) -> dict[str, float]:
@@ -249,7 +144,8 @@ def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cf
     rows = [{"example": ex.to_json() | {k: None for k in bulky if hasattr(ex, k)}, "judgement": j.to_json()}
             for ex, j in zip(examples, judgements)]
     write_jsonl_atomic(out / "results.jsonl", rows)
-    metrics = {"method": rc.method, "dataset": rc.dataset, "level": getattr(examples[0], "level", rc.level or data_registry.get(rc.dataset).levels[0]) if examples else rc.level,
+    level = rc.level or data_registry.get(rc.dataset).levels[0]  # rated examples carry no level of their own
+    metrics = {"method": rc.method, "dataset": rc.dataset, "level": getattr(examples[0], "level", level) if examples else level,
                "n_examples": len(examples), **METRICS_BY_KIND[spec.kind](examples, judgements),
                "cost": cost_summary(judgements), "engine": engine_stats(llm, before), "wall_s": time.time() - t0}
     write_atomic(out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
