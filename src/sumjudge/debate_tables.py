@@ -157,12 +157,12 @@ def ablation_rows(runs: list[dict[str, Any]], model: str) -> list[dict[str, Any]
     for r in runs:
         m = r["metrics"]
         paper_row = r["setting"] if r["panel"] == "prompt type" else None
+        endings = debate_endings(r["run_dir"])  # read once per run
         for row in correlation_rows(f"{r['panel']}: {r['setting']}", m, experiment="Table 3" if paper_row else
                                     "Figure 2", model=model, paper_table="table3" if paper_row else None,
                                     paper_row=paper_row):
             if row["aspect"] == "average" or paper_row:
-                sources = debate_endings(r["run_dir"])
-                rows.append({**row, "panel": r["panel"], "setting": r["setting"], **sources})
+                rows.append({**row, "panel": r["panel"], "setting": r["setting"], **endings})
     return rows
 
 
@@ -182,9 +182,7 @@ def figure2(rows: list[dict[str, Any]]):
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    df = pd.DataFrame([r for r in rows if r["experiment"] == "Figure 2" or r["panel"] in ("iterations", "persona",
-                                                                                          "strategy")])
-    df = df[df["aspect"] == "average"]
+    df = pd.DataFrame([r for r in rows if r["experiment"] == "Figure 2" and r["aspect"] == "average"])
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
     for ax, panel in zip(axes, ("iterations", "persona", "strategy")):
         sub = df[df["panel"] == panel]
