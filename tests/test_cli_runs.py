@@ -255,3 +255,23 @@ def test_mesa_runs_end_to_end_on_the_tiny_model_with_per_type_scores_impact_and_
         assert 0 <= j["details"]["impact"] <= 5 and 1 <= j["details"]["quality"] <= 10
         assert j["details"]["quality"] == pytest.approx(1 + (5 - j["details"]["impact"]) / 5 * 9)
         assert all(t["truncated_words"] > 0 for t in j["details"]["types"].values())  # recorded cut
+
+
+def test_mesa_self_training_cli_on_the_tiny_model_writes_a_feedback_file(tiny_model_dir, tmp_path):
+    rows = [{"id": f"s{i}", "transcript": f"A: meeting {i // 2} decided plan {i // 2}. B: agreed.",
+             "summary": f"They decided plan {i // 2}.", "RED": i % 3, "HAL": "no"} for i in range(8)]
+    data = tmp_path / "likert.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "fb.json"
+    assert cli.main(["mesa-feedback", "--dataset", f"meeting-file:{data}", "--iterations", "1", "--backend", "hf",
+                     "--model", tiny_model_dir, "--set", "types=RED,HAL", "--set", "max_new_tokens=8",
+                     "--set", "fallback=option_scores", "--cache", tmp_path / "c", "--out", out]) == 0
+    fb = json.loads(out.read_text())
+    from sumjudge.data import registry
+
+    train = registry.load(f"meeting-file:{data}", split="train")
+    test = registry.load(f"meeting-file:{data}", split="test")
+    assert fb["iteration"] == 1 and fb["train_ids"] == [e.id for e in train] and train and test
+    h = fb["history"][0]  # a random model cannot write the judge's JSON: counted, no report invented
+    assert h["judged"] + h["unparsed"] >= 2 * len(train) and set(fb["reports"]) <= {"RED", "HAL"}
+    assert (tmp_path / "fb.calls.jsonl").exists()

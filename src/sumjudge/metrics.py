@@ -174,3 +174,22 @@ def point_biserial(labels: Sequence[int], scores: Sequence[float]) -> tuple[floa
         warnings.simplefilter("ignore")
         r, p = stats.pointbiserialr(np.asarray(labels, float), np.asarray(scores, float))
     return float(r), float(p), n
+
+
+def correlation_test(x: Sequence[float], y: Sequence[float], method: str) -> tuple[float, float, int]:
+    """(coefficient, p, n) of Spearman rho or Kendall tau-b (MESA Table 4, with significance); NaN where
+    undefined (fewer than 3 pairs, or either side constant)."""
+    import warnings
+
+    from scipy import stats
+
+    n = len(x)
+    fn = {"spearman": stats.spearmanr, "kendall": stats.kendalltau, "pearson": stats.pearsonr}.get(method)
+    if fn is None:
+        raise ValueError(f"unknown correlation {method!r}; expected one of {CORRELATIONS}")
+    if n < 3 or len(set(x)) < 2 or len(set(y)) < 2:
+        return float("nan"), float("nan"), n
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r, p = fn(np.asarray(x, float), np.asarray(y, float))[:2]
+    return float(r), float(p), n

@@ -76,21 +76,27 @@ def rated_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
 
 
 def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
-    """MESA per error type against the human yes/no labels: point-biserial correlation between error
-    presence and the type's score (Table 3; the score is 5 - impact rating, so that, as in the paper, a
-    negative r means errors lower the score), balanced accuracy of error identification (Table 1), mean
-    impact rating. A type without human labels in the dataset is reported as unavailable."""
+    """MESA per error type against the human annotations:
+
+    - yes/no labels: point-biserial correlation between error presence and the type's score (Table 3; the
+      score is 5 - impact rating, so that, as in the paper, a negative r means errors lower the score),
+      balanced accuracy of error identification (Table 1);
+    - 0-5 Likert impact scores, where the dataset has them: Spearman and Kendall between the score and the
+      human impact (Table 4: negative = higher impact, lower score) and the gap of the mean LLM rating to
+      the mean human rating over the same summaries (Table 5, signed: positive = the LLM rates the impact
+      higher); on yes/no-only data these are reported as unavailable;
+    - always: mean impact rating (Table 2's quantity). A type without any human label is unavailable."""
     from .metrics import binary_report, point_biserial
 
     types = list(dict.fromkeys(k for j in judgements for k in j.scores))
     per: dict[str, Any] = {}
     for t in types:
-        rows = [(ex.labels.get(t), j.scores.get(t), j.details.get("types", {}).get(t, {}).get("detected"))
-                for ex, j in zip(examples, judgements)]
-        ratings = [s for _, s, _ in rows if s is not None]
+        rows = [(ex.labels.get(t), j.scores.get(t), j.details.get("types", {}).get(t, {}).get("detected"),
+                 ex.likert.get(t)) for ex, j in zip(examples, judgements)]
+        ratings = [s for _, s, _, _ in rows if s is not None]
         common = {"mean_rating": sum(ratings) / len(ratings) if ratings else None, "scored": len(ratings),
-                  "unscored": len(rows) - len(ratings)}
-        labelled = [(y, s, d) for y, s, d in rows if y is not None]
+                  "unscored": len(rows) - len(ratings), "likert": likert_metrics([(h, s) for _, s, _, h in rows])}
+        labelled = [(y, s, d) for y, s, d, _ in rows if y is not None]
         if not labelled:
             per[t] = {"available": False, "reason": "the dataset has no human label for this error type", **common}
             continue
@@ -105,6 +111,23 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
             "mean_quality": sum(q) / len(q) if q else None,
             "score_sources": _count(str(d.get("score_source")) for j in judgements
                                     for d in j.details.get("types", {}).values())}
+
+
+def likert_metrics(pairs: list[tuple[float | None, float | None]]) -> dict[str, Any]:
+    """Tables 4-5 for one error type from (human Likert, LLM rating) pairs."""
+    from .metrics import correlation_test
+
+    if all(h is None for h, _ in pairs):
+        return {"available": False, "reason": "no human Likert scores (the dataset has yes/no labels only)"}
+    both = [(h, s) for h, s in pairs if h is not None and s is not None]
+    out: dict[str, Any] = {"available": True, "n": len(both)}
+    for m in ("spearman", "kendall"):
+        r, p, n = correlation_test([h for h, _ in both], [5 - s for _, s in both], m)
+        out[m] = {"r": r, "p": p, "n": n}
+    out["mean_human"] = sum(h for h, _ in both) / len(both) if both else None
+    out["mean_llm"] = sum(s for _, s in both) / len(both) if both else None
+    out["gap"] = out["mean_llm"] - out["mean_human"] if both else None
+    return out
 
 
 def _mean(values: list[float]) -> float:

@@ -8,15 +8,28 @@ these files: it is ``None`` for every example, and so is OM for the Zephyr file 
 Rows without transcript or summary text are dropped and counted (``read_meeting_errors``); transcripts
 of 32765 characters were cut by a spreadsheet export (``meta['transcript_truncated']``). "Missing Information" and "Incorrect Reasoning" have
 no MESA type; they stay in ``meta``. These files have yes/no labels, not MESA's 0-5 Likert scores.
+
+Splits (``split_by_meeting``): ``all`` (every summary, the paper's evaluation set), and ``train`` / ``test``
+for MESA's self-training: a fixed share of the *meetings* (``TRAIN_SHARE``) is training data, so the five
+summaries of one transcript are never divided between training and test.
+
+Your own annotations, with MESA's 0-5 Likert impact scores (the QMSum Mistake variant of the paper is not
+public): ``--dataset meeting-file:PATH`` reads a jsonl / json / csv file with ``transcript``, ``summary``,
+optional ``id``, and per error type a column named by its code (``OM``, ``RED``, ...) holding a 0-5 Likert
+score or yes/no, plus optional ``<CODE>_reasoning`` (the annotators' reasoning, used by self-training).
+A Likert score > 0 counts as "error present" for the binary metrics.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from .readers import read_csv, yes_no
-from .records import MeetingErrorExample
-from .sources import resolve
+import hashlib
+from pathlib import Path
+
+from .readers import YES_NO, field, read_csv, yes_no
+from .records import MeetingErrorExample, meeting_key
+from .sources import DataFormatError, DataMissingError, resolve
 
 MODELS = ("LED", "DialogLED", "PEGASUSX", "GPT35", "Zephyr")
 FILE = "meeting_errors/{model}_summaries.csv"
@@ -28,6 +41,8 @@ COLUMNS = {"RED": "Redundancy", "INC": "Incoherence", "COR": "Wrong References",
 OMISSION = ("Total omission", "partial omission / lacking depth")
 UNMAPPED = ("Missing Information", "Incorrect Reasoning")
 UNLABELLED = ("IRR",)
+SPLITS = ("all", "train", "test")
+TRAIN_SHARE = 0.3  # share of the meetings in the self-training split
 
 
 EXCEL_CELL_LIMIT = 32765  # transcripts cut at this length were truncated by a spreadsheet export
@@ -54,7 +69,7 @@ def read_meeting_errors() -> tuple[list[MeetingErrorExample], dict[str, int]]:
             out.append(MeetingErrorExample(
                 id=f"{model}-{i - 1:02d}", dataset="meeting-errors", transcript=r["Input"], summary=r["Predicted"],
                 labels={t: labels[t] for t in MESA_TYPES},
-                meta={"model": model, "gold": r["Gold"], "row": i,
+                meta={"model": model, "gold": r["Gold"], "row": i, "meeting": meeting_key(r["Input"]),
                       "transcript_truncated": len(r["Input"]) >= EXCEL_CELL_LIMIT,
                       "unmapped_labels": {c: yes_no(r, c, path, i) for c in UNMAPPED}}))
     return out, dict(dropped)
@@ -62,3 +77,60 @@ def read_meeting_errors() -> tuple[list[MeetingErrorExample], dict[str, int]]:
 
 def load_meeting_errors() -> list[MeetingErrorExample]:
     return read_meeting_errors()[0]
+
+
+def split_by_meeting(examples: list[MeetingErrorExample], split: str, seed: int = 0,
+                     train_share: float = TRAIN_SHARE) -> list[MeetingErrorExample]:
+    """``all``, or the ``train`` / ``test`` part: a meeting is training data when the hash of its key (and
+    ``seed``) falls in the first ``train_share``; deterministic, and never dividing one meeting."""
+    if split == "all":
+        return list(examples)
+    if split not in SPLITS:
+        raise ValueError(f"meeting-error data has splits {SPLITS}, not {split!r}")
+
+    def is_train(e: MeetingErrorExample) -> bool:
+        h = int(hashlib.sha1(f"{seed}:{e.meeting}".encode()).hexdigest()[:8], 16)
+        return h / 0xFFFFFFFF < train_share
+
+    return [e for e in examples if is_train(e) == (split == "train")]
+
+
+def load_meeting_table(path: str | Path) -> list[MeetingErrorExample]:
+    """Your own meeting-summary annotations (see the module docstring for the columns)."""
+    from .generic import _rows
+
+    path = Path(path)
+    if not path.exists():
+        raise DataMissingError(f"{path} does not exist")
+    rows = _rows(path, ("transcript", "summary"))
+    if not rows:
+        raise DataFormatError(path, None, None, "no rows")
+    codes = [c for c in MESA_TYPES if c in rows[0][1]]
+    if not codes:
+        raise DataFormatError(path, rows[0][0], None, f"no error-type column; expected some of {MESA_TYPES}")
+    out = []
+    for i, r in rows:
+        labels: dict[str, int | None] = {}
+        likert: dict[str, float | None] = {}
+        for c in codes:
+            raw = r.get(c)
+            if raw is None or str(raw).strip() == "":
+                labels[c] = likert[c] = None
+            elif str(raw).strip().lower() in YES_NO:
+                labels[c], likert[c] = YES_NO[str(raw).strip().lower()], None
+            else:
+                try:
+                    v = float(raw)
+                except (TypeError, ValueError):
+                    raise DataFormatError(path, i, c, f"expected a 0-5 Likert score or yes/no, got {raw!r}") from None
+                if not 0 <= v <= 5:
+                    raise DataFormatError(path, i, c, f"Likert score {v:g} is outside 0-5")
+                labels[c], likert[c] = int(v > 0), v
+        transcript = str(field(r, "transcript", path, i))
+        out.append(MeetingErrorExample(
+            id=str(r.get("id") or f"{path.stem}-{i}"), dataset=f"meeting-file:{path}", transcript=transcript,
+            summary=str(field(r, "summary", path, i)), labels={c: labels.get(c) for c in MESA_TYPES},
+            likert={c: v for c, v in likert.items() if v is not None},
+            reasoning={c: str(r[f"{c}_reasoning"]) for c in codes if str(r.get(f"{c}_reasoning") or "").strip()},
+            meta={"row": i, "meeting": str(r.get("meeting") or meeting_key(transcript)), "gold": str(r.get("gold") or "")}))
+    return out

@@ -8,6 +8,13 @@ from typing import Any
 FAITHFUL, UNFAITHFUL = 1, 0
 
 
+def meeting_key(transcript: str) -> str:
+    """A stable name for a transcript (its opening 2000 characters, whitespace-normalised, hashed)."""
+    import hashlib
+
+    return hashlib.sha1(" ".join(transcript[:2000].split()).encode("utf-8")).hexdigest()[:12]
+
+
 @dataclass
 class Ambiguity:
     """MADISSE ambiguity annotation of one summary sentence (Section 4.2, Table 6/24)."""
@@ -70,7 +77,14 @@ class MeetingErrorExample:
     transcript: str
     summary: str
     labels: dict[str, int | None]  # MESA type -> 1 error present / 0 absent / None not annotated
+    likert: dict[str, float | None] = field(default_factory=dict)  # MESA type -> human impact 0-5, where annotated
+    reasoning: dict[str, str] = field(default_factory=dict)  # MESA type -> the annotators' reasoning, where given
     meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def meeting(self) -> str:
+        """The source meeting: summaries of one transcript share it (train/test splits never divide it)."""
+        return str(self.meta.get("meeting") or meeting_key(self.transcript))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

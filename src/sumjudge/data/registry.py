@@ -106,7 +106,9 @@ register(DatasetSpec(
                 "(IRR has no label here)",
     source="github.com/FKIRSTE/emnlp2024-Meeting-Sum-Metrics",
     files=tuple(meeting_errors.FILE.format(model=m) for m in meeting_errors.MODELS), levels=("summary",),
-    splits=("test",), loader=lambda split="test", level="summary": meeting_errors.load_meeting_errors()))
+    splits=meeting_errors.SPLITS,
+    loader=lambda split="all", level="summary": meeting_errors.split_by_meeting(meeting_errors.load_meeting_errors(),
+                                                                                split)))
 register(DatasetSpec(
     name="llm-aggrefact", kind="faithfulness",
     description="LLM-AggreFact (all benchmarks of the split); downloaded through `datasets` on first use",
@@ -134,6 +136,12 @@ def get(name: str) -> DatasetSpec:
         return DatasetSpec(name=name, kind="faithfulness", description="your own file", source=name, files=(),
                            levels=("summary",), splits=("test",),
                            loader=lambda split="test", level="summary": generic.load_file_spec(name))
+    if name.startswith("meeting-file:"):
+        path = name.split(":", 1)[1]
+        return DatasetSpec(name=name, kind="meeting-errors", description="your own meeting-summary annotations",
+                           source=name, files=(), levels=("summary",), splits=meeting_errors.SPLITS,
+                           loader=lambda split="all", level="summary": meeting_errors.split_by_meeting(
+                               meeting_errors.load_meeting_table(path), split))
     if name not in DATASETS:
         raise KeyError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
     return DATASETS[name]

@@ -91,6 +91,22 @@ class LLM:
         self._inflight_keys: dict[str, asyncio.Future] = {}
         self._dispatcher: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.companions: dict[str, LLM] = {}
+
+    def companion(self, spec: str) -> "LLM":
+        """Another model on this engine's cache and call log, built once per ``spec``
+        ("backend:model[@base_url]", e.g. "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult
+        several models (MESA's MADP-M). Its calls are batched by its own backend."""
+        if spec not in self.companions:
+            from . import make_backend
+
+            backend, _, rest = spec.partition(":")
+            model, _, url = rest.partition("@")
+            self.companions[spec] = LLM(make_backend(backend, model or None, base_url=url or None), cache=self.cache,
+                                        parse_retries=self.parse_retries, retry_temperature=self.retry_temperature)
+        c = self.companions[spec]
+        c.log = self.log  # follow this engine's current run log
+        return c
 
     # ---- public API -------------------------------------------------------------------------
     def scoped(self, name: str) -> "ScopedLLM":
@@ -303,6 +319,9 @@ class ScopedLLM(LLM):
 
     def scoped(self, name: str) -> "ScopedLLM":
         return ScopedLLM(self.parent, f"{self.name}/{name}")
+
+    def companion(self, spec: str) -> "LLM":
+        return self.parent.companion(spec).scoped(self.name)
 
     def count_tokens(self, text: str) -> int | None:
         return self.parent.count_tokens(text)

@@ -34,6 +34,7 @@ TEMPLATES: dict[str, dict[str, str]] = {
 FIELDS: dict[str, dict[str, str]] = {
     "summeval": {"document": "source", "summary": "output"},
     "topical-chat": {"dialogue": "source", "fact": "context", "response": "output"},
+    "meeting-errors": {"transcript": "transcript", "summary": "summary"},  # MESA's G-Eval-4 (mesa_geval)
 }
 KIND: dict[str, str] = {"summeval": "summary", "topical-chat": "dialogue"}  # what the Tie-breaker is told it reads
 
@@ -45,6 +46,8 @@ class Aspect:
     template: str
     lo: int
     hi: int
+    constants: tuple[tuple[str, str], ...] = ()  # template slots that are the same for every example
+
 
     @property
     def title(self) -> str:
@@ -57,7 +60,8 @@ class Aspect:
     def fields(self, ex: RatedExample) -> dict[str, str]:
         """The template's slots for one example (only those the template uses)."""
         used = load_template(self.template).fields
-        return {k: str(getattr(ex, attr) or "") for k, attr in FIELDS[self.dataset].items() if k in used}
+        return {**{k: str(getattr(ex, attr) or "") for k, attr in FIELDS[self.dataset].items() if k in used},
+                **dict(self.constants)}
 
     @property
     def shrink(self) -> str:

@@ -20,6 +20,16 @@ Error identification (Table 1): a type counts as *detected* when step 2 keeps at
 impact = sum(s_n * c_n * i_n) / sum(c_n * i_n) over the scored types, c_n = confidence / 10, i_n the
 type's importance; quality = 1 + (5 - impact) / 5 * 9.
 
+Variants (parameters; ``config.variant`` names them as the paper does):
+
+- ``aspect_mode=multi``: all selected types in one prompt per step (Section 2.2's multi-aspect baseline;
+  ``mesa/s22_multi_*``, sumjudge's adaptation of Figures 3-5);
+- ``madp=true``: every step runs as a multi-agent discussion (``mesa_madp``): MADP-S with the run's model,
+  MADP-M with ``challenger_models``;
+- ``feedback=PATH``: the self-training report of ``mesa_feedback`` (Section 2.5) is appended to every step
+  prompt of its error type ("Single-1" / "Multi-1"); examples from the meetings it was learned on are
+  refused, so training and test never share a summary or a transcript.
+
 Error types (codes, full-length definitions, importance) are data: ``prompts/mesa/error_types.yaml``, or
 your own file with ``criteria=PATH``. Long transcripts are cut from the end to fit the model context
 under ``truncate=truncate`` (recorded per type as ``truncated_words``); ``truncate=error`` refuses them.
@@ -33,12 +43,14 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..data.records import MeetingErrorExample
 from ..llm import ConfigError
 from ..llm.engine import LLM
 from ..llm.parsing import ParseError, lenient_json
+from ..prompts import render
+from . import mesa_madp as madp
 from .base import Judgement, MethodSpec, fit_prompt, register, request
 
 
@@ -76,8 +88,14 @@ def error_types(path: str = "") -> dict[str, ErrorType]:
 @dataclass
 class MesaConfig:
     steps: int = 3  # 3: identify, rate, score (Figures 3-5) | 1: single-step (Table 1)
+    aspect_mode: str = "single"  # single: one error type per prompt (MESA) | multi: all types in one prompt (2.2)
     types: Any = None  # error-type codes (list or comma-separated); None = every type of the criteria file
     criteria: str = ""  # YAML of error types; "" = prompts/mesa/error_types.yaml
+    madp: bool = False  # wrap every step in the multi-agent discussion protocol (Section 2.4)
+    challengers: int = 3
+    perspectives: Any = None  # the challengers' perspectives (list); None = mesa_madp.PERSPECTIVES
+    challenger_models: Any = None  # MADP-M: ["backend:model[@base_url]", ...]; None = MADP-S (the run's model)
+    feedback: Any = None  # self-training reports (a mesa_feedback JSON file or its mapping); None = iteration 0
     max_new_tokens: int = 1024
     temperature: float = 0.0
     seed: int = 0
@@ -96,7 +114,17 @@ class MesaConfig:
             raise ConfigError(f"unknown error type(s) {unknown}; known: {', '.join(known)}")
         if self.steps not in (1, 3):
             raise ConfigError(f"steps={self.steps}: expected 1 (single-step) or 3 (three-step)")
+        if self.aspect_mode not in ("single", "multi"):
+            raise ConfigError(f"aspect_mode={self.aspect_mode!r}: expected single or multi")
+        if self.madp and self.challengers < 1:
+            raise ConfigError("madp needs at least one challenger")
         return [known[c] for c in codes]
+
+    @property
+    def variant(self) -> str:
+        """The paper's name for this setup: Single / MADP-S / MADP-M, single- or three-step, aspect mode."""
+        madp = ("MADP-M" if self.challenger_models else "MADP-S") if self.madp else "Single"
+        return f"{madp}, {'three' if self.steps == 3 else 'single'}-step, {self.aspect_mode}-aspect"
 
 
 @dataclass
@@ -112,6 +140,8 @@ class TypeAssessment:
     unparsed_step: int | None = None  # the first step whose answer could not be read
     score_source: str = ""  # parsed | option_scores | unparsed
     truncated_words: int = 0
+    discussion: dict[str, list[dict]] = field(default_factory=dict)  # MADP: step -> contributions
+    feedback_used: bool = False
 
 
 def _number(value: Any, lo: float, hi: float, what: str) -> float:
@@ -161,31 +191,98 @@ def parse_score(text: str) -> tuple[float, float, str]:
             str(data.get("reasoning", "")))
 
 
-async def assess_type(example: MeetingErrorExample, t: ErrorType, llm: LLM, config: MesaConfig) -> TypeAssessment:
+def parse_multi_score(codes: list[str]) -> Callable[[str], dict[str, tuple[float, float, str]]]:
+    """Multi-aspect step 3 / single step: {"<code>": {"rating", "confidence", "reasoning"}, ...} for every code."""
+    def parse(text: str) -> dict[str, tuple[float, float, str]]:
+        data = lenient_json(text)
+        if not isinstance(data, dict):
+            raise ParseError("expected a JSON object keyed by error type code")
+        missing = [c for c in codes if not isinstance(data.get(c), dict)]
+        if missing:
+            raise ParseError(f"no rating for error type(s) {missing}")
+        return {c: parse_score(json.dumps(data[c])) for c in codes}
+    return parse
+
+
+def feedback_reports(config: MesaConfig) -> dict[str, Any]:
+    """The self-training feedback in use: {"reports": {code: text}, "train_meetings": [...], ...} or {}."""
+    fb = config.feedback
+    if not fb:
+        return {}
+    if isinstance(fb, (str, Path)):
+        path = Path(fb)
+        if not path.exists():
+            raise ConfigError(f"feedback file {path} does not exist")
+        fb = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(fb, dict) or not isinstance(fb.get("reports"), dict):
+        raise ConfigError("feedback: expected a mapping with 'reports' (error type -> report), as mesa_feedback writes")
+    return fb
+
+
+class Steps:
+    """Runs one assessment step: fits the prompt, appends the self-training report, asks (or discusses
+    under MADP), records truncation, discussion and the first unparsed step on the assessments."""
+
+    def __init__(self, example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]):
+        self.example, self.llm, self.config, self.reports = example, llm, config, reports
+
+    async def ask(self, template: str, fields: dict[str, str], parse, step: int, outs: list[TypeAssessment],
+                  report_code: str | None):
+        cfg, llm = self.config, self.llm
+        report = self.reports.get(report_code or "", "")
+        if report_code is None:  # multi-aspect: every selected type's report
+            report = "\n".join(f"{a.code}: {self.reports[a.code]}" for a in outs if a.code in self.reports)
+        appendix = "\n\n" + render("mesa/s25_feedback_appendix", report=report).strip() if report else ""
+        room = cfg.max_new_tokens + FALLBACK_ROOM + (llm.count_tokens(appendix) or 2 * len(appendix.split()))
+        if cfg.madp:
+            room += madp.room(cfg.max_new_tokens, cfg.challengers)
+        tag = f"{self.example.id}/{report_code or 'multi'}"
+        prompt, fit = fit_prompt(llm, template, fields, max_new_tokens=room, policy=cfg.truncate, tag=tag,
+                                 shrink="transcript")
+        req = request(prompt + appendix, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                      seed=cfg.seed, tag=f"{tag}/step{step}")
+        if cfg.madp:
+            res, log = await madp.discuss(llm, req, parse, challengers=cfg.challengers,
+                                          perspectives=list(cfg.perspectives or madp.PERSPECTIVES),
+                                          models=list(cfg.challenger_models or []))
+        else:
+            res, log = await llm.chat_parsed(req, parse), None
+        for a in outs:
+            a.truncated_words = max(a.truncated_words, fit.get("truncated_words", 0))
+            a.feedback_used = a.feedback_used or bool(appendix)
+            if log:
+                a.discussion[f"step{step}"] = log
+            if not res.ok:
+                a.unparsed_step = a.unparsed_step or step
+        return res, req
+
+    async def fallback_score(self, req, prefix: str = "") -> tuple[float, float, str]:
+        """The likeliest rating 0-5 and confidence 0-10 after the JSON keys (engine option scoring)."""
+        rating = await self.llm.score_options(req.messages, [str(v) for v in range(6)], prefix=prefix + '{"rating": ',
+                                              tag=req.tag + "#fallback-rating")
+        conf = await self.llm.score_options(req.messages, [str(v) for v in range(11)],
+                                            prefix=f'{prefix}{{"rating": {rating.best()}, "confidence": ',
+                                            tag=req.tag + "#fallback-confidence")
+        return float(rating.best()), float(conf.best()), ""
+
+
+async def assess_type(example: MeetingErrorExample, t: ErrorType, llm: LLM, config: MesaConfig,
+                      reports: dict[str, str] | None = None) -> TypeAssessment:
+    """Single-aspect assessment of one error type (Figures 3-5, or the single step)."""
     out = TypeAssessment(code=t.code, steps=config.steps)
+    steps = Steps(example, llm, config, reports or {})
     base = {"criteria": t.definition, "summary": example.summary, "transcript": example.transcript}
 
     async def ask(template: str, fields: dict[str, str], parse, step: int):
-        prompt, fit = fit_prompt(llm, template, fields, max_new_tokens=config.max_new_tokens + FALLBACK_ROOM,
-                                 policy=config.truncate, tag=f"{example.id}/{t.code}", shrink="transcript")
-        out.truncated_words = max(out.truncated_words, fit.get("truncated_words", 0))
-        req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                      seed=config.seed, tag=f"{example.id}/{t.code}/step{step}")
-        res = await llm.chat_parsed(req, parse)
+        res, req = await steps.ask(template, fields, parse, step, [out], t.code)
         if res.ok:
             return res.value
-        out.unparsed_step = out.unparsed_step or step
+        if config.fallback != "option_scores":
+            return None
         if step == 3 or config.steps == 1:
-            return await fallback_score(req) if config.fallback == "option_scores" else None
-        return [] if config.fallback == "option_scores" else None
-
-    async def fallback_score(req) -> tuple[float, float, str]:
-        rating = await llm.score_options(req.messages, [str(v) for v in range(6)], prefix='{"rating": ',
-                                         tag=req.tag + "#fallback-rating")
-        conf = await llm.score_options(req.messages, [str(v) for v in range(11)],
-                                       prefix=f'{{"rating": {rating.best()}, "confidence": ', tag=req.tag + "#fallback-confidence")
-        out.score_source = "option_scores"
-        return float(rating.best()), float(conf.best()), ""
+            out.score_source = "option_scores"
+            return await steps.fallback_score(req)
+        return []
 
     if config.steps == 1:
         scored = await ask("mesa/table1_single_step", base, parse_score, 1)
@@ -216,6 +313,61 @@ async def assess_type(example: MeetingErrorExample, t: ErrorType, llm: LLM, conf
     return out
 
 
+async def assess_multi(example: MeetingErrorExample, selected: list[ErrorType], llm: LLM, config: MesaConfig,
+                       reports: dict[str, str] | None = None) -> list[TypeAssessment]:
+    """Multi-aspect assessment (Section 2.2): every selected type in one prompt per step (``s22_multi_*``)."""
+    outs = [TypeAssessment(code=t.code, steps=config.steps) for t in selected]
+    by_code = {a.code: a for a in outs}
+    steps = Steps(example, llm, config, reports or {})
+    codes = [t.code for t in selected]
+    base = {"criteria": "\n".join(f"- {t.code} ({t.name}): {t.definition}" for t in selected),
+            "summary": example.summary, "transcript": example.transcript}
+
+    def unparsed() -> list[TypeAssessment]:
+        for a in outs:
+            a.score_source = "unparsed"
+        return outs
+
+    def own(items: list[dict], code: str) -> list[dict]:
+        return [x for x in items if str(x.get("error_type", "")).strip().upper() == code.upper()]
+
+    if config.steps == 3:
+        res, _ = await steps.ask("mesa/s22_multi_step1_identify", base, parse_instances, 1, outs, None)
+        found = res.value if res.ok else ([] if config.fallback == "option_scores" else None)
+        if found is None:
+            return unparsed()
+        rated: list[dict] = []
+        if found:
+            res, _ = await steps.ask("mesa/s22_multi_step2_rate",
+                                     {**base, "instances": json.dumps(found, ensure_ascii=False)}, parse_rated, 2, outs, None)
+            rated = res.value if res.ok else ([] if config.fallback == "option_scores" else None)
+            if rated is None:
+                return unparsed()
+        kept = [x for x in rated if x["error_exists"]]
+        for a in outs:
+            a.instances, a.rated, a.detected = own(found, a.code), own(rated, a.code), bool(own(kept, a.code))
+        res, req = await steps.ask("mesa/s22_multi_step3_score", {**base, "codes": ", ".join(codes),
+                                   "instances": json.dumps(kept, ensure_ascii=False)}, parse_multi_score(codes), 3, outs, None)
+    else:
+        res, req = await steps.ask("mesa/s22_multi_single_step", {**base, "codes": ", ".join(codes)},
+                                   parse_multi_score(codes), 1, outs, None)
+    if res.ok:
+        scores = res.value
+    elif config.fallback == "option_scores":
+        scores = {c: await steps.fallback_score(req, prefix=f'{{"{c}": ') for c in codes}
+        for a in outs:
+            a.score_source = "option_scores"
+    else:
+        return unparsed()
+    for c, (rating, conf, why) in scores.items():
+        a = by_code[c]
+        a.rating, a.confidence, a.reasoning = rating, conf, why
+        a.score_source = a.score_source or "parsed"
+        if config.steps == 1:
+            a.detected = rating > 0
+    return outs
+
+
 def overall(assessments: list[TypeAssessment], types: dict[str, ErrorType]) -> tuple[float | None, float | None]:
     """(impact, quality), Eq. (1) and (2), over the types that have a rating and a confidence."""
     num = den = 0.0
@@ -233,13 +385,23 @@ def overall(assessments: list[TypeAssessment], types: dict[str, ErrorType]) -> t
 
 async def mesa(example: MeetingErrorExample, llm: LLM, config: MesaConfig) -> Judgement:
     selected = config.selected()
-    found = await asyncio.gather(*(assess_type(example, t, llm, config) for t in selected))
-    impact, quality = overall(list(found), error_types(config.criteria))
+    fb = feedback_reports(config)
+    if example.meeting in set(fb.get("train_meetings", [])):
+        raise ConfigError(f"example {example.id} is from a meeting the self-training feedback was learned on; "
+                          "evaluate on the test split (--split test)")
+    reports = {str(k): str(v) for k, v in fb.get("reports", {}).items()}
+    if config.aspect_mode == "multi":
+        found = await assess_multi(example, selected, llm, config, reports)
+    else:
+        found = list(await asyncio.gather(*(assess_type(example, t, llm, config, reports) for t in selected)))
+    impact, quality = overall(found, error_types(config.criteria))
     scores = {a.code: a.rating for a in found}
     ok = all(v is not None for v in scores.values())
     return Judgement(example_id=example.id, score=quality, scores=scores, parsed=ok,
                      label_source="parsed" if ok else "unparsed",
-                     details={"impact": impact, "quality": quality, "types": {a.code: asdict(a) for a in found}})
+                     details={"impact": impact, "quality": quality, "variant": config.variant,
+                              "feedback_iteration": fb.get("iteration", 0) if fb else 0,
+                              "types": {a.code: asdict(a) for a in found}})
 
 
 register(MethodSpec(name="mesa", paper="mesa", kind="meeting-errors", config_cls=MesaConfig, judge=mesa,

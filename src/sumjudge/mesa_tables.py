@@ -1,0 +1,242 @@
+"""MESA experiment grid, paper-vs-reproduced tables and the assessment viewer (notebook 30).
+
+Every evaluated row is one ``sumjudge run`` through ``notebook.Session`` (cached, resumable) on the
+``test`` split of ``meeting-errors``; self-training learns its reports on the ``train`` split (other
+meetings). Row names follow the paper: Single-n / Multi-n = MESA (single-aspect, three-step) without / with
+MADP after n self-training iterations; "single" / "three" in Table 1 = single-step / three-step.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from .notebook import run_name
+from .report import paper_value, read_results
+
+PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
+SETUPS = {"Single": {}, "Multi": {"madp": True}}
+
+
+def paper_code(code: str) -> str:
+    return PAPER_CODE.get(code, code)
+
+
+def run_mesa(session, settings: dict[str, Any], *, split: str = "test", limit: int | None = None,
+             method: str = "mesa", dataset: str = "meeting-errors") -> tuple[dict[str, Any], Path]:
+    return session.run(method, dataset, split=split, limit=limit, settings=settings,
+                       name=run_name(method, {k: v for k, v in settings.items() if k != "feedback"}, dataset, split)
+                       + ("-feedback" if settings.get("feedback") else ""))
+
+
+def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit: int | None = None,
+                   dataset: str = "meeting-errors") -> dict[str, Any]:
+    """Self-training (Section 2.5) on the ``train`` split with ``settings``; the feedback mapping for
+    ``MesaConfig.feedback`` ({} for 0 iterations). Calls are logged under the notebook's run folder."""
+    import hashlib
+
+    from .data import registry
+    from .llm import CallLog, run_sync
+    from .methods import get_method, make_config
+    from .methods.mesa_feedback import save, self_train
+
+    if iterations <= 0:
+        return {}
+    cfg = make_config(get_method("mesa").config_cls, session.method_settings(**settings), seed=session.prof.seed)
+    train = registry.load(dataset, split="train", limit=limit, seed=session.prof.seed)
+    digest = hashlib.sha256(json.dumps([repr(cfg), [e.id for e in train], iterations]).encode()).hexdigest()[:8]
+    out = session.runs_dir() / f"self-training-{run_name('mesa', settings, dataset)}-it{iterations}-{digest}"
+    if (out / "feedback.json").exists():
+        return json.loads((out / "feedback.json").read_text(encoding="utf-8"))
+    out.mkdir(parents=True, exist_ok=True)
+    llm = session.llm
+    previous, llm.log = llm.log, CallLog(out / "calls.jsonl")
+    try:
+        fb = run_sync(self_train(train, llm, cfg, iterations))
+    finally:
+        llm.log.close()
+        llm.log = previous
+    save(fb, out / "feedback.json")
+    return fb
+
+
+def evaluate_rows(session, types: list[str], *, iterations: int = 1, limit: int | None = None,
+                  train_limit: int | None = None, g_eval: bool = True, dataset: str = "meeting-errors"
+                  ) -> dict[str, tuple[dict[str, Any], Path]]:
+    """(metrics, run folder) per Table 3 row: G-Eval-4, Single-0, Single-n, Multi-0, Multi-n (n = ``iterations``)."""
+    out: dict[str, tuple[dict[str, Any], Path]] = {}
+    if g_eval:
+        out["G-Eval-4"] = run_mesa(session, {"types": list(types)}, limit=limit, method="mesa-g-eval", dataset=dataset)
+    for setup, extra in SETUPS.items():
+        base = {"types": list(types), **extra}
+        out[f"{setup}-0"] = run_mesa(session, base, limit=limit, dataset=dataset)
+        if iterations > 0:
+            fb = learn_feedback(session, base, iterations, limit=train_limit, dataset=dataset)
+            used = {k: fb[k] for k in ("iteration", "reports", "train_meetings")}  # the history stays in its file
+            out[f"{setup}-{iterations}"] = run_mesa(session, {**base, "feedback": used}, limit=limit, dataset=dataset)
+    return out
+
+
+def variance_runs(session, types: list[str], seeds: list[int], *, temperature: float, limit: int | None = None,
+                  challenger_models: list[str] | None = None, dataset: str = "meeting-errors"
+                  ) -> dict[str, list[dict[str, Any]]]:
+    """Table 2's repeated runs: per setup (single, MADP-S, and MADP-M when ``challenger_models`` are given),
+    one run per seed at ``temperature`` on the same summaries; metrics per run."""
+    setups: dict[str, dict[str, Any]] = {"single": {}, "MADP-S": {"madp": True}}
+    if challenger_models:
+        setups["MADP-M"] = {"madp": True, "challenger_models": list(challenger_models)}
+    return {name: [run_mesa(session, {"types": list(types), **extra, "seed": s, "temperature": temperature},
+                            limit=limit, dataset=dataset)[0] for s in seeds]
+            for name, extra in setups.items()}
+
+
+def _p(p: float | None) -> str | None:
+    return None if p is None or p != p else f"{p:.3f}"
+
+
+def table1_rows(single: dict[str, Any], three: dict[str, Any], model: str) -> list[dict[str, Any]]:
+    """Balanced accuracy (%) of error-type identification, single-step vs three-step."""
+    rows = []
+    for label, m in (("single", single), ("three", three)):
+        for code, t in m["types"].items():
+            bacc = t.get("bacc")
+            rows.append({"experiment": "Table 1", "evaluator": label, "aspect": code, "metric": "BAcc %",
+                         "paper": paper_value("mesa", "table1", label, paper_code(code)),
+                         "reproduced": None if bacc is None or bacc != bacc else 100 * bacc,
+                         "n": t.get("detected_n"), "errors": t.get("errors"), "model": model,
+                         "note": None if t.get("available") else t.get("reason")})
+    return rows
+
+
+def table3_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> list[dict[str, Any]]:
+    """Point-biserial r between the score (5 - impact) and error presence, per row and error type."""
+    rows = []
+    for label, (m, _) in results.items():
+        for code, t in m["types"].items():
+            pb = t.get("point_biserial", {})
+            rows.append({"experiment": "Table 3", "evaluator": label, "aspect": code, "metric": "r_pb",
+                         "paper": paper_value("mesa", "table3", label, paper_code(code)), "reproduced": pb.get("r"),
+                         "p": _p(pb.get("p")), "n": pb.get("n"), "unscored": t.get("unscored"), "model": model,
+                         "note": None if t.get("available") else t.get("reason")})
+    return rows
+
+
+def likert_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> list[dict[str, Any]]:
+    """Tables 4 (Spearman, Kendall vs human impact) and 5 (mean Likert gap); the reproduced side is empty,
+    with the reason, where the dataset has no human Likert scores."""
+    rows = []
+    for label, (m, _) in results.items():
+        for code, t in m["types"].items():
+            lk = t.get("likert", {})
+            note = None if lk.get("available") else lk.get("reason")
+            p4 = paper_value("mesa", "table4", label, paper_code(code)) or [None, None]
+            for i, sym in enumerate(("spearman", "kendall")):
+                rep = lk.get(sym, {})
+                rows.append({"experiment": "Table 4", "evaluator": label, "aspect": code, "metric": sym,
+                             "paper": p4[i], "reproduced": rep.get("r"), "p": _p(rep.get("p")), "n": rep.get("n"),
+                             "model": model, "note": note})
+            rows.append({"experiment": "Table 5", "evaluator": label, "aspect": code, "metric": "Likert gap",
+                         "paper": paper_value("mesa", "table5", label, paper_code(code)), "reproduced": lk.get("gap"),
+                         "mean_llm": t.get("mean_rating"), "n": lk.get("n"), "model": model, "note": note})
+    return rows
+
+
+def rouge_rows(session, types: list[str], *, limit: int | None = None, split: str = "test",
+               dataset: str = "meeting-errors") -> list[dict[str, Any]]:
+    """Table 3's ROUGE rows, computed (``rouge-score``): F1 of each summary against its QMSum gold summary,
+    point-biserial r with error presence (a positive-is-better score, like the paper's). Summaries without
+    a gold summary (your own files without one) are left out."""
+    from rouge_score import rouge_scorer
+
+    from .data import registry
+    from .metrics import point_biserial
+
+    examples = [ex for ex in registry.load(dataset, split=split, limit=session.prof.n if limit is None else limit,
+                                           seed=session.prof.seed) if ex.meta.get("gold")]
+    names = {"ROUGE-1": "rouge1", "ROUGE-2": "rouge2", "ROUGE-LS": "rougeLsum"}
+    scorer = rouge_scorer.RougeScorer(list(names.values()), use_stemmer=True)
+    scores = [scorer.score(ex.meta["gold"], ex.summary) for ex in examples]
+    rows = []
+    for label, key in names.items():
+        for code in types:
+            pairs = [(ex.labels.get(code), s[key].fmeasure) for ex, s in zip(examples, scores)
+                     if ex.labels.get(code) is not None]
+            r, p, n = point_biserial([y for y, _ in pairs], [f for _, f in pairs])
+            rows.append({"experiment": "Table 3", "evaluator": label, "aspect": code, "metric": "r_pb",
+                         "paper": paper_value("mesa", "table3", label, paper_code(code)), "reproduced": r if pairs else None,
+                         "p": _p(p), "n": n, "model": "rouge-score",
+                         "note": None if pairs else "the dataset has no human label for this error type"})
+    return rows
+
+
+def paper_only_rows(types: list[str]) -> list[dict[str, Any]]:
+    return [{"experiment": "Table 3", "evaluator": "BERTScore", "aspect": c, "metric": "r_pb",
+             "paper": paper_value("mesa", "table3", "BERTScore", paper_code(c)), "reproduced": None,
+             "note": "as printed in the paper; not computed here (needs a RoBERTa-large download)"} for c in types]
+
+
+def variance_rows(runs: dict[str, list[dict[str, Any]]], model: str) -> list[dict[str, Any]]:
+    """Table 2: per setup and error type, the mean over repeated runs (seeds) of the mean impact rating, and
+    the standard deviation of those means across runs."""
+    rows = []
+    for setup, ms in runs.items():
+        for code in ms[0]["types"]:
+            means = [m["types"][code]["mean_rating"] for m in ms if m["types"][code]["mean_rating"] is not None]
+            paper = paper_value("mesa", "table2", setup, paper_code(code)) or [None, None]
+            mean = statistics.fmean(means) if means else None
+            sd = statistics.stdev(means) if len(means) > 1 else None
+            for i, (metric, val) in enumerate((("mean Likert", mean), ("sd across runs", sd))):
+                rows.append({"experiment": "Table 2", "evaluator": setup, "aspect": code, "metric": metric,
+                             "paper": paper[i], "reproduced": val, "runs": len(ms), "scored_runs": len(means),
+                             "model": model})
+    return rows
+
+
+def aspect_rows(single: dict[str, Any], multi: dict[str, Any], model: str) -> list[dict[str, Any]]:
+    """Section 2.2 (no table in the paper): single- vs multi-aspect, per type: mean rating, BAcc, r_pb."""
+    rows = []
+    for label, m in (("single-aspect", single), ("multi-aspect", multi)):
+        for code, t in m["types"].items():
+            for metric, val in (("mean rating", t.get("mean_rating")), ("BAcc", t.get("bacc")),
+                                ("r_pb", t.get("point_biserial", {}).get("r"))):
+                rows.append({"experiment": "Section 2.2", "evaluator": label, "aspect": code, "metric": metric,
+                             "paper": None, "reproduced": val, "model": model, "n": t.get("scored")})
+    return rows
+
+
+def assessment_html(run_dir: str | Path, example_id: str | None = None, code: str | None = None,
+                    max_chars: int = 700) -> str:
+    """One summary and one error type: instances (step 1), ratings (step 2), the MADP discussion where
+    there was one, and the final score (step 3)."""
+    results = read_results(run_dir)
+    row = next((r for r in results if example_id in (None, r["example"]["id"])), None)
+    if row is None:
+        return f"<p>no result for {html.escape(str(example_id))}</p>"
+    types = row["judgement"]["details"]["types"]
+    code = code or next(iter(types))
+    t = types[code]
+    esc = lambda s: html.escape(str(s)[:max_chars])  # noqa: E731
+    ex = row["example"]
+    parts = [f"<h4>{esc(ex['id'])} · {esc(code)} · {esc(row['judgement']['details'].get('variant', ''))}</h4>",
+             f"<p><b>Summary:</b> {esc(ex['summary'])}</p>",
+             f"<p><b>Human label:</b> {ex['labels'].get(code)}</p>"]
+    rated = {x.get("instance"): x for x in t.get("rated", [])}
+    items = "".join(f"<li>{esc(x.get('instance'))} <i>(certainty {esc(x.get('certainty'))})</i>"
+                    + (f" → error: {rated[x.get('instance')]['error_exists']}, severity "
+                       f"{rated[x.get('instance')].get('severity')}" if x.get("instance") in rated else "")
+                    + "</li>" for x in t.get("instances", []))
+    parts.append(f"<p><b>Instances (step 1) and ratings (step 2):</b></p><ul>{items or '<li>none</li>'}</ul>")
+    for step, log in t.get("discussion", {}).items():
+        turns = "".join(f"<li><b>{esc(d['role'])}</b> ({esc(d.get('model', ''))}): {esc(d['text'])}</li>" for d in log)
+        parts.append(f"<p><b>MADP discussion, {esc(step)}:</b></p><ol>{turns}</ol>")
+    parts.append(f"<p><b>Score (step 3):</b> impact {t.get('rating')} / 5, confidence {t.get('confidence')} / 10 "
+                 f"({esc(t.get('score_source'))}); reasoning: {esc(t.get('reasoning'))}</p>")
+    return "\n".join(parts)
+
+
+def feedback_summary(feedback: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per self-training round: judged samples, score-difference labels, mean trace ratings."""
+    return [{k: v for k, v in h.items() if k != "samples"} for h in feedback.get("history", [])]
