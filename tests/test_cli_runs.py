@@ -275,3 +275,25 @@ def test_mesa_self_training_cli_on_the_tiny_model_writes_a_feedback_file(tiny_mo
     h = fb["history"][0]  # a random model cannot write the judge's JSON: counted, no report invented
     assert h["judged"] + h["unparsed"] >= 2 * len(train) and set(fb["reports"]) <= {"RED", "HAL"}
     assert (tmp_path / "fb.calls.jsonl").exists()
+
+
+def test_factax_wd_runs_end_to_end_on_the_tiny_model_with_per_type_predictions(tiny_model_dir, tmp_path):
+    out = tmp_path / "fwd"
+    assert cli.main(["run", "factax-wd", "--dataset", "diasumfact", "--limit", "10", "--backend", "hf",
+                     "--model", tiny_model_dir, "--set", "max_new_tokens=8", "--set", "fallback=option_scores",
+                     "--out", out, "--cache", tmp_path / "c"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["n_examples"] == 10 and m["unparsed"] == 0 and set(m["label_sources"]) == {"option_scores"}
+    assert set(m["error_types"]["f1"]) == {"Predicate Error", "Entity Error", "Circumstantial Error",
+                                           "Coreference Error", "Addition Error"}
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    for r in rows:
+        d = r["judgement"]["details"]
+        assert d["n_windows"] == len(d["windows"]) >= 1 and isinstance(d["predicted_types"], list)
+        assert all(w["source"] == "option_scores" and w["labels"] for w in d["windows"])
+        assert r["judgement"]["label"] == int(all(w["correct"] for w in d["windows"]))
+    out2 = tmp_path / "fx"
+    assert cli.main(["run", "factax", "--dataset", "qags-xsum", "--limit", "4", "--backend", "hf", "--model",
+                     tiny_model_dir, "--set", "max_new_tokens=8", "--out", out2, "--cache", tmp_path / "c"]) == 0
+    m = json.loads((out2 / "metrics.json").read_text())  # no fallback: a random model's answers stay unparsed
+    assert m["unparsed"] == 4 and m["label_sources"] == {"unparsed": 4}

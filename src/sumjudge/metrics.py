@@ -193,3 +193,50 @@ def correlation_test(x: Sequence[float], y: Sequence[float], method: str) -> tup
         warnings.simplefilter("ignore")
         r, p = fn(np.asarray(x, float), np.asarray(y, float))[:2]
     return float(r), float(p), n
+
+
+def error_type_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], types: Sequence[str]
+                  ) -> dict[str, dict[str, float]]:
+    """FacTax Table 6: per error type, precision / recall / F1 of "the summary has this type" over all
+    summaries (a factually correct one has no type); NaN where undefined (no gold and no predicted instance)."""
+    out = {}
+    for t in types:
+        tp = sum(t in g and t in p for g, p in zip(gold, pred))
+        fp = sum(t not in g and t in p for g, p in zip(gold, pred))
+        fn = sum(t in g and t not in p for g, p in zip(gold, pred))
+        prec, rec = _rate(tp, fp), _rate(tp, fn)
+        f1 = 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else float("nan")
+        out[t] = {"precision": prec, "recall": rec, "f1": f1, "support": tp + fn, "predicted": tp + fp}
+    return out
+
+
+def error_type_criteria(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, float]:
+    """FacTax Table 7 over the factually incorrect summaries (non-empty gold types), in %: (i) exact match,
+    (ii) predicted types a non-empty subset of the gold types, (iii) predicted types contain one of the gold
+    types (overlap), (iv) predicted types contain all gold types (superset)."""
+    pairs = [(set(g), set(p)) for g, p in zip(gold, pred) if g]
+    n = len(pairs)
+    share = (lambda k: 100.0 * k / n if n else float("nan"))
+    return {"exact": share(sum(p == g for g, p in pairs)), "subset": share(sum(bool(p) and p <= g for g, p in pairs)),
+            "overlap": share(sum(bool(p & g) for g, p in pairs)), "superset": share(sum(g <= p for g, p in pairs)),
+            "n": n}
+
+
+def pooled_balanced_accuracy(parts: Sequence[tuple[Sequence[int], Sequence[int | None]]]) -> float:
+    """Balanced accuracy over the pooled examples of several datasets (AggreFact's domain score, the
+    "micro average" of FacTax Section 4.3); unparsed predictions are left out as everywhere."""
+    y = [a for ys, _ in parts for a in ys]
+    p = [b for _, ps in parts for b in ps]
+    return binary_report(y, p).bacc
+
+
+def length_buckets(lengths: Sequence[int], y_true: Sequence[int], y_pred: Sequence[int | None],
+                   edges: Sequence[int]) -> list[dict[str, float]]:
+    """FacTax Figure 2: accuracy per summary-length bucket [edges[i], edges[i+1]) (the last is open)."""
+    out = []
+    bounds = list(edges) + [None]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        idx = [i for i, n in enumerate(lengths) if n >= lo and (hi is None or n < hi) and y_pred[i] is not None]
+        acc = sum(y_true[i] == y_pred[i] for i in idx) / len(idx) if idx else float("nan")
+        out.append({"bucket": f"{lo}-{hi - 1}" if hi is not None else f"{lo}+", "lo": lo, "n": len(idx), "accuracy": acc})
+    return out

@@ -7,7 +7,7 @@ its ``w/ Error`` flag is set (FacEval).
 
 from __future__ import annotations
 
-from .factax_types import DIASUMFACT, FACEVAL
+from .factax_types import ADDITION, DIASUMFACT, FACEVAL
 from .readers import field, read_csv, read_json, yes_no
 from .records import FaithExample
 from .sources import DataFormatError, resolve
@@ -31,7 +31,8 @@ def load_diasumfact() -> list[FaithExample]:
             sents = sorted(field(ann, "sentence_annotations", path, where), key=lambda s: s["index"])
             sentences, labels, raw, types = [], [], [], []
             for s in sents:
-                classes = [a.get("error_class") for a in field(s, "annotation", path, f"{where}#{s.get('index')}")]
+                anns = field(s, "annotation", path, f"{where}#{s.get('index')}")
+                classes = [a.get("error_class") for a in anns]
                 for c in classes:
                     if c != NO_ERROR and c not in DIASUMFACT:
                         raise DataFormatError(path, f"{where}#{s['index']}", "error_class", f"unknown class {c!r}")
@@ -40,6 +41,8 @@ def load_diasumfact() -> list[FaithExample]:
                 labels.append(int(not errs))
                 raw.append(errs)
                 types += [DIASUMFACT[c] for c in errs]
+                types += [ADDITION for a in anns if a.get("error_class") != NO_ERROR
+                          and str(a.get("intrinsic/extrinsic", "")).strip().lower() == "extrinsic"]
             out.append(FaithExample(
                 id=f"diasumfact-{did}|{model}", dataset="diasumfact", document=document,
                 summary=field(ann, "model_prediction", path, where), label=int(all(labels)), level="summary",

@@ -14,6 +14,9 @@ UNMAPPED = "Other (unmapped)"
 
 # DiaSumFact (Zhu et al. 2023): Ex-/In-EntE -> Entity; Ex-/In-PredE and LinkE -> Predicate;
 # Ex-/In-CirE -> Circumstantial; CorefE -> Coreference; Others -> manual in FacTax (unmapped here).
+# Extrinsic errors (the annotation's intrinsic/extrinsic field) are also Addition Error: FacTax maps "Ex-Error
+# to Addition Error" (Appendix A) and marks "all extrinsic errors" as Addition Error (Section 3), so an
+# extrinsic entity error counts as Entity Error and Addition Error.
 DIASUMFACT = {"EntE": ENTITY, "PredE": PREDICATE, "LinkE": PREDICATE, "CirE": CIRCUMSTANTIAL,
               "CorefE": COREFERENCE, "Others": UNMAPPED}
 

@@ -84,6 +84,11 @@ register(DatasetSpec(
     source="github.com/neulab/BARTScore (SUM/SummEval/data.pkl)", files=(summeval.SUMMEVAL,), levels=("summary",),
     splits=("test",), loader=lambda split="test", level="summary": summeval.load_summeval()))
 register(DatasetSpec(
+    name="summeval-consistency", kind="faithfulness",
+    description="SummEval consistency binarised as AggreFact does (consistent only when all experts gave 5)",
+    source="github.com/neulab/BARTScore (SUM/SummEval/data.pkl)", files=(summeval.SUMMEVAL,), levels=("summary",),
+    splits=("test",), loader=lambda split="test", level="summary": summeval.load_summeval_binary()))
+register(DatasetSpec(
     name="topical-chat", kind="rated",
     description="Topical-Chat (USR): 60 dialogue contexts x 6 responses with the fact, human scores for naturalness, "
                 "coherence, engagingness, groundedness, understandability, overall",

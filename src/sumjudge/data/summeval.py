@@ -12,7 +12,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from .records import RatedExample
+from .records import FaithExample, RatedExample
 from .sources import DataFormatError, resolve
 
 SUMMEVAL = "summeval/bartscore_SUM_SummEval_data.pkl"
@@ -56,3 +56,14 @@ def load_summeval() -> list[RatedExample]:
                 scores={a: float(scores[a]) for a in SUMMEVAL_ASPECTS},
                 meta={"system": system, "reference": d.get("ref_summ", ""), "references": d.get("ref_summs", [])}))
     return out
+
+
+def load_summeval_binary() -> list[FaithExample]:
+    """SummEval consistency binarised as AggreFact does: a summary is consistent (1) only when every expert
+    gave it 5, i.e. the mean of the three expert scores is 5; otherwise inconsistent (0). All 16 systems are
+    kept (AggreFact-FtSota keeps only its SOTA systems; ``meta['system']`` allows the same selection)."""
+    return [FaithExample(id=ex.id, dataset="summeval-consistency", document=ex.source, summary=ex.output,
+                         label=int(ex.scores["consistency"] >= 5 - 1e-9), level="summary",
+                         meta={"system": ex.meta["system"], "doc_id": ex.group_id,
+                               "consistency": ex.scores["consistency"]})
+            for ex in load_summeval()]

@@ -35,6 +35,7 @@ FIELDS: dict[str, dict[str, str]] = {
     "summeval": {"document": "source", "summary": "output"},
     "topical-chat": {"dialogue": "source", "fact": "context", "response": "output"},
     "meeting-errors": {"transcript": "transcript", "summary": "summary"},  # MESA's G-Eval-4 (mesa_geval)
+    "faithfulness": {"document": "document", "summary": "summary"},  # FacTax's G-Eval baseline
 }
 KIND: dict[str, str] = {"summeval": "summary", "topical-chat": "dialogue"}  # what the Tie-breaker is told it reads
 

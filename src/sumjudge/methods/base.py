@@ -70,7 +70,7 @@ def make_config(cls: type, sets: dict[str, Any] | list[str] | None = None, **def
     items = sets.items() if isinstance(sets, dict) else [s.split("=", 1) if "=" in s else (s, None) for s in sets or []]
     names = {f.name for f in dataclasses.fields(cls)}
     for k, v in items:
-        if v is None:
+        if v is None and not isinstance(sets, dict):  # "--set key" without a value (a dict may hold None)
             raise ConfigError(f"--set {k}: expected key=value")
         if k not in names:
             raise ConfigError(f"unknown setting {k!r} for {cls.__name__}; known: {', '.join(sorted(names))}")

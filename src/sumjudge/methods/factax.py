@@ -1,0 +1,140 @@
+"""FacTax (Section 4): taxonomy-grounded zero-shot detection of factual errors, on the whole summary
+(``factax``) or window by window (``factax-wd``).
+
+The prompt is the paper's Figure 3 (``factax/fig3_factax``): five error types plus Factually_Correct,
+reasoning first, then ``- Label:`` with one or several labels. A statement is factually correct only when
+its labels are Factually_Correct and no error type is given (a label line naming both counts as an error).
+An answer without a readable label line is retried, then counted as unparsed (never turned into a label);
+with ``fallback=option_scores`` (offline profiles) the likeliest label after "- Label: " is taken and
+recorded as such.
+
+FacTax-WD (``window_words``, default 30) splits the summary into windows of whole sentences
+(``windows.py``); every window is judged against the document, independently (the windows of all
+summaries reach the backend together). The summary is correct only if every window is; its error types are
+the union of the windows'. If a window says "error" the summary is wrong whatever the others say; if none
+does but one is unreadable, the summary has no label. ``window_words=0``: one sentence per window.
+
+Long documents (more than ``align_over`` tokens) are aligned first (Appendix C, ``alignment.py``):
+FacTax keeps the document sentences with the best ROUGE-1 + ROUGE-2 recall towards the summary up to
+``align_tokens`` tokens; FacTax-WD keeps ``align_sentences`` (n = 5) sentences per window.
+
+Score (for datasets whose labels are scores, e.g. GovReport, SQuALITY, evaluated by Pearson): the share of
+the summary's windows judged factually correct (whole-summary FacTax: 1 or 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..data.factax_types import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
+from ..data.records import FaithExample
+from ..llm import ConfigError
+from ..llm.engine import LLM
+from ..llm.parsing import ParseError
+from .alignment import align
+from .base import Judgement, MethodSpec, fit_prompt, register, request
+from .windows import sentences, windows
+
+TEMPLATE = "factax/fig3_factax"
+CORRECT = "Factually_Correct"
+LABELS = {"Predicate_Error": PREDICATE, "Entity_Error": ENTITY, "Circumstantial_Error": CIRCUMSTANTIAL,
+          "Coreference_Error": COREFERENCE, "Addition_Error": ADDITION, CORRECT: CORRECT}
+_LABEL_LINE = re.compile(r"^[ \t>*-]*(?:\*\*)?labels?(?:\(s\))?(?:\*\*)?[ \t]*[:\-][ \t]*(?:\*\*)?(.*)$", re.I | re.M)
+_LABEL = re.compile(r"(predicate|entity|circumstantial|coreference|addition)[ _-]*errors?|factually[ _-]*correct", re.I)
+
+
+def parse_factax(text: str) -> tuple[list[str], str]:
+    """(labels as in the prompt, e.g. ["Entity_Error", "Predicate_Error"], reasoning) from the last
+    ``- Label:`` line; raises ParseError when it names none of the six labels."""
+    lines = list(_LABEL_LINE.finditer(text))
+    if not lines:
+        raise ParseError("no '- Label:' line")
+    found = []
+    for m in _LABEL.finditer(lines[-1].group(1)):
+        name = f"{m.group(1).capitalize()}_Error" if m.group(1) else CORRECT
+        if name not in found:
+            found.append(name)
+    if not found:
+        raise ParseError(f"no FacTax label in {lines[-1].group(1).strip()[:80]!r}")
+    reasoning = re.search(r"Reasoning\s*:\s*(.*?)(?=^[ \t>*-]*(?:\*\*)?labels?\b|\Z)", text, re.I | re.S | re.M)
+    return found, (reasoning.group(1).strip() if reasoning else "")
+
+
+def is_correct(labels: list[str]) -> bool:
+    return labels == [CORRECT]
+
+
+@dataclass
+class FacTaxConfig:
+    window_words: Any = None  # None: the whole summary (FacTax) | N words per window (FacTax-WD) | 0: a sentence
+    align_over: int = 1024  # documents longer than this (tokens) are aligned (Appendix C)
+    align_tokens: int = 1024  # FacTax: aligned context budget
+    align_sentences: int = 5  # FacTax-WD: sentences per window
+    max_new_tokens: int = 512
+    temperature: float = 0.0
+    seed: int = 0
+    truncate: str = "error"
+    fallback: str = "none"  # none | option_scores
+
+
+@dataclass
+class FacTaxWDConfig(FacTaxConfig):
+    window_words: Any = 30
+
+
+def summary_sentences(example: FaithExample) -> list[str]:
+    """Annotated sentence boundaries where the dataset has them, else ``windows.sentences``."""
+    if example.level == "summary" and example.sentences and " ".join(example.sentences).split() == example.summary.split():
+        return list(example.sentences)
+    return sentences(example.summary)
+
+
+async def judge_window(example: FaithExample, text: str, i: int, llm: LLM, config: FacTaxConfig,
+                       windowed: bool) -> dict[str, Any]:
+    doc, info = example.document, {}
+    count = (lambda t: llm.count_tokens(t) or len(t.split()))
+    if count(doc) > config.align_over:
+        doc, info = align(doc, text, max_tokens=None if windowed else config.align_tokens,
+                          n=config.align_sentences if windowed else None, count=count)
+    tag = f"{example.id}/w{i}"
+    prompt, fit = fit_prompt(llm, TEMPLATE, {"document": doc, "statement": text}, max_new_tokens=config.max_new_tokens,
+                             policy=config.truncate, tag=tag, shrink="document")
+    req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
+                  tag=f"{tag}/factax")
+    res = await llm.chat_parsed(req, parse_factax)
+    out: dict[str, Any] = {"window": text, "alignment": info, **fit, "raw": res.response.text}
+    if res.ok:
+        labels, why = res.value
+        return {**out, "labels": labels, "reasoning": why, "correct": is_correct(labels), "source": "parsed"}
+    if config.fallback == "option_scores":
+        sc = await llm.score_options(req.messages, list(LABELS), prefix="- Reasoning: \n- Label: ", tag=req.tag + "#fallback")
+        best = str(sc.best())
+        return {**out, "labels": [best], "reasoning": "", "correct": best == CORRECT, "source": "option_scores"}
+    return {**out, "labels": [], "reasoning": "", "correct": None, "source": "unparsed", "parse_error": res.error}
+
+
+async def factax(example: FaithExample, llm: LLM, config: FacTaxConfig) -> Judgement:
+    ww = config.window_words
+    if ww is not None and (not isinstance(ww, int) or ww < 0):
+        raise ConfigError(f"window_words={ww!r}: expected None (whole summary), 0 (a sentence) or a word count")
+    wins = windows(summary_sentences(example), ww) or [example.summary]
+    judged = await asyncio.gather(*(judge_window(example, w, i, llm, config, ww is not None) for i, w in enumerate(wins)))
+    verdicts = [w["correct"] for w in judged]
+    label = 0 if False in verdicts else (None if None in verdicts else 1)
+    types = sorted({LABELS[x] for w in judged for x in w["labels"] if x != CORRECT})
+    readable = [v for v in verdicts if v is not None]
+    sources = {w["source"] for w in judged}
+    source = "unparsed" if label is None else ("option_scores" if "option_scores" in sources else "parsed")
+    return Judgement(example_id=example.id, label=label, score=sum(readable) / len(readable) if readable else None,
+                     explanation=" | ".join(w["reasoning"] for w in judged if w["reasoning"]),
+                     parsed=label is not None, label_source=source,
+                     details={"windows": list(judged), "n_windows": len(wins), "predicted_types": types})
+
+
+register(MethodSpec(name="factax", paper="factax", kind="faithfulness", config_cls=FacTaxConfig, judge=factax,
+                    description="FacTax: taxonomy-grounded zero-shot detection on the whole summary (Figure 3)"))
+register(MethodSpec(name="factax-wd", paper="factax", kind="faithfulness", config_cls=FacTaxWDConfig, judge=factax,
+                    description="FacTax-WD: FacTax window by window (about 30 words of whole sentences)"))

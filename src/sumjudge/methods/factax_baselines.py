@@ -1,0 +1,78 @@
+"""FacTax Table 2's other LLM baselines on binary faithfulness data (ChatGPT-ZS and -CoT are MADISSE's
+``zero-shot`` and ``cot``):
+
+- ``star`` (ChatGPT-Star, Wang et al. 2023): one to five stars for consistency (``factax/star_rating``);
+  consistent when stars >= ``threshold``;
+- ``g-eval-consistency``: DEBATE's G-Eval code with G-Eval's SummEval consistency prompt over the
+  document and summary, probability-weighted 1-5; consistent when the score >= ``threshold``.
+
+Neither paper publishes the threshold that turns these scores into labels; the defaults (4 stars, 4.0) call
+a summary consistent when it is rated consistent or better, and ``threshold`` changes them. The score is
+kept in the judgement (for Pearson on score-labelled data, or to tune a threshold on a dev set).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..data.records import FaithExample
+from ..llm.engine import LLM
+from ..llm.parsing import scale_score
+from .aspects import Aspect
+from .base import Judgement, MethodSpec, fit_prompt, register, request
+from .geval import GEvalConfig, geval_aspect
+
+
+def parse_stars(text: str) -> float:
+    """"4 stars", "Stars: 4", "4/5" or a bare number, 1-5; the last one wins."""
+    found = [float(m.group(1)) for m in re.finditer(r"(\d(?:\.\d+)?)\s*(?:\*\*)?\s*stars?\b", text, re.I)
+             if 1 <= float(m.group(1)) <= 5]
+    return found[-1] if found else scale_score(text, 1, 5, "stars")
+
+
+@dataclass
+class StarConfig:
+    threshold: float = 4
+    max_new_tokens: int = 64
+    temperature: float = 0.0
+    seed: int = 0
+    truncate: str = "error"
+    fallback: str = "none"  # none | option_scores (the likeliest star count 1-5, recorded)
+
+
+async def star(example: FaithExample, llm: LLM, config: StarConfig) -> Judgement:
+    prompt, fit = fit_prompt(llm, "factax/star_rating", {"document": example.document, "summary": example.summary},
+                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
+    req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
+                  tag=f"{example.id}/star")
+    res = await llm.chat_parsed(req, parse_stars)
+    stars, source = (res.value, "parsed") if res.ok else (None, "unparsed")
+    if stars is None and config.fallback == "option_scores":
+        sc = await llm.score_options(req.messages, ["1", "2", "3", "4", "5"], tag=req.tag + "#fallback")
+        stars, source = float(sc.best()), "option_scores"
+    label = None if stars is None else int(stars >= config.threshold)
+    return Judgement(example_id=example.id, label=label, score=stars, parsed=label is not None, label_source=source,
+                     details={**fit, "raw": res.response.text, "stars": stars})
+
+
+@dataclass
+class GEvalConsistencyConfig(GEvalConfig):
+    threshold: float = 4.0
+
+
+CONSISTENCY = Aspect(dataset="faithfulness", name="consistency", template="debate/g2_format_summeval_consistency",
+                     lo=1, hi=5)
+
+
+async def g_eval_consistency(example: FaithExample, llm: LLM, config: GEvalConsistencyConfig) -> Judgement:
+    score, info = await geval_aspect(example, CONSISTENCY, llm, config)
+    label = None if score is None else int(score >= config.threshold)
+    return Judgement(example_id=example.id, label=label, score=score, parsed=label is not None,
+                     label_source="parsed" if label is not None else "unparsed", details=info)
+
+
+register(MethodSpec(name="star", paper="factax", kind="faithfulness", config_cls=StarConfig, judge=star,
+                    description="ChatGPT-Star baseline: 1-5 consistency stars, thresholded (FacTax Table 2)"))
+register(MethodSpec(name="g-eval-consistency", paper="factax", kind="faithfulness", config_cls=GEvalConsistencyConfig,
+                    judge=g_eval_consistency, description="G-Eval consistency on binary faithfulness data, thresholded"))
