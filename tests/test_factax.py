@@ -1,8 +1,6 @@
 """FacTax: windows, label parsing, alignment, the metrics of Tables 2, 6, 7 and Figure 2, and the method's
 protocol with the *scripted* backend (a rule-driven test double, not a model)."""
 
-import json
-
 import pytest
 
 from sumjudge.data.factax_types import ADDITION, ENTITY, PREDICATE

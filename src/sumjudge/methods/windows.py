@@ -2,8 +2,8 @@
 
 ``sentences`` splits at sentence-final punctuation (. ! ? and closing quotes/brackets) followed by
 whitespace, without splitting after common abbreviations, initials or decimal numbers; text without
-sentence punctuation is one sentence. A dotted word ("p.m.", "U.S.") never ends a sentence. Loaders that know the annotated sentence boundaries (DiaSumFact)
-pass them instead.
+sentence punctuation is one sentence. A dotted word ("p.m.", "U.S.") never ends a sentence. Loaders that
+know the annotated sentence boundaries (DiaSumFact) pass them instead.
 
 ``windows`` groups whole sentences, in order, into windows of about ``window_words`` words: a sentence
 joins the current window while the window stays within ``window_words`` words; otherwise it starts the

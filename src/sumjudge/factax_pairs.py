@@ -1,0 +1,109 @@
+"""FacTax's supervised paradigm, data side (Section 5, Table 5): prompt-completion pairs.
+
+- Binary Completion (``factax/s51_binary_completion``): every training summary; completion
+  " Factually_Correct" / " Factually_Incorrect".
+- Error Type Completion (``factax/s51_error_type_completion``): summaries whose dataset has converted error
+  types (FacTax Appendix A; here DiaSumFact / FacEval style ``error_types``); completion = the present types
+  as FacTax labels, or " Factually_Correct". A summary with a type FacTax maps by hand (``Other (unmapped)``)
+  gets no Error Type pair.
+
+Settings: ``I-Binary`` (set I, binary only), ``I-Taxonomy`` (set I, both kinds), ``I&II-Taxonomy`` (plus set II,
+binary only, with the Error-Type-Completion share raised to ``t_ratio`` by resampling those pairs with
+replacement; the paper uses 20%). Test leakage: a training summary whose document (normalised) is a test
+document is dropped and counted, so no test document is ever trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+from .data.factax_types import FACTAX_TYPES, UNMAPPED
+from .data.records import FaithExample
+from .llm import ConfigError
+from .prompts import render
+
+SETTINGS = ("I-Binary", "I-Taxonomy", "I&II-Taxonomy")
+CORRECT, INCORRECT = "Factually_Correct", "Factually_Incorrect"
+TYPE_LABEL = {t: t.replace(" ", "_") for t in FACTAX_TYPES}  # "Entity Error" -> "Entity_Error"
+
+
+@dataclass
+class Pair:
+    prompt: str
+    completion: str
+    kind: str  # binary | taxonomy
+    example_id: str
+    dataset: str
+
+
+def doc_key(document: str) -> str:
+    return hashlib.sha1(" ".join(document.lower().split()).encode("utf-8")).hexdigest()
+
+
+def binary_pair(ex: FaithExample) -> Pair:
+    return Pair(prompt=render("factax/s51_binary_completion", document=ex.document, summary=ex.summary),
+                completion=" " + (CORRECT if ex.label == 1 else INCORRECT), kind="binary", example_id=ex.id,
+                dataset=ex.dataset)
+
+
+def taxonomy_completion(types: Iterable[str]) -> str:
+    present = [TYPE_LABEL[t] for t in FACTAX_TYPES if t in set(types)]
+    return " " + (", ".join(present) if present else CORRECT)
+
+
+def taxonomy_pair(ex: FaithExample) -> Pair | None:
+    if UNMAPPED in ex.error_types or (ex.label == 0 and not ex.error_types):
+        return None  # hand-mapped in the paper, or an error without a converted type
+    return Pair(prompt=render("factax/s51_error_type_completion", document=ex.document, summary=ex.summary),
+                completion=taxonomy_completion(ex.error_types if ex.label == 0 else []), kind="taxonomy",
+                example_id=ex.id, dataset=ex.dataset)
+
+
+@dataclass
+class TrainingSet:
+    setting: str
+    pairs: list[Pair]
+    dropped_test_documents: int
+    no_type_pair: int
+
+    def stats(self, test_size: int, count=lambda t: len(t.split())) -> dict[str, Any]:
+        """Table 5's columns: pairs, mean prompt length, share of Error Type Completion (%), test prompts."""
+        n = len(self.pairs)
+        return {"setting": self.setting, "train": n,
+                "length": sum(count(p.prompt) for p in self.pairs) / n if n else None,
+                "t_ratio": 100.0 * sum(p.kind == "taxonomy" for p in self.pairs) / n if n else None, "test": test_size,
+                "dropped_test_documents": self.dropped_test_documents, "no_type_pair": self.no_type_pair}
+
+    def to_jsonl_rows(self) -> list[dict[str, Any]]:
+        return [asdict(p) for p in self.pairs]
+
+
+def build(setting: str, set_one: list[FaithExample], test: list[FaithExample], set_two: list[FaithExample] = (),
+          t_ratio: float | None = None, seed: int = 0) -> TrainingSet:
+    if setting not in SETTINGS:
+        raise ConfigError(f"unknown setting {setting!r}; choose one of {SETTINGS}")
+    test_docs = {doc_key(e.document) for e in test}
+    pool = list(set_one) + (list(set_two) if setting == "I&II-Taxonomy" else [])
+    kept = [e for e in pool if doc_key(e.document) not in test_docs and e.label is not None]
+    dropped = sum(doc_key(e.document) in test_docs for e in pool)
+    pairs = [binary_pair(e) for e in kept]
+    typed: list[Pair] = []
+    missing = 0
+    if setting != "I-Binary":
+        typed_datasets = {x.dataset for x in set_one if x.error_types}  # datasets with converted error types
+        ones = {id(x) for x in set_one}
+        for e in kept:
+            if id(e) in ones and e.dataset in typed_datasets:
+                p = taxonomy_pair(e)
+                typed += [p] if p else []
+                missing += p is None
+    if t_ratio is not None and typed:
+        if not 0 < t_ratio < 1:
+            raise ConfigError(f"t_ratio={t_ratio}: expected a share between 0 and 1")
+        want = round(t_ratio * len(pairs) / (1 - t_ratio))  # typed / (binary + typed) = t_ratio
+        rng = random.Random(seed)
+        typed = typed[:want] if want <= len(typed) else typed + rng.choices(typed, k=want - len(typed))
+    return TrainingSet(setting=setting, pairs=pairs + typed, dropped_test_documents=dropped, no_type_pair=missing)

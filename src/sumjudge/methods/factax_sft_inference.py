@@ -1,0 +1,69 @@
+"""Inference with a FacTax fine-tuned model (Section 5.2): ``factax-sft`` with ``inference=binary``
+(INF-Binary: the Binary Completion prompt, the model completes Factually_Correct / Factually_Incorrect) or
+``inference=taxonomy`` (INF-Taxonomy: the Error Type Completion prompt; correct only when it completes
+Factually_Correct with no error type). Greedy, through the engine like every method; an unreadable
+completion is retried, then counted; ``fallback=option_scores`` picks the likelier label and records it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..data.records import FaithExample
+from ..llm import ConfigError
+from ..llm.engine import LLM
+from ..llm.parsing import ParseError
+from .base import Judgement, MethodSpec, fit_prompt, register, request
+from .factax import LABELS, parse_factax
+
+PROMPTS = {"binary": "factax/s51_binary_completion", "taxonomy": "factax/s51_error_type_completion"}
+
+
+@dataclass
+class SFTInferenceConfig:
+    inference: str = "binary"  # binary (INF-Binary) | taxonomy (INF-Taxonomy)
+    max_new_tokens: int = 24
+    seed: int = 0
+    truncate: str = "error"
+    fallback: str = "none"
+
+
+def parse_binary(text: str) -> int:
+    m = re.search(r"factually[ _-]*(in)?correct", text, re.I)
+    if not m:
+        raise ParseError("no Factually_Correct / Factually_Incorrect")
+    return 0 if m.group(1) else 1
+
+
+async def factax_sft(example: FaithExample, llm: LLM, config: SFTInferenceConfig) -> Judgement:
+    if config.inference not in PROMPTS:
+        raise ConfigError(f"inference={config.inference!r}: expected binary or taxonomy")
+    prompt, fit = fit_prompt(llm, PROMPTS[config.inference], {"document": example.document, "summary": example.summary},
+                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id,
+                             shrink="document")
+    # a user turn, as in training (factax_sft.tokenize_pair)
+    req = request(prompt, max_new_tokens=config.max_new_tokens, seed=config.seed,
+                  tag=f"{example.id}/factax-sft-{config.inference}")
+    if config.inference == "binary":
+        parse = parse_binary
+    else:
+        parse = lambda t: parse_factax("- Label: " + t)[0]  # noqa: E731
+    res = await llm.chat_parsed(req, parse)
+    types: list[str] = []
+    if res.ok:
+        label = res.value if config.inference == "binary" else int(res.value == ["Factually_Correct"])
+        types = [] if config.inference == "binary" else sorted(LABELS[x] for x in res.value if x != "Factually_Correct")
+        source = "parsed"
+    elif config.fallback == "option_scores":
+        sc = await llm.score_options(req.messages, [" Factually_Correct", " Factually_Incorrect"], tag=req.tag + "#fallback")
+        label, source = int(sc.best() == " Factually_Correct"), "option_scores"
+    else:
+        label, source = None, "unparsed"
+    return Judgement(example_id=example.id, label=label, parsed=label is not None, label_source=source,
+                     details={**fit, "raw": res.response.text, "predicted_types": types,
+                              "inference": config.inference})
+
+
+register(MethodSpec(name="factax-sft", paper="factax", kind="faithfulness", config_cls=SFTInferenceConfig,
+                    judge=factax_sft, description="FacTax fine-tuned model: INF-Binary or INF-Taxonomy"))

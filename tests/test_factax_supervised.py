@@ -1,0 +1,64 @@
+"""FacTax's supervised paradigm: the pair builder (both completion kinds, settings, ratio control, no test
+leakage) and a tiny training run that lowers the loss and whose saved model reloads and predicts through
+the engine (hf backend)."""
+
+import json
+
+import pytest
+
+from sumjudge import factax_pairs
+from sumjudge.data.factax_types import ADDITION, ENTITY, UNMAPPED
+from sumjudge.data.records import FaithExample
+from sumjudge.llm import ConfigError
+
+
+def ex(i, label, types=(), dataset="one", doc=None):
+    return FaithExample(id=f"{dataset}{i}", dataset=dataset, document=doc or f"Document {i}: Anna bought a red car.",
+                        summary=f"Summary {i}.", label=label, error_types=list(types))
+
+
+SET_I = [ex(0, 1), ex(1, 0, [ENTITY]), ex(2, 0, [ENTITY, ADDITION]), ex(3, 0, [UNMAPPED]), ex(4, 1),
+         ex(5, 0, dataset="untyped"), ex(6, 1, dataset="untyped", doc="The test document.")]
+SET_II = [ex(i, i % 2, dataset="synthetic") for i in range(10)]
+TEST = [ex(99, 1, dataset="test", doc="The test document.")]
+
+
+def test_settings_build_both_completion_kinds_and_keep_test_documents_out():
+    b = factax_pairs.build("I-Binary", SET_I, TEST)
+    assert {p.kind for p in b.pairs} == {"binary"} and len(b.pairs) == 6 and b.dropped_test_documents == 1
+    assert all("The test document." not in p.prompt for p in b.pairs)
+    t = factax_pairs.build("I-Taxonomy", SET_I, TEST)
+    typed = [p for p in t.pairs if p.kind == "taxonomy"]
+    assert [p.completion for p in typed] == [" Factually_Correct", " Entity_Error", " Entity_Error, Addition_Error",
+                                             " Factually_Correct"]  # the unmapped one and untyped datasets get none
+    assert t.no_type_pair == 1 and all("Entity_Error:" in p.prompt for p in typed)
+    assert [p.completion for p in t.pairs if p.example_id == "one1"] == [" Factually_Incorrect", " Entity_Error"]
+    both = factax_pairs.build("I&II-Taxonomy", SET_I, TEST, SET_II, t_ratio=0.2, seed=1)
+    n_typed = sum(p.kind == "taxonomy" for p in both.pairs)
+    assert n_typed / len(both.pairs) == pytest.approx(0.2, abs=0.02) and len(both.pairs) == 16 + n_typed
+    assert not any(p.dataset == "synthetic" and p.kind == "taxonomy" for p in both.pairs)
+    s = both.stats(test_size=len(TEST))
+    assert s["train"] == len(both.pairs) and s["t_ratio"] == pytest.approx(100 * n_typed / len(both.pairs))
+    with pytest.raises(ConfigError):
+        factax_pairs.build("I-Everything", SET_I, TEST)
+
+
+def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_model_dir, tmp_path):
+    from sumjudge.factax_sft import train
+    from sumjudge.llm import NullCache, run_sync
+    from sumjudge.llm.hf import HFBackend
+    from sumjudge.llm.engine import LLM
+    from sumjudge.methods import get_method, make_config
+
+    pairs = factax_pairs.build("I-Taxonomy", SET_I, TEST).pairs[:4]
+    out = tmp_path / "sft"
+    info = train(str(tiny_model_dir), pairs, out, "lora", max_steps=12, learning_rate=5e-3, epochs=1)
+    losses = info["losses"]
+    assert len(losses) == 12 and sum(losses[-3:]) / 3 < sum(losses[:3]) / 3  # the loss goes down
+    assert json.loads((out / "sumjudge_sft.json").read_text())["config"]["lora"] is True
+    llm = LLM(HFBackend(str(out)), cache=NullCache())  # the merged model loads like any model folder
+    spec = get_method("factax-sft")
+    for mode in ("binary", "taxonomy"):
+        j = run_sync(spec.judge(SET_I[1], llm, make_config(spec.config_cls, {"inference": mode,
+                                                                            "fallback": "option_scores"})))
+        assert j.label in (0, 1) and j.details["inference"] == mode
