@@ -37,9 +37,10 @@ def align(document: str, summary: str, *, max_tokens: int | None = None, n: int 
           count: Callable[[str], int] | None = None) -> tuple[str, dict]:
     """(context, info): the aligned context for ``summary`` and what was done (kept / selected sentences)."""
     count = count or (lambda t: len(t.split()))
-    total = count(document)
-    if max_tokens is not None and total <= max_tokens and n is None:
-        return document, {"aligned": False, "doc_tokens": total}
+    if max_tokens is not None and n is None:
+        total = count(document)
+        if total <= max_tokens:
+            return document, {"aligned": False, "doc_tokens": total}
     sents = sentences(document)
     scores = sentence_scores(sents, summary)
     order = sorted(range(len(sents)), key=lambda i: (-scores[i], i))
@@ -54,5 +55,5 @@ def align(document: str, summary: str, *, max_tokens: int | None = None, n: int 
         chosen.append(i)
         used += cost
     chosen.sort()
-    return " ".join(sents[i] for i in chosen), {"aligned": True, "doc_tokens": total, "doc_sentences": len(sents),
+    return " ".join(sents[i] for i in chosen), {"aligned": True, "doc_sentences": len(sents),
                                                 "selected": chosen, "context_tokens": used}

@@ -92,13 +92,16 @@ def summary_sentences(example: FaithExample) -> list[str]:
     return sentences(example.summary)
 
 
+def count_tokens(llm: LLM, text: str) -> int:
+    return llm.count_tokens(text) or len(text.split())
+
+
 async def judge_window(example: FaithExample, text: str, i: int, llm: LLM, config: FacTaxConfig,
-                       windowed: bool) -> dict[str, Any]:
+                       windowed: bool, long_document: bool) -> dict[str, Any]:
     doc, info = example.document, {}
-    count = (lambda t: llm.count_tokens(t) or len(t.split()))
-    if count(doc) > config.align_over:
+    if long_document:
         doc, info = align(doc, text, max_tokens=None if windowed else config.align_tokens,
-                          n=config.align_sentences if windowed else None, count=count)
+                          n=config.align_sentences if windowed else None, count=lambda t: count_tokens(llm, t))
     tag = f"{example.id}/w{i}"
     prompt, fit = fit_prompt(llm, TEMPLATE, {"document": doc, "statement": text}, max_new_tokens=config.max_new_tokens,
                              policy=config.truncate, tag=tag, shrink="document")
@@ -121,7 +124,9 @@ async def factax(example: FaithExample, llm: LLM, config: FacTaxConfig) -> Judge
     if ww is not None and (not isinstance(ww, int) or ww < 0):
         raise ConfigError(f"window_words={ww!r}: expected None (whole summary), 0 (a sentence) or a word count")
     wins = windows(summary_sentences(example), ww) or [example.summary]
-    judged = await asyncio.gather(*(judge_window(example, w, i, llm, config, ww is not None) for i, w in enumerate(wins)))
+    long_document = count_tokens(llm, example.document) > config.align_over  # measured once per summary
+    judged = await asyncio.gather(*(judge_window(example, w, i, llm, config, ww is not None, long_document)
+                                    for i, w in enumerate(wins)))
     verdicts = [w["correct"] for w in judged]
     label = 0 if False in verdicts else (None if None in verdicts else 1)
     types = sorted({LABELS[x] for w in judged for x in w["labels"] if x != CORRECT})
