@@ -89,6 +89,10 @@ def test_madp_m_sends_challengers_to_the_other_models_in_turn():
     assert j.details["variant"] == "MADP-M, single-step, single-aspect"
     got = {spec: [r.tag.rsplit("/", 1)[-1] for r in be.requests] for spec, be in others.items()}
     assert got == {"scripted:a": ["madp-challenger1", "madp-challenger3"], "scripted:b": ["madp-challenger2"]}
+    scope = llm.scoped("m1")
+    run_sync(get_method("mesa").judge(EX, scope, make_config(get_method("mesa").config_cls, {
+        "types": "RED", "steps": 1, "madp": True, "challenger_models": list(others)})))
+    assert scope.usage.calls == 5  # draft, three challengers (two on companions), synthesis: one example's cost
     models = [d["model"] for d in j.details["types"]["RED"]["discussion"]["step1"]]
     assert models == ["scripted", "scripted:a", "scripted:b", "scripted:a", "scripted"]
 

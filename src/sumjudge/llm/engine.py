@@ -321,7 +321,10 @@ class ScopedLLM(LLM):
         return ScopedLLM(self.parent, f"{self.name}/{name}")
 
     def companion(self, spec: str) -> "LLM":
-        return self.parent.companion(spec).scoped(self.name)
+        """The companion engine, scoped to this example and counting into this example's usage."""
+        scoped = self.parent.companion(spec).scoped(self.name)
+        scoped.usage = self.usage
+        return scoped
 
     def count_tokens(self, text: str) -> int | None:
         return self.parent.count_tokens(text)

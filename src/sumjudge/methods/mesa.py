@@ -204,16 +204,21 @@ def parse_multi_score(codes: list[str]) -> Callable[[str], dict[str, tuple[float
     return parse
 
 
+@lru_cache(maxsize=8)
+def _read_feedback(path: str) -> dict[str, Any]:
+    """A feedback file, read once per run (every example of a run uses the same one)."""
+    if not Path(path).exists():
+        raise ConfigError(f"feedback file {path} does not exist")
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
 def feedback_reports(config: MesaConfig) -> dict[str, Any]:
     """The self-training feedback in use: {"reports": {code: text}, "train_meetings": [...], ...} or {}."""
     fb = config.feedback
     if not fb:
         return {}
     if isinstance(fb, (str, Path)):
-        path = Path(fb)
-        if not path.exists():
-            raise ConfigError(f"feedback file {path} does not exist")
-        fb = json.loads(path.read_text(encoding="utf-8"))
+        fb = _read_feedback(str(fb))
     if not isinstance(fb, dict) or not isinstance(fb.get("reports"), dict):
         raise ConfigError("feedback: expected a mapping with 'reports' (error type -> report), as mesa_feedback writes")
     return fb
