@@ -119,3 +119,38 @@ def test_option_scores_match_the_logits(tiny_backend):
     assert sc.probs["1"] == pytest.approx(torch.softmax(torch.tensor([l0, l1]), 0)[1].item(), abs=1e-5)
     multi = run_sync(llm.score_options(m, ["1", "2", "3", "4", "5"]))
     assert set(multi.probs) == {"1", "2", "3", "4", "5"} and 1 <= multi.expectation() <= 5
+
+
+def _manual_logprob(backend, ids_prompt: list[int], option_ids: list[int]) -> float:
+    ids = ids_prompt + option_ids
+    with torch.inference_mode():
+        logits = backend.model(input_ids=torch.tensor([ids])).logits[0]
+    lp = torch.log_softmax(logits.float(), -1)
+    return sum(float(lp[len(ids_prompt) + t - 1, tok]) for t, tok in enumerate(option_ids))
+
+
+def test_option_scores_share_a_pass_where_options_differ_in_the_last_token(tiny_backend, monkeypatch):
+    """Single-token options are scored from one row (one forward pass over the prompt); multi-token options
+    still get their exact summed log-probability, the same as scoring each sequence on its own."""
+    llm = LLM(tiny_backend, cache=NullCache())
+    rows_seen: list[int] = []
+    real = tiny_backend.micro_batches
+
+    def spy(rows, key):
+        rows_seen.append(len(rows))
+        return real(rows, key)
+
+    monkeypatch.setattr(tiny_backend, "micro_batches", spy)
+    m = msg("Which error type?")
+    single = run_sync(llm.score_options(m, ["1", "2", "3", "4", "5"]))
+    assert rows_seen == [1] and len(single.logprobs) == 5
+    options = ["Entity Error", "Entity Errors", "Factually_Correct"]
+    multi = run_sync(llm.score_options(m, options, prefix="- Label: "))
+    tok = tiny_backend.tokenizer
+    pre = tok("- Label: ", add_special_tokens=False).input_ids
+    for o in options:
+        full = tok("- Label: " + o, add_special_tokens=False).input_ids
+        opt_ids = full[len(pre):] if full[:len(pre)] == pre else tok(o, add_special_tokens=False).input_ids
+        prompt = tiny_backend.encode(m) + pre
+        assert multi.logprobs[o] == pytest.approx(_manual_logprob(tiny_backend, prompt, opt_ids), abs=1e-3)
+    assert rows_seen[1] <= len(options)

@@ -219,15 +219,19 @@ class HFBackend:
 
     # ---- option scoring -------------------------------------------------------------------------
     def score_sync(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
-        """log p(option | prompt, prefix), summed over the option's tokens, renormalised over options."""
+        """log p(option | prompt, prefix), summed over the option's tokens, renormalised over options.
+
+        Options whose token sequences differ only in their last token share one forward pass (one row: the
+        common context; the last position's logits score every such option). Single-token options such as
+        labels "0"/"1" or scores "1".."5" thus cost one pass over the prompt, not one per option."""
         torch = self._torch
         out: list[OptionScores | Exception | None] = [None] * len(reqs)
-        rows: list[_Row] = []  # one row per (request, option); row.index points into `owners`
-        owners: list[tuple[int, int, int, int]] = []  # (request index, option index, span start, span end)
+        rows: list[_Row] = []  # one row per (request, shared context); row.index points into `owners`
+        owners: list[tuple[int, int, list[tuple[int, int]]]] = []  # (request, span start, [(option, last token)])
         for i, r in enumerate(reqs):
             prompt = self.encode(r.messages)
             pre = self.tokenizer(r.prefix, add_special_tokens=False).input_ids if r.prefix else []
-            mine = []
+            shared: dict[tuple[int, ...], list[tuple[int, int]]] = {}
             for k, opt in enumerate(r.options):
                 full = self.tokenizer(r.prefix + opt, add_special_tokens=False).input_ids
                 if full[: len(pre)] != pre:  # tokenisation merged across the prefix/option boundary
@@ -235,31 +239,35 @@ class HFBackend:
                 ids = prompt + full
                 if len(ids) > self.context_length:
                     out[i] = PromptTooLongError(r.tag, len(ids), 0, self.context_length)
-                    mine = []
                     break
-                mine.append((k, ids, len(prompt) + len(pre)))
-            for k, ids, start in mine:
-                rows.append(_Row(len(owners), ids, None))  # type: ignore[arg-type]
-                owners.append((i, k, start, len(ids)))
+                shared.setdefault(tuple(ids[:-1]), []).append((k, ids[-1]))
+            if out[i] is not None:
+                continue
+            for ctx, opts in shared.items():
+                rows.append(_Row(len(owners), list(ctx), None))  # type: ignore[arg-type]
+                owners.append((i, len(prompt) + len(pre), opts))
         logp: dict[tuple[int, int], float] = {}
         t0 = time.perf_counter()
         with self._lock, torch.inference_mode():
             for batch in self.micro_batches(rows, lambda x: 0):
-                # Left padding puts every option at the end of its row, so only the last `keep` positions
-                # need logits (a full-sequence logit tensor is rows x tokens x vocab: gigabytes for
-                # long transcripts and 128k-262k vocabularies).
+                # Left padding ends every row at the same column, so only the last `keep` positions need
+                # logits (a full-sequence logit tensor is rows x tokens x vocab: gigabytes for long
+                # transcripts and 128k-262k vocabularies).
                 ids, mask = self.decoder._left_pad([s.ids for s in batch])
                 positions = (mask.cumsum(-1) - 1).clamp(min=0)
-                spans = [owners[s.index][3] - owners[s.index][2] for s in batch]
-                keep = max(spans) + 1
+                keep = max(len(s.ids) - owners[s.index][1] for s in batch) + 1
                 logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                                     logits_to_keep=keep).logits[:, -keep:]
                 lp = torch.log_softmax(logits.float(), dim=-1)
                 for j, s in enumerate(batch):
-                    i, k, a, b = owners[s.index]
-                    span = b - a  # option tokens are the row's last `span` tokens
-                    tgt = ids[j, -span:].to(lp.device)
-                    logp[(i, k)] = float(lp[j, keep - span - 1: keep - 1].gather(-1, tgt[:, None]).sum())
+                    i, start, opts = owners[s.index]
+                    m = len(s.ids)  # option tokens before the last one sit at row positions start .. m-1
+                    inner = 0.0
+                    if m > start:
+                        tgt = ids[j, -(m - start):].to(lp.device)
+                        inner = float(lp[j, keep - (m - start) - 1: keep - 1].gather(-1, tgt[:, None]).sum())
+                    for k, last in opts:
+                        logp[(i, k)] = inner + float(lp[j, keep - 1, last])
         dt = time.perf_counter() - t0
         for i, r in enumerate(reqs):
             if out[i] is None:
