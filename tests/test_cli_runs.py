@@ -156,6 +156,23 @@ def test_prompt_over_the_context_errors_naming_the_example_or_is_truncated_on_re
     assert json.loads((tmp_path / "b" / "config.json").read_text())["method_config"]["truncate"] == "truncate"
 
 
+@pytest.mark.parametrize("rounds", [1, 2])
+def test_madisse_fits_every_prompt_it_sends_under_truncation(tmp_path, rounds):
+    """The document is cut once so that round 1 (stances shown), later rounds (arguments shown) and the
+    adjudicators all fit: a single round still leaves room for the adjudicators' view of the arguments."""
+    from sumjudge.llm.models import TINY_SHAPE, build_tiny_model
+
+    model = build_tiny_model(tmp_path / "short-ctx", shape={**TINY_SHAPE, "max_position_embeddings": 1024})
+    out = tmp_path / "m"
+    assert cli.main(["run", "madisse", "--dataset", "tofueval-meetingbank", "--level", "summary", "--limit", "2",
+                     "--model", model, "--cache", tmp_path / "c", "--out", out, "--set", "max_new_tokens=48",
+                     "--set", f"rounds={rounds}", "--set", "truncate=truncate", "--set", "fallback=option_scores"]) == 0
+    calls = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
+    chats = [c for c in calls if c.get("event") == "chat"]
+    assert chats and all(c["response"]["prompt_tokens"] + 48 <= 1024 for c in chats)
+    assert any("/r1/" in c["tag"] for c in chats)
+
+
 def test_a_different_config_in_the_same_folder_is_refused(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "o"
     assert cli.main(run_args(tiny_model_dir, tmp_path / "c", out, "--limit", "2")) == 0

@@ -123,7 +123,13 @@ def history_reserve(llm: LLM, config: MadisseConfig) -> int:
     if config.history_tokens is not None:
         return config.history_tokens
     ctx = llm.context_length
-    return ctx // 3 if ctx and config.rounds > 1 else 0
+    if not ctx:
+        return 0
+    # Later rounds and the adjudicators (even after a single round) see the agents' arguments: keep room for
+    # at least one round of them (about 24 tokens of markup per argument), for all shown rounds where a third
+    # of the context allows (fit_history drops the oldest rounds when they do not fit).
+    one_round = (config.faithful_agents + config.unfaithful_agents) * (config.max_new_tokens + 24)
+    return max(one_round, min(one_round * max(1, config.rounds - 1), ctx // 3))
 
 
 def _argument(t: Turn, me: int) -> str:
@@ -246,6 +252,13 @@ async def madisse(example: FaithExample, llm: LLM, config: MadisseConfig) -> Jud
                               "chat_history": "", "intervention": "", "learning": learning_text(config.learning)},
                              max_new_tokens=config.max_new_tokens + history_reserve(llm, config), policy=config.truncate,
                              tag=example.id)
+    if config.init == "stance":  # round 1 shows the imposed stances instead: its prompt must fit as well
+        stances = ["faithful"] * config.faithful_agents + ["unfaithful"] * config.unfaithful_agents
+        fields, fit1 = fit_fields(llm, variant("madisse/table28_evaluator_round1", config.doc_first),
+                                  {**fields, "chat_history": stance_history(stances, 1)},
+                                  max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
+        if fit1:
+            fit = {"truncated_words": fit.get("truncated_words", 0) + fit1["truncated_words"]}
     fields = {k: fields[k] for k in ("doc", "summary", "guidelines")}
     sessions = await asyncio.gather(*(run_session(example, llm, config, m, fields) for m in range(config.sessions)))
     all_final = [t.label for s in sessions for t in s.final_turns]
