@@ -64,16 +64,20 @@ def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit:
 
 
 def evaluate_rows(session, types: list[str], *, iterations: int = 1, limit: int | None = None,
-                  train_limit: int | None = None, g_eval: bool = True, dataset: str = "meeting-errors"
-                  ) -> dict[str, tuple[dict[str, Any], Path]]:
-    """(metrics, run folder) per Table 3 row: G-Eval-4, Single-0, Single-n, Multi-0, Multi-n (n = ``iterations``)."""
+                  train_limit: int | None = None, g_eval: bool = True, dataset: str = "meeting-errors",
+                  trained: tuple[str, ...] | list[str] = tuple(SETUPS)) -> dict[str, tuple[dict[str, Any], Path]]:
+    """(metrics, run folder) per Table 3 row: G-Eval-4, Single-0, Single-n, Multi-0, Multi-n (n = ``iterations``).
+    Self-training runs for the setups named in ``trained`` (default both); the others get only their -0 row."""
+    unknown = set(trained) - set(SETUPS)
+    if unknown:
+        raise ValueError(f"unknown MESA setup(s) {sorted(unknown)}; known: {list(SETUPS)}")
     out: dict[str, tuple[dict[str, Any], Path]] = {}
     if g_eval:
         out["G-Eval-4"] = run_mesa(session, {"types": list(types)}, limit=limit, method="mesa-g-eval", dataset=dataset)
     for setup, extra in SETUPS.items():
         base = {"types": list(types), **extra}
         out[f"{setup}-0"] = run_mesa(session, base, limit=limit, dataset=dataset)
-        if iterations > 0:
+        if iterations > 0 and setup in trained:
             fb = learn_feedback(session, base, iterations, limit=train_limit, dataset=dataset)
             used = {k: fb[k] for k in ("iteration", "reports", "train_meetings")}  # the history stays in its file
             out[f"{setup}-{iterations}"] = run_mesa(session, {**base, "feedback": used}, limit=limit, dataset=dataset)
