@@ -43,6 +43,35 @@ def test_settings_build_both_completion_kinds_and_keep_test_documents_out():
         factax_pairs.build("I-Everything", SET_I, TEST)
 
 
+def test_training_sets_from_files_docnli_format_and_typed_set_one(tmp_path):
+    """Training Set II from a DocNLI-format file: per-dataset sampling, test documents never sampled;
+    Training Set I from a file with an error_types column feeds Error Type Completion."""
+    from sumjudge.data import registry
+
+    docnli = tmp_path / "train.json"
+    rows = [{"premise": "The test document." if i == 0 else f"Premise {i}.", "hypothesis": f"Claim {i}.",
+             "label": "entailment" if i % 2 else "not_entailment"} for i in range(30)]
+    docnli.write_text(json.dumps(rows))
+    spec = f"file:{docnli}?document=premise&summary=hypothesis&labels=entailment:1,not_entailment:0"
+    two = factax_pairs.sample_set_two({"docnli": registry.load(spec), "small": SET_II}, TEST, per_dataset=12, seed=3)
+    assert len(two) == 12 + 10 and not any(e.document == "The test document." for e in two)
+    assert two == factax_pairs.sample_set_two({"docnli": registry.load(spec), "small": SET_II}, TEST, per_dataset=12,
+                                              seed=3)  # seeded
+    frank = tmp_path / "frank.csv"
+    frank.write_text("document,summary,label,types\nD1.,S1.,0,Entity Error; addition_error\nD2.,S2.,1,\n")
+    one = registry.load(f"file:{frank}?error_types=types")
+    assert [e.error_types for e in one] == [[ADDITION, ENTITY], []]
+    t = factax_pairs.build("I-Taxonomy", one, TEST)
+    assert [p.completion for p in t.pairs if p.kind == "taxonomy"] == [" Entity_Error, Addition_Error",
+                                                                      " Factually_Correct"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("document,summary,label,types\nD1.,S1.,0,Typo Error\n")
+    from sumjudge.data.sources import DataFormatError
+
+    with pytest.raises(DataFormatError, match=r"bad.csv, row 2, field 'types': unknown error type 'Typo Error'"):
+        registry.load(f"file:{bad}?error_types=types")
+
+
 def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_model_dir, tmp_path):
     from sumjudge.factax_sft import train
     from sumjudge.llm import NullCache, run_sync

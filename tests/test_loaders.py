@@ -220,6 +220,8 @@ def test_paper_tables_put_the_papers_numbers_beside_ours():
     f1 = t.factax_table1().set_index("dataset")
     assert f1.loc["diasumfact", ["paper_doc_len", "ours_doc_len", "paper_summaries", "ours_summaries"]].tolist() == \
         [187.0, 187.0, 475, 475]
+    assert f1.loc["summeval", "ours_summaries"] == 1600 and f1.loc["summeval", "ours_pct_unfaithful"] == 18.4
+    assert f1.loc["govreport", "paper_summaries"] == 204 and "not here" in f1.loc["govreport", "note"]
     m10 = t.mesa_table10().set_index("statistic")
     assert m10.loc["auto_summary_words", "ours"] == 116.9 and m10.loc["meetings", "ours"] == 133
     t5 = t.madisse_table5().set_index("dataset")

@@ -101,14 +101,7 @@ def _cmd_data(a) -> int:
 
     if a.action == "list":
         for name, spec in sorted(registry.DATASETS.items()):
-            status = "ok"
-            try:
-                for f in spec.files:
-                    sources.resolve(f)
-            except sources.DataMissingError:
-                status = "missing"
-            if spec.present is not None and not spec.present():
-                status = "missing"
+            status = "ok" if registry.is_present(name) else "missing"
             print(f"{name:24s} {spec.kind:15s} {status:8s} {spec.source}\n{'':24s} {spec.description}")
         return 0
     if a.action == "stats":

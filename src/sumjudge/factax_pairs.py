@@ -107,3 +107,19 @@ def build(setting: str, set_one: list[FaithExample], test: list[FaithExample], s
         rng = random.Random(seed)
         typed = typed[:want] if want <= len(typed) else typed + rng.choices(typed, k=want - len(typed))
     return TrainingSet(setting=setting, pairs=pairs + typed, dropped_test_documents=dropped, no_type_pair=missing)
+
+
+def sample_set_two(datasets: dict[str, list[FaithExample]], test: list[FaithExample], per_dataset: int = 50_000,
+                   seed: int = 0) -> list[FaithExample]:
+    """Training Set II as the paper keeps it (Section 5.1): from each synthetic dataset (DocNLI, FalseSum),
+    ``per_dataset`` randomly sampled examples whose document is not a test document.
+
+    DocNLI's release (``{train,dev,test}.json``: premise, hypothesis, label entailment / not_entailment) reads
+    as ``file:train.json?document=premise&summary=hypothesis&labels=entailment:1,not_entailment:0``."""
+    test_docs = {doc_key(e.document) for e in test}
+    rng = random.Random(seed)
+    out: list[FaithExample] = []
+    for name in sorted(datasets):
+        pool = [e for e in datasets[name] if doc_key(e.document) not in test_docs and e.label is not None]
+        out += pool if len(pool) <= per_dataset else [pool[i] for i in sorted(rng.sample(range(len(pool)), per_dataset))]
+    return out

@@ -18,8 +18,11 @@ from .report import paper_results, paper_value, read_results
 
 DOMAINS: dict[str, str | None] = {
     "qags-cnndm": "CNN/DM", "summeval-consistency": "CNN/DM", "aggrefact-sota-cnndm": "CNN/DM",
-    "qags-xsum": "XSum", "aggrefact-sota-xsum": "XSum", "diasumfact": "Dialogues", "faceval": None}
-PAPER_COLUMN = {"summeval-consistency": "summeval", "qags-xsum": "wang20", "diasumfact": "diasumfact"}
+    "qags-xsum": "XSum", "aggrefact-sota-xsum": "XSum", "diasumfact": "Dialogues", "faceval": None,
+    "govreport": "Reports", "squality": "Stories"}
+SCORED = ("govreport", "squality")  # score labels: Pearson (x 100 in the tables, as in Table 2), not BAcc
+PAPER_COLUMN = {"summeval-consistency": "summeval", "qags-xsum": "wang20", "diasumfact": "diasumfact",
+                "govreport": "govreport", "squality": "squality"}
 DOMAIN_COLUMN = {"CNN/DM": "cnndm_avg", "XSum": "xsum_avg", "Dialogues": "diasumfact", "Reports": "govreport",
                  "Stories": "squality", "MACRO": "macro"}
 TABLE3_COLUMN = {"CNN/DM": "cnndm", "XSum": "xsum", "Dialogues": "dialogues", "MACRO": "macro"}
@@ -51,16 +54,27 @@ def macro(domain_scores: dict[str, float | None]) -> float | None:
     return statistics.fmean(vals) if vals else None
 
 
+def pearson_of(metrics: dict[str, Any]) -> float | None:
+    r = (metrics.get("pearson") or {}).get("r")
+    return None if r is None or r != r else r
+
+
 def domain_scores(runs: dict[str, Path]) -> dict[str, float | None]:
-    """Domain -> pooled balanced accuracy over the runs (dataset -> run folder) of its datasets."""
+    """Domain -> pooled balanced accuracy over the runs (dataset -> run folder) of its datasets; for the
+    score-labelled domains (Reports, Stories: one dataset each) the Pearson r of that dataset's run."""
+    import json
+
     from .metrics import pooled_balanced_accuracy
 
     by_domain: dict[str, list] = {}
+    out: dict[str, float | None] = {}
     for ds, run_dir in runs.items():
         dom = DOMAINS.get(ds)
-        if dom:
+        if dom and ds in SCORED:
+            out[dom] = pearson_of(json.loads((Path(run_dir) / "metrics.json").read_text(encoding="utf-8")))
+        elif dom:
             by_domain.setdefault(dom, []).append(labels_of(run_dir))
-    return {d: pooled_balanced_accuracy(parts) for d, parts in by_domain.items()}
+    return {**{d: pooled_balanced_accuracy(parts) for d, parts in by_domain.items()}, **out}
 
 
 def table2_rows(grid: dict[tuple[str, str], tuple[dict[str, Any], Path]], model: str) -> list[dict[str, Any]]:
@@ -71,17 +85,22 @@ def table2_rows(grid: dict[tuple[str, str], tuple[dict[str, Any], Path]], model:
         for ds in runs:
             m = grid[(label, ds)][0]
             col = PAPER_COLUMN.get(ds)
-            rows.append({"experiment": "Table 2", "evaluator": label, "dataset": ds, "metric": "BAcc %",
+            value = pearson_of(m) if ds in SCORED else m["bacc"]
+            rows.append({"experiment": "Table 2", "evaluator": label, "dataset": ds,
+                         "metric": "Pearson x100" if ds in SCORED else "BAcc %",
                          "paper": paper_value("factax", "table2", label, col) if col else None,
-                         "reproduced": 100 * m["bacc"] if m["bacc"] == m["bacc"] else None, "n": m["n"],
+                         "reproduced": None if value is None or value != value else 100 * value, "n": m["n"],
                          "unparsed": m["unparsed"], "domain": DOMAINS.get(ds), "model": model,
                          "label_sources": m.get("label_sources")})
         doms = domain_scores(runs)
         for dom, val in {**doms, "MACRO": macro(doms)}.items():
-            rows.append({"experiment": "Table 2", "evaluator": label, "dataset": f"[{dom}]", "metric": "BAcc %",
+            rows.append({"experiment": "Table 2", "evaluator": label, "dataset": f"[{dom}]",
+                         "metric": "Pearson x100" if dom in ("Reports", "Stories") else "BAcc %",
                          "paper": paper_value("factax", "table2", label, DOMAIN_COLUMN[dom]),
                          "reproduced": None if val is None or val != val else 100 * val, "domain": dom, "model": model,
-                         "note": "MACRO over the domains present here" if dom == "MACRO" else "pooled over the domain's datasets"})
+                         "note": ("MACRO over the domains present here (Reports, Stories enter as Pearson x100, as in the paper)"
+                                  if dom == "MACRO" else "Pearson of the domain's dataset" if dom in ("Reports", "Stories")
+                                  else "pooled over the domain's datasets")})
     return rows
 
 
@@ -172,3 +191,10 @@ def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[
                          "paper": paper_value("factax", "table7", paper_row, crit) if label == "FACTAX" else None,
                          "reproduced": None if v != v else v, "n": et["criteria"]["n"], "model": model})
     return rows
+
+
+def present(datasets: list[str]) -> list[str]:
+    """The datasets among ``datasets`` whose files are here (no download is tried)."""
+    from .data import registry
+
+    return [d for d in datasets if registry.is_present(d)]

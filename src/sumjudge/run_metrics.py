@@ -11,9 +11,33 @@ from .methods.base import Judgement
 
 
 def faithfulness_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
-    out = binary_metrics([ex.label for ex in examples], judgements)
+    """Binary labels: BAcc and friends. Score-labelled data (GovReport, SQuALITY: ``example.score``, no label):
+    Pearson (FacTax's metric there) between the human score and the method's ``score``."""
+    if any(getattr(ex, "score", None) is not None for ex in examples) and all(ex.label is None for ex in examples):
+        out = score_metrics([ex.score for ex in examples], judgements)
+    else:
+        out = binary_metrics([ex.label for ex in examples], judgements)
     if any("predicted_types" in j.details for j in judgements) and any(ex.error_types for ex in examples):
         out["error_types"] = error_type_metrics(examples, judgements)
+    return out
+
+
+def score_metrics(human: list[float | None], judgements: list[Judgement]) -> dict[str, Any]:
+    """Pearson (with p) and, for reference, Spearman and Kendall between human and method scores over the
+    examples where both exist. A method that gives only a verdict (zero-shot, CoT) is scored by its label
+    (1 faithful / 0 not: the correlation is then point-biserial), counted as ``score_from_label``; examples
+    with neither (unreadable verdicts) are counted, not guessed. ``bacc`` is None: there is no binary label."""
+    from .metrics import correlation_test
+
+    method_scores = [j.score if j.score is not None else j.label for j in judgements]
+    pairs = [(h, s) for h, s in zip(human, method_scores) if h is not None and s is not None]
+    x, y = [h for h, _ in pairs], [s for _, s in pairs]
+    out: dict[str, Any] = {"bacc": None, "n": len(pairs), "unparsed": sum(s is None for s in method_scores),
+                           "score_from_label": sum(j.score is None and j.label is not None for j in judgements),
+                           "label_sources": _count(j.label_source for j in judgements)}
+    for method in ("pearson", "spearman", "kendall"):
+        r, p, n = correlation_test(x, y, method)
+        out[method] = {"r": r, "p": p, "n": n}
     return out
 
 

@@ -24,3 +24,9 @@ DIASUMFACT = {"EntE": ENTITY, "PredE": PREDICATE, "LinkE": PREDICATE, "CirE": CI
 # Particulars -> Circumstantial; Hallucination -> Addition; Other -> manual in FacTax (unmapped here).
 FACEVAL = {"SubObjE": ENTITY, "ProE": COREFERENCE, "NegE": PREDICATE, "ParE": CIRCUMSTANTIAL, "HalE": ADDITION,
            "OtherE": UNMAPPED}
+
+# GovReport (Koh et al. 2022), Appendix A: EntityE -> Entity; PredE, GramE and LinkE -> Predicate;
+# CircE -> Circumstantial; CorefE -> Coreference; OutE -> Addition. The published annotation file spells
+# the entity class "EntE"; both spellings are accepted.
+GOVREPORT = {"EntityE": ENTITY, "EntE": ENTITY, "PredE": PREDICATE, "GramE": PREDICATE, "LinkE": PREDICATE,
+             "CircE": CIRCUMSTANTIAL, "CorefE": COREFERENCE, "OutE": ADDITION}

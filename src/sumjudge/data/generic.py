@@ -2,7 +2,10 @@
 
 Use from the CLI as ``--dataset file:PATH`` or with a mapping,
 ``--dataset "file:my.csv?document=article&summary=claim&label=is_consistent&labels=yes:1,no:0"``.
-Labels must be 1 = faithful / 0 = unfaithful (or mapped to them with ``labels=``).
+Labels must be 1 = faithful / 0 = unfaithful (or mapped to them with ``labels=``). An optional
+``error_types=COLUMN`` reads FacTax's five error types per summary (a JSON list, or names separated by ``;``
+or ``,``; e.g. "Entity Error; Addition Error"), so that any dataset converted to FacTax's taxonomy
+(Appendix A) can feed FacTax's error-type tables and its supervised pairs (Error Type Completion).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def _rows(path: Path, columns: Iterable[str]) -> list[tuple[int, dict]]:
 def load_table(path: str | Path, *, dataset: str, document: str = "document", summary: str = "summary",
                label: str = "label", id: str | None = None, group: str | None = None,
                labels: dict[str, int] | None = None, keep: Callable[[dict], bool] | None = None,
-               extra: Iterable[str] = ()) -> list[FaithExample]:
+               extra: Iterable[str] = (), error_types: str | None = None) -> list[FaithExample]:
     path = Path(path)
     if not path.exists():
         raise DataMissingError(f"{path} does not exist")
@@ -60,17 +63,46 @@ def load_table(path: str | Path, *, dataset: str, document: str = "document", su
             meta["group"] = r.get(group)
         out.append(FaithExample(id=ex_id, dataset=dataset, document=str(field(r, document, path, i)),
                                 summary=str(field(r, summary, path, i)), label=label_map[raw], level="summary",
+                                error_types=_error_types(r, error_types, path, i) if error_types else [],
                                 meta=meta))
     return out
 
 
+def _error_types(row: dict, column: str, path: Path, i: int) -> list[str]:
+    """FacTax type names from a list or a ';'/','-separated string; '_' and case are forgiven."""
+    import json
+
+    from .factax_types import FACTAX_TYPES
+
+    v = row.get(column)
+    if v is None or (isinstance(v, str) and not v.strip()) or v != v:  # missing, empty or NaN: no error type
+        return []
+    if isinstance(v, str) and v.strip().startswith("["):
+        try:
+            v = json.loads(v)
+        except json.JSONDecodeError:
+            raise DataFormatError(path, i, column, "not a JSON list") from None
+    names = v if isinstance(v, list) else [x for x in str(v).replace(";", ",").split(",")]
+    known = {t.lower(): t for t in FACTAX_TYPES}
+    out = []
+    for name in names:
+        key = " ".join(str(name).replace("_", " ").split()).lower()
+        if not key:
+            continue
+        if key not in known:
+            raise DataFormatError(path, i, column, f"unknown error type {name!r}; expected FacTax's {list(FACTAX_TYPES)}")
+        out.append(known[key])
+    return sorted(set(out))
+
+
 def parse_file_spec(spec: str) -> tuple[Path, dict]:
-    """``file:PATH?document=a&summary=b&label=c&id=d&labels=yes:1,no:0`` -> (path, load_table keywords)."""
+    """``file:PATH?document=a&summary=b&label=c&id=d&labels=yes:1,no:0&error_types=e`` -> (path, load_table
+    keywords)."""
     body = spec[len("file:"):]
     path, _, query = body.partition("?")
     opts: dict = {}
     for k, v in parse_qsl(query, keep_blank_values=False):
-        if k in ("document", "summary", "label", "id"):
+        if k in ("document", "summary", "label", "id", "error_types"):
             opts[k] = v
         elif k == "labels":
             try:
@@ -78,7 +110,7 @@ def parse_file_spec(spec: str) -> tuple[Path, dict]:
             except ValueError:
                 raise DataFormatError(spec, None, "labels", "expected value:1,value:0") from None
         else:
-            raise DataFormatError(spec, None, k, "unknown option (document, summary, label, id, labels)")
+            raise DataFormatError(spec, None, k, "unknown option (document, summary, label, id, labels, error_types)")
     return Path(path).expanduser(), opts
 
 

@@ -29,7 +29,8 @@ class Ambiguity:
 
 @dataclass
 class FaithExample:
-    """A (document, summary) pair with a binary faithfulness label (1 = faithful, 0 = unfaithful).
+    """A (document, summary) pair with a binary faithfulness label (1 = faithful, 0 = unfaithful), or,
+    for score-labelled benchmarks, a human consistency ``score`` instead (``label`` None).
 
     At summary level ``sentences``/``sentence_labels`` keep the sentence annotations the label was
     built from; at sentence level ``summary`` is one sentence.
@@ -41,6 +42,7 @@ class FaithExample:
     summary: str
     label: int | None
     level: str = "summary"  # "sentence" | "summary"
+    score: float | None = None  # human consistency score (0-1) of score-labelled data (GovReport, SQuALITY; label None)
     sentences: list[str] = field(default_factory=list)
     sentence_labels: list[int] = field(default_factory=list)
     error_types: list[str] = field(default_factory=list)

@@ -9,6 +9,7 @@ from . import (
     aggrefact,
     dialogue_factuality,
     generic,
+    long_factuality,
     meeting_errors,
     summeval,
     tofueval,
@@ -106,6 +107,22 @@ register(DatasetSpec(
     source="github.com/BinWang28/FacEval", files=(dialogue_factuality.FACEVAL_FILE,), levels=("summary",),
     splits=("test",), loader=lambda split="test", level="summary": dialogue_factuality.load_faceval()))
 register(DatasetSpec(
+    name="govreport", kind="faithfulness",
+    description="GovReport (Koh et al. 2022): 204 long report summaries with the human share of consistent sentences "
+                "(score 0-1, Pearson); error types converted to FacTax's where the annotation file is there",
+    source="github.com/huankoh/How-Far-are-We-from-Robust-Long-Abstractive-Summarization + GovReport reports "
+           f"(Hugging Face {long_factuality.GOVREPORT_HF})",
+    files=(long_factuality.GOVREPORT_ANNOTATIONS,), levels=("summary",), splits=("test",),
+    loader=lambda split="test", level="summary": long_factuality.load_govreport(),
+    present=long_factuality.govreport_present, fetch=lambda: long_factuality.fetch_govreport_documents()))
+register(DatasetSpec(
+    name="squality", kind="faithfulness",
+    description="SQuALITY (LongEval, Krishna et al. 2023): 60 story summaries with FINE-grained human consistency "
+                "scores (0-1, Pearson)",
+    source=long_factuality.SQUALITY_ORIGIN, files=(), levels=("summary",), splits=("test",),
+    loader=lambda split="test", level="summary": long_factuality.load_squality(),
+    present=long_factuality.squality_present))
+register(DatasetSpec(
     name="meeting-errors", kind="meeting-errors",
     description="QMSum meeting summaries (5 summarisers) with yes/no labels mapped to MESA's error types "
                 "(IRR has no label here)",
@@ -150,6 +167,19 @@ def get(name: str) -> DatasetSpec:
     if name not in DATASETS:
         raise KeyError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
     return DATASETS[name]
+
+
+def is_present(name: str) -> bool:
+    """Whether the dataset's files are here (data/raw or the mirror), without trying a download."""
+    from .sources import DataMissingError, resolve
+
+    spec = get(name)
+    try:
+        for f in spec.files:
+            resolve(f)
+    except DataMissingError:
+        return False
+    return spec.present is None or bool(spec.present())
 
 
 def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Example]:

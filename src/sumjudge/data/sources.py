@@ -83,6 +83,9 @@ FILES: dict[str, SourceFile] = {f.rel: f for f in [
     SourceFile("faceval/FacEval_human_result.csv",
                f"{_GH}/BinWang28/FacEval/548f7591836b5cb096462e07051927eaa6107eba/human_result/FacEval_human_result.csv",
                "812029b3af4e683937163a4b5b36145aae1ff642b1f3ddc843b6a2d0df1908a3"),
+    *[SourceFile(f"govreport/{f}", f"{_GH}/huankoh/How-Far-are-We-from-Robust-Long-Abstractive-Summarization/{c}/{f}")
+      for f, c in (("robust_long_abstractive_human_annotation_dataset.jsonl", "2ed5f8dfb2a93aa747d6403c13c344ce5c5b25c8"),
+                   ("annotation_data.jsonl", "2ac7b955529a9e88033cea3fa38751100f0a29a5"))],
     *[SourceFile(f"meeting_errors/{m}_summaries.csv", f"{_MESA}/{m}_summaries.csv")
       for m in ("LED", "DialogLED", "PEGASUSX", "GPT35", "Zephyr")],
 ]}

@@ -26,6 +26,11 @@ def faith_stats(examples: list[FaithExample]) -> dict[str, Any]:
         "mean_document_words": round(statistics.mean(_words(ex.document) for ex in examples), 1) if n else None,
         "mean_summary_words": round(statistics.mean(_words(ex.summary) for ex in examples), 1) if n else None,
     }
+    scores = [ex.score for ex in examples if ex.score is not None]
+    if scores:  # score-labelled data (GovReport, SQuALITY): no binary label
+        out["scored"] = len(scores)
+        out["mean_score"] = round(statistics.mean(scores), 3)
+        out["pct_unfaithful"] = None
     unmapped = sum("Other (unmapped)" in ex.error_types for ex in examples)
     if unmapped:
         out["summaries_with_unmapped_error_class"] = unmapped
