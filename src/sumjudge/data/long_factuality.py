@@ -134,9 +134,7 @@ def load_govreport() -> list[FaithExample]:
     if not rows:
         raise DataFormatError(path, None, "dataset", "no GovReport rows")
     needed = {report_key(field(r, "dataset_id", path, i)) for i, r in rows}
-    docs_path = raw_dir() / GOVREPORT_DOCUMENTS
-    if not docs_path.exists():
-        docs_path = _optional(GOVREPORT_DOCUMENTS)
+    docs_path = _optional(GOVREPORT_DOCUMENTS)  # data/raw, then the mirror
     if docs_path is None:
         raise DataMissingError(f"the GovReport reports are not in {raw_dir() / GOVREPORT_DOCUMENTS}; get them with "
                                "sumjudge.data.long_factuality.fetch_govreport_documents() (Hugging Face "
@@ -158,8 +156,7 @@ def load_govreport() -> list[FaithExample]:
 
 
 def govreport_present() -> bool:
-    return _optional(GOVREPORT_ANNOTATIONS) is not None and (
-        (raw_dir() / GOVREPORT_DOCUMENTS).exists() or _optional(GOVREPORT_DOCUMENTS) is not None)
+    return _optional(GOVREPORT_ANNOTATIONS) is not None and _optional(GOVREPORT_DOCUMENTS) is not None
 
 
 def fetch_govreport_documents(dest: Path | None = None) -> Path:
