@@ -53,7 +53,8 @@ FINE_LABEL = "Answer.semantic-similarity.label"
 
 def read_records(path: Path) -> list[tuple[int, dict]]:
     """(row number, object) from a JSON list or a JSON-lines file (Koh et al.'s ``.jsonl`` is one JSON list)."""
-    head = Path(path).read_text(encoding="utf-8").lstrip()[:1]
+    with Path(path).open(encoding="utf-8") as f:
+        head = f.read(256).lstrip()[:1]
     if head != "[":
         return read_jsonl(path)
     data = read_json(path)
