@@ -212,6 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-new-tokens", type=int, default=128)
     b.add_argument("--token-budget", type=int, default=65536)
     b.add_argument("--repeats", type=int, default=3, help="time each path this many times, report the fastest")
+    b.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
+                   help="auto: bf16 on a GPU, fp32 on CPU")
+    b.add_argument("--tie-ulps", type=float, default=2.0,
+                   help="reduced precision: a divergence counts as a numerical near-tie within this many ulps")
     b.set_defaults(fn=_cmd_bench)
     return p
 

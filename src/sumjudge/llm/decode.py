@@ -20,6 +20,7 @@ One micro-batch of prompts is decoded as follows.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 
 MIN_SHARED_PREFIX = 64  # tokens: below this, sharing saves less than the extra forward pass costs
@@ -117,7 +118,10 @@ class BatchDecoder:
         self.pad = pad_id
         self.device = device
         self.share = not has_sliding_layers(model.config)
-        self.stats = {"forward_calls": 0, "prefill_tokens": 0, "shared_prefix_tokens_saved": 0}
+        # prefill_s: prompts in, first token chosen; decode_s / decode_tokens: every later token (wall clock;
+        # the first token's host read synchronises the device, so the split is exact on a GPU too)
+        self.stats = {"forward_calls": 0, "prefill_tokens": 0, "shared_prefix_tokens_saved": 0,
+                      "prefill_s": 0.0, "decode_s": 0.0, "decode_tokens": 0}
 
     def _left_pad(self, seqs: list[list[int]]):
         torch = self.torch
@@ -145,6 +149,7 @@ class BatchDecoder:
         saved = sum(plen[g] for g in group_of) - sum(plen)
         self.stats["shared_prefix_tokens_saved"] += saved
         cache = DynamicCache(config=self.model.config)
+        t_start, t_first = time.perf_counter(), None
         with torch.inference_mode():
             # 1. group prefixes, once each
             first = [next(i for i in range(n) if group_of[i] == g) for g in range(len(plen))]
@@ -172,6 +177,8 @@ class BatchDecoder:
                 keep = []
                 for b, i in enumerate(live):
                     t = int(nxt[b])
+                    if t_first is None:
+                        t_first = time.perf_counter()
                     r = rows[i]
                     if t in self.eos:
                         results[i] = DecodeResult(out_tokens[i], "stop")
@@ -193,6 +200,10 @@ class BatchDecoder:
                 mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1)
                 last_pos = last_pos + 1
                 logits = self._forward(nxt[:, None], mask, last_pos[:, None], cache)
+        t_end = time.perf_counter()
+        self.stats["prefill_s"] += (t_first or t_end) - t_start
+        self.stats["decode_s"] += t_end - (t_first or t_end)
+        self.stats["decode_tokens"] += sum(max(0, len(r.tokens) - 1) for r in results if r is not None)
         return results  # type: ignore[return-value]
 
     def _generator(self, r: DecodeRow):

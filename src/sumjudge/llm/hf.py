@@ -2,11 +2,12 @@
 
 Whatever requests are pending when the engine dispatches arrive here together. They are sorted
 by prompt length and cut into micro-batches under a token budget (batch rows x (longest prompt +
-new tokens)), left-padded, and decoded with one ``generate`` call per micro-batch.
+new tokens)), left-padded, and decoded by ``decode.BatchDecoder`` one micro-batch at a time
+(shared prompt prefixes run once, finished rows leave the batch at once).
 
-Sampling is done per row by a logits processor with one ``torch.Generator`` per request, seeded
-from (seed, sample_index): a sampled output does not depend on which other requests shared its
-batch, so it is reproducible and cacheable. Greedy rows are untouched.
+Sampled rows draw with one ``torch.Generator`` per request, seeded from (seed, sample_index): a
+sampled output does not depend on which other requests shared its batch, so it is reproducible and
+cacheable. Greedy rows take the arg-max.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .decode import BatchDecoder, DecodeRow
+from .decode import BatchDecoder, DecodeResult, DecodeRow
 from .errors import PromptTooLongError
 from .models import LLAMA3_EOS_TOKENS, resolve_model, template_text
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
@@ -200,12 +201,26 @@ class HFBackend:
                     report([(row.index, out[row.index]) for row in batch])
         return out  # type: ignore[return-value]
 
-    def _generate_batch(self, batch: list[_Row]) -> list[tuple[str, str, int]]:
+    def _decode_rows(self, batch: list[_Row]) -> list[DecodeResult]:
         rows = [DecodeRow(ids=r.ids, max_new_tokens=r.req.max_new_tokens, temperature=r.req.temperature,
                           top_p=r.req.top_p, seed=r.req.seed, sample_index=r.req.sample_index, stop=r.req.stop)
                 for r in batch]
-        decoded = self.decoder.decode(rows)
         self.generate_calls += 1
+        return self.decoder.decode(rows)
+
+    def token_ids(self, reqs: list[ChatRequest]) -> list[list[int]]:
+        """The generated token ids of ``reqs``, micro-batched exactly as ``generate_sync`` batches the
+        same list (the benchmark's output check needs tokens, not text)."""
+        out: list[list[int]] = [[] for _ in reqs]
+        rows = [_Row(i, self.encode(r.messages), r) for i, r in enumerate(reqs)]
+        with self._lock:
+            for batch in self.micro_batches(rows, lambda x: x.req.max_new_tokens):
+                for row, d in zip(batch, self._decode_rows(batch)):
+                    out[row.index] = d.tokens
+        return out
+
+    def _generate_batch(self, batch: list[_Row]) -> list[tuple[str, str, int]]:
+        decoded = self._decode_rows(batch)
         results = []
         for r, d in zip(batch, decoded):
             text = self.tokenizer.decode(d.tokens, skip_special_tokens=True)

@@ -1,0 +1,68 @@
+"""The engine benchmark's output check: strict identity in fp32, numerical near-ties only in bf16, and a
+decoding bug caught. Runs the real benchmark (tiny model, a small workload); no timings are asserted."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+
+import pytest
+import torch
+
+from sumjudge import bench
+from sumjudge.llm.decode import BatchDecoder
+
+
+def _args(dtype: str) -> Namespace:
+    return Namespace(shape="tiny", device="cpu", dtype=dtype, docs=2, doc_tokens=200, max_new_tokens=16,
+                     token_budget=65536, repeats=1, tie_ulps=2.0)
+
+
+@pytest.fixture
+def tiny_models(tiny_model_dir, monkeypatch):
+    monkeypatch.setenv("SUMJUDGE_MODELS", str(tiny_model_dir.parent))
+
+
+def test_first_divergence_and_ulp():
+    assert bench.first_divergence([1, 2, 3], [1, 2, 3]) is None
+    assert bench.first_divergence([1, 2, 3], [1, 5, 3]) == 1
+    assert bench.first_divergence([1, 2], [1, 2, 3]) == 2
+    assert bench.ulp(1.5, torch.bfloat16) == 2.0 ** -7
+    assert bench.ulp(-3.0, torch.bfloat16) == 2.0 ** -6
+    assert bench.ulp(1.0, torch.float32) == 2.0 ** -23
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_bench_outputs_match_one_generate_per_request(tiny_models, dtype):
+    r = bench.run(_args(dtype))
+    assert r["requests"] == 8 and r["dtype"] == dtype
+    assert r["engine_generate_calls"] == 1  # all 8 requests in one micro-batch
+    assert r["engine_rerun_consistent"]
+    assert r["identical_count"] + len(r["divergences"]) == 8
+    assert all(d["ulps"] is not None and d["ulps"] <= 2.0 for d in r["divergences"])
+    assert bench.passed(r)
+    if dtype == "float32":
+        assert r["identical_outputs"]
+    assert r["engine_decode_tokens_per_s"] > 0 and r["engine_prefill_s"] > 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_bench_check_catches_a_decoding_bug(tiny_models, monkeypatch, dtype):
+    """A decoder that picks the least likely token once diverges at a clear winner, not a near-tie."""
+    original = BatchDecoder._choose
+    calls = {"n": 0}
+
+    def faulty(self, logits, rows, gens):
+        nxt = original(self, logits, rows, gens)
+        calls["n"] += 1
+        if calls["n"] % 16 == 5:  # the 5th token of every decode (16 new tokens each)
+            nxt[0] = logits[0].argmin()
+        return nxt
+
+    monkeypatch.setattr(BatchDecoder, "_choose", faulty)
+    r = bench.run(_args(dtype))
+    assert not r["identical_outputs"] and not r["equivalent_outputs"]
+    assert any(d["step"] == 4 and d["ulps"] > 100 for d in r["divergences"])
+    for d in r["divergences"]:  # margins are counted in ulps of the model's dtype, not of generate()'s fp32 scores
+        if d["ulps"] is not None:
+            assert d["ulps"] == pytest.approx(d["margin"] / bench.ulp(d["top_logit"], getattr(torch, dtype)), rel=1e-3)
+    assert not bench.passed(r)
