@@ -79,6 +79,32 @@ def test_govreport_without_reports_says_how_to_get_them(raw):
         registry.load("govreport")
 
 
+def test_govreport_fetch_reads_the_parquet_export_split_by_split(raw, monkeypatch):
+    """The Hub release is a loading-script dataset that `datasets` >= 4 refuses; the fetch reads its Parquet
+    export, one split at a time, stops once every annotated report is found and keeps only those."""
+    import datasets
+
+    write_govreport(raw)
+    (raw / "govreport" / "documents.jsonl").unlink()
+    hub = {"test": [{"id": "CRS_R45741", "document": "Report R45741.", "summary": "s"},
+                    {"id": "CRS_R99999", "document": "Not annotated.", "summary": "s"}],
+           "validation": [{"id": "GAO_GAO-19-123", "document": "Report GAO-19-123.", "summary": "s"}],
+           "train": []}
+    calls = []
+
+    def fake_load_dataset(path, *, revision, data_files, split):
+        calls.append((path, revision, data_files, split))
+        return hub[split]
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    dest = long_factuality.fetch_govreport_documents()
+    assert calls == [("launch/gov_report", "refs/convert/parquet", {s: f"plain_text/{s}/*.parquet"}, s)
+                     for s in ("test", "validation")]  # train is never downloaded
+    rows = [json.loads(x) for x in dest.read_text().splitlines()]
+    assert rows == [{"id": "GAO-19-123", "document": "Report GAO-19-123."}, {"id": "R45741", "document": "Report R45741."}]
+    assert [e.document for e in registry.load("govreport")] == ["Report R45741."] * 2 + ["Report GAO-19-123."]
+
+
 def write_squality(raw, *, bad_label=False):
     d = raw / "squality"
     (d / "fine").mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ GovReport (Koh et al. 2022, "How Far are We from Robust Long Abstractive Summari
   ``model``; converted to FacTax's types (Appendix A) and pooled over annotators.
 - the reports are not in these files: ``govreport/documents.jsonl`` (``id``, ``document``; ``report`` or
   ``reports`` also accepted) holds them. ``fetch_govreport_documents`` writes it from the GovReport release on
-  Hugging Face (``launch/gov_report``), keeping only the reports the annotations need.
+  Hugging Face (``launch/gov_report``, its Parquet export), keeping only the reports the annotations need.
 
 SQuALITY (Krishna et al. 2023, LongEval; stories from Wang et al. 2022), under ``squality/``:
 - ``fine/*.csv``: LongEval's FINE-grained judgements (Amazon Mechanical Turk result files): ``Input.doc_id``,
@@ -44,6 +44,8 @@ GOVREPORT_ANNOTATIONS = "govreport/robust_long_abstractive_human_annotation_data
 GOVREPORT_ERROR_TYPES = "govreport/annotation_data.jsonl"
 GOVREPORT_DOCUMENTS = "govreport/documents.jsonl"
 GOVREPORT_HF = "launch/gov_report"
+GOVREPORT_HF_REVISION = "refs/convert/parquet"
+GOVREPORT_HF_CONFIG = "plain_text"  # id, document, summary
 SQUALITY_DIR = "squality"
 SQUALITY_ORIGIN = ("github.com/martiansideofthemoon/longeval-summarization (data/squality_annotations: "
                    "squality_fine/*.csv, squality_coarse/all-human-responses.jsonl, squality_coarse/test.jsonl)")
@@ -172,7 +174,10 @@ def fetch_govreport_documents(dest: Path | None = None) -> Path:
 
         found: dict[str, str] = {}
         for split in ("test", "validation", "train"):
-            for row in load_dataset(GOVREPORT_HF, split=split):
+            # The release is a loading-script dataset, which `datasets` >= 4 no longer runs; the Hub's Parquet
+            # export of its plain_text configuration holds the same rows. One split is fetched at a time.
+            files = {split: f"{GOVREPORT_HF_CONFIG}/{split}/*.parquet"}
+            for row in load_dataset(GOVREPORT_HF, revision=GOVREPORT_HF_REVISION, data_files=files, split=split):
                 key = report_key(row["id"])
                 if key in needed and key not in found:
                     text = next(row[f] for f in ("document", "report", "reports") if f in row)
