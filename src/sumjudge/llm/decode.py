@@ -119,7 +119,7 @@ class BatchDecoder:
         self.device = device
         self.share = not has_sliding_layers(model.config)
         # prefill_s: prompts in, first token chosen; decode_s / decode_tokens: every later token (wall clock;
-        # the first token's host read synchronises the device, so the split is exact on a GPU too)
+        # reading the first tokens to the host synchronises the device, so the split holds on a GPU too)
         self.stats = {"forward_calls": 0, "prefill_tokens": 0, "shared_prefix_tokens_saved": 0,
                       "prefill_s": 0.0, "decode_s": 0.0, "decode_tokens": 0}
 
@@ -174,11 +174,12 @@ class BatchDecoder:
             results: list[DecodeResult | None] = [None] * n
             while live:
                 nxt = self._choose(logits, [rows[i] for i in live], [gens[i] for i in live])
+                chosen = nxt.tolist()  # one device-to-host copy per step, not one per row
+                if t_first is None:
+                    t_first = time.perf_counter()
                 keep = []
                 for b, i in enumerate(live):
-                    t = int(nxt[b])
-                    if t_first is None:
-                        t_first = time.perf_counter()
+                    t = chosen[b]
                     r = rows[i]
                     if t in self.eos:
                         results[i] = DecodeResult(out_tokens[i], "stop")
