@@ -92,7 +92,7 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
                              num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
                              per_device_train_batch_size=cfg.per_device_batch_size, lr_scheduler_type=cfg.lr_scheduler,
                              warmup_ratio=cfg.warmup_ratio, logging_steps=1, save_strategy="no", report_to=[],
-                             bf16=gpu, seed=cfg.seed, remove_unused_columns=False, disable_tqdm=True)
+                             bf16=gpu, dataloader_pin_memory=gpu, seed=cfg.seed, remove_unused_columns=False, disable_tqdm=True)
     trainer = Trainer(model=lm, args=args, train_dataset=data, data_collator=collate(tok.pad_token_id))
     trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
