@@ -50,7 +50,8 @@ def tokenize_pair(tok, pair: Pair, max_length: int) -> dict[str, list[int]]:
         prompt = tok(text, add_special_tokens=False)["input_ids"]
     else:
         prompt = tok(pair.prompt, add_special_tokens=True)["input_ids"]
-    completion = tok(pair.completion, add_special_tokens=False)["input_ids"] + ([tok.eos_token_id] if tok.eos_token_id is not None else [])
+    eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
+    completion = tok(pair.completion, add_special_tokens=False)["input_ids"] + eos
     prompt = prompt[: max(1, max_length - len(completion))]
     ids = prompt + completion
     return {"input_ids": ids, "attention_mask": [1] * len(ids), "labels": [-100] * len(prompt) + completion}
@@ -61,7 +62,10 @@ def collate(pad_id: int):
 
     def fn(rows: list[dict[str, list[int]]]) -> dict[str, Any]:
         n = max(len(r["input_ids"]) for r in rows)
-        pad = (lambda xs, v: xs + [v] * (n - len(xs)))
+
+        def pad(xs: list[int], v: int) -> list[int]:
+            return xs + [v] * (n - len(xs))
+
         return {"input_ids": torch.tensor([pad(r["input_ids"], pad_id) for r in rows]),
                 "attention_mask": torch.tensor([pad(r["attention_mask"], 0) for r in rows]),
                 "labels": torch.tensor([pad(r["labels"], -100) for r in rows])}
