@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from conftest import needs_mirror
 
-from sumjudge.data import aggrefact, generic, meeting_errors, registry, summeval, tofueval
+from sumjudge.data import generic, meeting_errors, registry, summeval, tofueval
 from sumjudge.data.factax_types import FACTAX_TYPES, UNMAPPED
 from sumjudge.data.sources import DataFormatError, DataMissingError
 from sumjudge.data.stats import dataset_stats
