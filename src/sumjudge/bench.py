@@ -106,6 +106,14 @@ def ulp(value: float, dtype) -> float:
     return eps * 2.0 ** math.floor(math.log2(abs(value))) if value else torch.finfo(dtype).tiny
 
 
+def greedy_config(be, max_new_tokens: int, **extra):
+    """The sequential path's ``generate`` settings: greedy, no eos, exactly ``max_new_tokens``."""
+    from transformers import GenerationConfig
+
+    return GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=None,
+                            pad_token_id=be.tokenizer.pad_token_id, **extra)
+
+
 def check_outputs(be, reqs, seq_texts: list[str], eng_texts: list[str], max_new_tokens: int,
                   tie_ulps: float) -> dict:
     """Compare the engine's greedy outputs with one-``generate``-per-request outputs.
@@ -116,16 +124,14 @@ def check_outputs(be, reqs, seq_texts: list[str], eng_texts: list[str], max_new_
     flip; after that the two continuations differ. For every request whose text differs, this finds
     the first differing token and reads, in the sequential run's own logits at that step, how far the
     engine's token is below the sequential arg-max. A divergence is a numerical near-tie when that
-    margin is at most ``tie_ulps`` units in the last place of the logit's dtype at the top logit; a
+    margin is at most ``tie_ulps`` units in the last place of the model's dtype at the top logit; a
     bug (wrong mask, position or cache) diverges at clear winners and fails the check.
     """
     import torch
-    from transformers import GenerationConfig
 
     eng_ids = be.token_ids(reqs)  # untimed re-run: the engine's tokens, same micro-batches
     consistent = [be.tokenizer.decode(ids, skip_special_tokens=True) == t for ids, t in zip(eng_ids, eng_texts)]
-    cfg = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=None,
-                           pad_token_id=be.tokenizer.pad_token_id, output_scores=True, return_dict_in_generate=True)
+    cfg = greedy_config(be, max_new_tokens, output_scores=True, return_dict_in_generate=True)
     divergences = []
     with torch.inference_mode():
         for i, r in enumerate(reqs):
@@ -157,7 +163,7 @@ def run(args) -> dict:
     from .llm.engine import LLM
     from .llm.hf import HFBackend
 
-    dtype = resolve_dtype(getattr(args, "dtype", "auto"), args.device)
+    dtype = resolve_dtype(args.dtype, args.device)
     model_or_path, tok = _model_for_shape(args.shape, args.device, dtype)
     if tok is None:
         be = HFBackend(model_or_path, device=args.device, dtype=dtype, token_budget=args.token_budget)
@@ -168,10 +174,7 @@ def run(args) -> dict:
     reqs = build_requests(be.tokenizer, args.docs, args.doc_tokens, args.max_new_tokens)
 
     # (a) one generate call per request
-    from transformers import GenerationConfig
-
-    gen_cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, do_sample=False, eos_token_id=None,
-                               pad_token_id=be.tokenizer.pad_token_id)
+    gen_cfg = greedy_config(be, args.max_new_tokens)
     sync = torch.cuda.synchronize if str(be.device).startswith("cuda") else (lambda: None)
 
     def sequential():
@@ -221,7 +224,7 @@ def run(args) -> dict:
         "sequential_completion_tokens_per_s": round(completion_tokens / seq_s, 1),
     }
     result.update(check_outputs(be, reqs, seq_texts, [r.text for r in resps], args.max_new_tokens,
-                                getattr(args, "tie_ulps", 2.0)))
+                                args.tie_ulps))
     if str(be.device).startswith("cuda"):
         weight_bytes = sum(p.numel() * p.element_size() for p in be.model.parameters())
         rows = len(reqs) / max(1, calls)

@@ -156,10 +156,12 @@ class BatchDecoder:
             p_ids, p_mask = self._left_pad([rows[first[g]].ids[: plen[g]] for g in range(len(plen))])
             self.stats["prefill_tokens"] += int(p_mask.sum())
             self._forward(p_ids, p_mask, (p_mask.cumsum(-1) - 1).clamp(min=0), cache)
+            # Cache rows are selected with CPU indices: with device_map="auto" the cache's layers sit on several
+            # GPUs, and a CUDA index only indexes tensors on its own device (a CPU index indexes any).
             index = torch.tensor(group_of)
             if len(plen) != n or group_of != list(range(n)):
-                self._select_rows(cache, index)
-            mask = p_mask[index.to(p_mask.device)]
+                cache.batch_select_indices(index)
+            mask = p_mask[index.to(self.device)]
             # 2. suffixes
             s_ids, s_mask = self._left_pad([r.ids[plen[group_of[i]]:] for i, r in enumerate(rows)])
             self.stats["prefill_tokens"] += int(s_mask.sum())
@@ -194,10 +196,10 @@ class BatchDecoder:
                 if not keep:
                     break
                 if len(keep) != len(live):
-                    sel = torch.tensor(keep)
-                    self._select_rows(cache, sel)
-                    mask, last_pos = mask[sel.to(mask.device)], last_pos[sel.to(last_pos.device)]
-                    nxt = nxt[sel.to(nxt.device)]
+                    sel = torch.tensor(keep)  # on the CPU, as above
+                    cache.batch_select_indices(sel)
+                    on_device = sel.to(self.device)
+                    mask, last_pos, nxt = mask[on_device], last_pos[on_device], nxt[sel.to(nxt.device)]
                     live = [live[b] for b in keep]
                 mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1)
                 last_pos = last_pos + 1
@@ -207,13 +209,6 @@ class BatchDecoder:
         self.stats["decode_s"] += t_end - (t_first or t_end)
         self.stats["decode_tokens"] += sum(max(0, len(r.tokens) - 1) for r in results if r is not None)
         return results  # type: ignore[return-value]
-
-    @staticmethod
-    def _select_rows(cache, rows) -> None:
-        """Keep (or repeat) batch rows of the key/value cache. ``rows`` is a CPU index tensor: with
-        ``device_map="auto"`` the cache's layers sit on several GPUs, and a CUDA index only indexes
-        tensors on its own device (a CPU index indexes any)."""
-        cache.batch_select_indices(rows)
 
     def _generator(self, r: DecodeRow):
         g = self.torch.Generator(device=self.device if str(self.device).startswith("cuda") else "cpu")
