@@ -1,6 +1,6 @@
 import pytest
 
-from sumjudge.llm.parsing import ParseError, binary_label, first_number, lenient_json, markdown_field, xml_tag
+from sumjudge.llm.parsing import ParseError, binary_label, lenient_json, markdown_field, xml_tag
 
 
 def test_xml_tag_last_complete_occurrence_and_unclosed_tail():
@@ -48,10 +48,3 @@ def test_markdown_field_forms_and_continuation():
     assert markdown_field("**Score:** 4", "Score") == "4"
     with pytest.raises(ParseError):
         markdown_field(text, "Severity")
-
-
-def test_first_number_in_range():
-    assert first_number("Score: 3.5/5", 1, 5) == 3.5
-    assert first_number("Step 7: the score is 2", 1, 5) == 2
-    with pytest.raises(ParseError):
-        first_number("score 9", 1, 5)

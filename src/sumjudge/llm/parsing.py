@@ -1,4 +1,7 @@
-"""Lenient parsers for model outputs. Each raises ``ParseError`` (never guesses a label)."""
+"""Parsers for model answers. A value is read only where the text states it; anything else raises
+``ParseError`` (the engine retries, then counts the answer as unreadable). The regression corpus of
+adversarial answers lives beside this module in ``parser_corpus/`` (one file per parser family).
+"""
 
 from __future__ import annotations
 
@@ -29,19 +32,74 @@ def xml_tag(text: str, tag: str, *, last: bool = True) -> str:
     raise ParseError(f"no <{tag}> field in output")
 
 
+def tag_bodies(text: str, tag: str) -> list[tuple[str, bool]]:
+    """Every ``<tag>`` opening in order, with its body and whether it was closed before the next opening."""
+    open_re = re.compile(rf"<\s*{re.escape(tag)}\s*>", re.I)
+    close_re = re.compile(rf"<\s*/\s*{re.escape(tag)}\s*>", re.I)
+    out = []
+    for m in open_re.finditer(text):
+        rest = text[m.end():]
+        nxt_open, nxt_close = open_re.search(rest), close_re.search(rest)
+        if nxt_close and (not nxt_open or nxt_close.start() < nxt_open.start()):
+            out.append((rest[:nxt_close.start()], True))
+        else:
+            out.append((rest[:nxt_open.start()] if nxt_open else rest, False))
+    return out
+
+
+_NEGATOR = re.compile(r"\b(?:not|no|never|neither|nor|without|hardly|cannot)\b|n[\'’]t\b", re.I)
+_POSITIVE = {"consistent", "faithful", "factual", "supported", "correct", "accurate"}
+_NEGATIVE = {"inconsistent", "unfaithful", "nonfactual", "non-factual", "unsupported", "incorrect", "inaccurate",
+             "hallucinated", "hallucination", "error", "errors", "wrong", "contradicts", "contradiction"}
+_HEDGES = {"partially", "partly", "mostly", "mainly", "largely", "somewhat", "except", "but", "although", "however",
+           "unclear", "unsure", "maybe", "perhaps", "possibly", "ambiguous", "either"}
+
+
 def binary_label(text: str, tag: str = "label") -> int:
-    """A 0/1 label inside ``<label>``: accepts '1', ' 0 ', '1 (consistent)'; rejects anything ambiguous."""
-    body = xml_tag(text, tag)
-    digits = re.findall(r"(?<![\d.])[01](?![\d.])", body)
-    if len(set(digits)) == 1:
-        return int(digits[0])
-    low = body.lower()
-    words = {1: ("inconsistent", "unfaithful"), 0: ("consistent", "faithful")}
-    if any(w in low for w in words[1]):
-        return 0
-    if any(w in low for w in words[0]):
-        return 1
-    raise ParseError(f"<{tag}> holds {body[:40]!r}, not 0 or 1")
+    """The 0/1 label an answer states in ``<label>...</label>`` (1 faithful/consistent, 0 not).
+
+    Read only when the text states it:
+
+    - the last *closed* tag is the statement (answers restate the format before answering); an unclosed
+      final tag counts only when it holds nothing but the digit (generation stopped before ``</label>``);
+      a tag cut in the middle of prose is unreadable;
+    - inside the tag: one digit 0/1 (``1``, ``1 (consistent)``, ``0.0``), or words of one polarity only
+      (``consistent``, ``unfaithful``); both digits (the instruction echoed: ``1 (consistent) or 0
+      (inconsistent)``), a digit contradicted by its words (``1 (inconsistent)``), any negation (``not
+      consistent``), a hedge (``mostly consistent``) or another number (``-1``, ``0.5``, ``2``) is unreadable.
+    """
+    bodies = tag_bodies(text, tag)
+    if bodies and not bodies[-1][1] and re.fullmatch(r"\s*[01]\s*", bodies[-1][0]):
+        return int(bodies[-1][0].strip())
+    closed = [b for b, c in bodies if c]
+    if not closed:
+        if bodies:
+            raise ParseError(f"<{tag}> is never closed (cut answer?): {bodies[-1][0].strip()[:40]!r}")
+        raise ParseError(f"no <{tag}> field in output")
+    return _label_value(closed[-1], tag)
+
+
+def _label_value(body: str, tag: str) -> int:
+    shown = body.strip()[:40]
+    if re.search(r"(?<![\d.])[-+−]\s*[01]\b|(?<![\d.])(?:[2-9]|[01]\d)(?![\d])|\d\.(?!0+\b)\d", body):
+        raise ParseError(f"<{tag}> holds a number other than 0 or 1: {shown!r}")
+    digits = {int(m.group(1)) for m in re.finditer(r"(?<![\d.])([01])(?:\.0+)?(?![\d.])", body)}
+    words = set(re.findall(r"[a-z]+(?:-[a-z]+)*", body.lower()))
+    if _NEGATOR.search(body):
+        raise ParseError(f"<{tag}> holds a negation, not a label: {shown!r}")
+    if words & _HEDGES:
+        raise ParseError(f"<{tag}> hedges: {shown!r}")
+    polarity = {1 for w in words if w in _POSITIVE} | {0 for w in words if w in _NEGATIVE}
+    if len(digits) > 1 or len(polarity) > 1:
+        raise ParseError(f"<{tag}> names both labels (the instruction echoed?): {shown!r}")
+    if digits:
+        (d,) = digits
+        if polarity and polarity != {d}:
+            raise ParseError(f"<{tag}> digit and words disagree: {shown!r}")
+        return d
+    if polarity:
+        return polarity.pop()
+    raise ParseError(f"<{tag}> holds {shown!r}, not 0 or 1")
 
 
 def _strip_fences(text: str) -> str:
@@ -75,23 +133,38 @@ def _balanced(text: str, start: int) -> str | None:
 
 
 def lenient_json(text: str) -> Any:
-    """The first JSON object/array in ``text``: code fences, single quotes, trailing commas, prose around it."""
+    """The JSON value an answer consists of: the whole reply, a fenced block, or the first top-level JSON
+    value standing on its own in prose (single quotes, Python literals and trailing commas forgiven).
+
+    Unreadable (``ParseError``) rather than guessed: a value that is cut (unbalanced brackets: nothing inside
+    a truncated object is read), one glued to other symbols (``x([]*`` is not an empty list), and a value
+    inside a bracketed chunk that does not parse (its inner lists are not answers of their own).
+    """
     body = _strip_fences(text)
-    for m in re.finditer(r"[\[{]", body):
-        chunk = _balanced(body, m.start())
+    pos = 0
+    while True:
+        m = re.compile(r"[\[{]").search(body, pos)
+        if m is None:
+            raise ParseError("no parseable JSON object in output")
+        start = m.start()
+        chunk = _balanced(body, start)
         if chunk is None:
-            continue
-        for candidate in (chunk, re.sub(r",\s*([}\]])", r"\1", chunk)):
-            try:
-                return json.loads(candidate)
-            except json.JSONDecodeError:
-                pass
-            try:
-                py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", candidate)))
-                return ast.literal_eval(py)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                pass
-    raise ParseError("no parseable JSON object in output")
+            raise ParseError("the JSON value is cut before its end (truncated answer?)")
+        end = start + len(chunk)
+        prev, nxt = body[start - 1: start], body[end: end + 1]
+        standalone = (not prev or prev.isspace() or prev in ":=>`") and (not nxt or nxt.isspace() or nxt in ".,;!`")
+        if standalone:
+            for candidate in (chunk, re.sub(r",\s*([}\]])", r"\1", chunk)):
+                try:
+                    return json.loads(candidate)
+                except json.JSONDecodeError:
+                    pass
+                try:
+                    py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", candidate)))
+                    return ast.literal_eval(py)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    pass
+        pos = end  # never read a value nested inside a chunk that is not itself the answer
 
 
 def markdown_field(text: str, name: str) -> str:
@@ -112,44 +185,123 @@ def markdown_field(text: str, name: str) -> str:
     return value
 
 
-def first_number(text: str, lo: float, hi: float) -> float:
-    """First number in ``text`` inside [lo, hi] (scores such as '4', 'Score: 3.5/5')."""
-    for m in re.finditer(r"-?\d+(?:\.\d+)?", text):
-        v = float(m.group(0))
-        if lo <= v <= hi:
-            return v
-    raise ParseError(f"no number in [{lo}, {hi}] in output")
+_WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                 "nine": 9, "ten": 10}
+_VAL = r"(?P<v>\d+(?:[.,]\d+)?|(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b)"
+_DEN = r"(?:\s*(?:/|out\s+of)\s*(?P<d>\d+(?:\.\d+)?))?"
+_RANGE_AFTER = re.compile(r"\s*(?:-|–|—|to|or|and)\s*(?:\d|one|two|three|four|five|ten)\b", re.I)
+_SCORE_NEGATORS = re.compile(r"\b(?:not|never|rather\s+than|instead\s+of|than)\b|n[\'’]t\b", re.I)
+_REPORTED = re.compile(r"\b(?:suggest\w*|propos\w*|critic\W*s?|previous\w*|earlier|initial\w*|other|their|his|her)\b", re.I)
+_DISMISSED_AFTER = re.compile(r"\s*(?:\)|\*\*)?\s*(?:would|might|could|may)\s+be\s+(?:too|a\s+bit|overly|quite|rather)?\s*"
+                              r"(?:generous|harsh|high|low|lenient|strict|excessive)|\s*(?:is|seems|was)\s+(?:not|un)", re.I)
+_DEFINES = re.compile(r"\s*(?:(?:means|is\s+for|indicates|represents|stands\s+for)\b|=)", re.I)
+_STRONG = [r"(?:\b(?:final|overall|my)\s+)?\b(?:score|rating)\b[^\S\n]*(?:\*\*)?[^\S\n]*[:=][^\S\n]*(?:\*\*)?[^\S\n]*",
+           r"(?m:^)[^\S\n]*[-*#>]*[^\S\n]*(?:\*\*)?(?:final\s+|overall\s+)?(?:score|rating)(?:\*\*)?[^\S\n]+"]
+_WEAK = [r"\b(?:score|rating)s?\s+(?:of|is|would\s+be|should\s+be|will\s+be|to|as|at)\s+(?:an?\s+)?",
+         r"\b(?:give|gave|giving|assign|assigned|assigning|award|awarded|rate|rated|score|scored)\s+"
+         r"(?:(?:it|this|that|the|them)\s+(?:\w+\s+)?)?(?:an?\s+)?(?:(?:score|rating)\s+of\s+)?",
+         r"(?<![\w.,])(?=\d+(?:\.\d+)?\s*(?:/|out\s+of)\s*\d)"]
 
 
-_NUM = r"(\d+(?:\.\d+)?)"
-_NOT_RANGE = r"(?!\s*(?:-|–|to)\s*\d)(?!\d)"
+def _clause_before(text: str, start: int) -> str:
+    return re.split(r"[.!?;,\n]|\bbut\b", text[:start])[-1]
+
+
+def _statements(text: str, prefixes: list[str], strength: int, lo: float, hi: float, *, weak: bool) -> list[tuple]:
+    out = []
+    for prefix in prefixes:
+        for m in re.finditer(prefix + _VAL + _DEN, text, re.I):
+            if _RANGE_AFTER.match(text, m.end("v")) and not m.group("d"):
+                continue  # "a score of 1 to 5", "Score: 3-4": a scale or a range, not a score
+            clause = _clause_before(text, m.start())
+            if _SCORE_NEGATORS.search(clause[-40:]):
+                continue  # "I would not give a score of 5", "rather than 2"
+            if weak and (_REPORTED.search(clause) or _DISMISSED_AFTER.match(text, m.end()) or _DEFINES.match(text, m.end())):
+                continue  # someone else's score, one the answer dismisses, or the scale's gloss
+            out.append((m.start("v"), strength, _statement_value(m.group("v"), m.group("d"), lo, hi)))
+    return out
+
+
+def _statement_value(v: str, den: str | None, lo: float, hi: float) -> float | str:
+    """The value, or why the statement cannot be read (a string)."""
+    if "," in v:
+        return f"{v!r} uses a decimal comma"
+    value = float(_WORD_NUMBERS.get(v.lower(), v)) if not v[0].isdigit() else float(v)
+    if den is not None and float(den) != hi:
+        return f"{v}/{den} is not on the {lo:g}-{hi:g} scale"
+    if not lo <= value <= hi:
+        return f"{value:g} is outside the {lo:g}-{hi:g} scale"
+    return value
 
 
 def scale_score(text: str, lo: float, hi: float, aspect: str | None = None) -> float:
-    """The score a free-text answer settles on, inside the scale [lo, hi].
+    """The score an answer states, on the scale [lo, hi]; ``ParseError`` when it states none readably.
 
-    Accepted forms, the *last* one in the text wins (answers revise themselves: "the score of 1 seems
-    justified ... a score of 2 is more appropriate" -> 2): ``Score: 4``, ``score of 4``, ``score is 4``,
-    ``4/5``, ``4 out of 5``, ``- Coherence: 4`` (``aspect``), and an answer that is only a number (G-Eval
-    form filling). A scale being restated ("a score of 1 to 5") is not a score. Values outside the
-    scale are ignored; nothing found raises ``ParseError``.
+    - *Explicit statements* (``Score: 4``, ``Final score: 4/5``, ``**Rating**: 3``, ``- Coherence: 4`` for
+      ``aspect``, a line ``Score 4``) win over *mentions* (``a score of 4``, ``I give it 4``, ``4 out of 5``);
+      among the winning kind the last one counts (answers revise themselves).
+    - Mentions that are negated (``would not give a 5``), reported (``the Critic's suggestion of a score
+      of 2``) or dismissed (``a score of 3 would be generous``) are not statements; a scale or range
+      (``a score of 1 to 5``, ``3-4``) is not a score.
+    - An answer that is only a number, or starts with one (G-Eval's form filling), is a statement when
+      nothing else is.
+    - The chosen statement must be readable: on the scale, with a denominator equal to the scale's top
+      (``5/10`` on 1-5 is unreadable), no decimal comma (``3,5``). It is never replaced by an earlier number.
     """
-    patterns = [rf"\bscores?\b[^\S\n]*(?:\*\*)?[^\S\n]*(?:of|:|is|=|would be|should be|to|as)?[^\S\n]*(?:\*\*)?[^\S\n]*{_NUM}{_NOT_RANGE}",
-                rf"(?<![\d.]){_NUM}\s*(?:/|out of)\s*\d+(?:\.\d+)?"]
+    found = _statements(text, _STRONG, 2, lo, hi, weak=False)
     if aspect:
-        patterns.append(rf"\b{re.escape(aspect)}\b[^\S\n]*(?:\(\s*\d\s*-\s*\d\s*\))?[^\S\n]*(?:\*\*)?[^\S\n]*[:=][^\S\n]*(?:\*\*)?[^\S\n]*{_NUM}{_NOT_RANGE}")
-    found: list[tuple[int, float]] = []
-    for pat in patterns:
-        for m in re.finditer(pat, text, re.I):
-            v = float(m.group(1))
-            if lo <= v <= hi:
-                found.append((m.start(1), v))
-    if found:
-        return max(found)[1]
-    bare = re.fullmatch(rf"\s*(?:\*\*)?\s*{_NUM}\s*(?:\*\*)?\s*\.?\s*", text)
-    if bare and lo <= float(bare.group(1)) <= hi:
-        return float(bare.group(1))
-    lead = re.match(rf"\s*{_NUM}(?![\d.])", text)  # G-Eval form filling: the answer starts with the score
-    if lead and lo <= float(lead.group(1)) <= hi:
-        return float(lead.group(1))
-    raise ParseError(f"no score in [{lo:g}, {hi:g}] in output")
+        found += _statements(text, [rf"\b{re.escape(aspect)}\b[^\S\n]*(?:\(\s*\d+\s*[-–]\s*\d+\s*\))?[^\S\n]*(?:\*\*)?"
+                                    rf"[^\S\n]*[:=][^\S\n]*(?:\*\*)?[^\S\n]*"], 2, lo, hi, weak=False)
+    if not found:
+        found = _statements(text, _WEAK, 1, lo, hi, weak=True)
+    if not found:
+        m = re.match(rf"\s*(?:\*\*)?\s*{_VAL}{_DEN}\s*(?:\*\*)?\s*(?:$|[\n.)\-–:,]|\s+[-–])", text, re.I)
+        if m and not _RANGE_AFTER.match(text, m.end("v")):
+            found = [(m.start("v"), 0, _statement_value(m.group("v"), m.group("d"), lo, hi))]
+    if not found:
+        raise ParseError(f"no score in [{lo:g}, {hi:g}] in output")
+    top = max(s for _, s, _ in found)
+    value = max((p, v) for p, s, v in found if s == top)[1]
+    if isinstance(value, str):
+        raise ParseError(f"the stated score is unreadable: {value}")
+    return value
+
+
+def star_rating(text: str, lo: float = 1, hi: float = 5) -> float:
+    """Stars an answer states (``4 stars``, ``4 out of 5 stars``, ``★★★★``, ``Stars: 4``); the last statement
+    counts. A range (``3 or 4 stars``), a negated mention (``not 5 stars``) or an off-scale count is
+    unreadable; without a stars statement, ``scale_score`` reads ``Stars: 4``/``4/5``/a bare number."""
+    found = []
+    for m in re.finditer(rf"(?<![\w.]){_VAL}{_DEN}[^\S\n]*(?:\*\*)?[^\S\n]*-?[^\S\n]*stars?\b", text, re.I):
+        clause = _clause_before(text, m.start())
+        if _SCORE_NEGATORS.search(clause[-40:]) or _DEFINES.match(text, m.end()):
+            continue  # "not 5 stars"; "five stars means perfect consistency" (the scale, not a rating)
+        ranged = re.search(r"(?:\d|one|two|three|four|five)\s*(?:-|–|to|or|and)\s*$", text[:m.start()], re.I)
+        found.append((m.start(), f"a range of stars ({m.group(0).strip()!r})" if ranged
+                      else _statement_value(m.group("v"), m.group("d"), lo, hi)))
+    for m in re.finditer(r"★+", text):
+        found.append((m.start(), _statement_value(str(len(m.group(0))), None, lo, hi)))
+    if not found:
+        return scale_score(text, lo, hi, "stars")
+    value = max(found)[1]
+    if isinstance(value, str):
+        raise ParseError(f"the stated stars are unreadable: {value}")
+    return value
+
+
+def json_number(value: Any, lo: float, hi: float, what: str) -> float:
+    """A number inside a JSON answer: a JSON number, or a string that is only a number (optionally
+    ``n/hi``) on the scale; ``"4/10"`` on 0-5, ``"high"`` or ``true`` are unreadable."""
+    if isinstance(value, bool):
+        raise ParseError(f"{what} {value!r} is not a number")
+    if isinstance(value, (int, float)):
+        v: float | str = float(value) if lo <= value <= hi else f"{value:g} is outside the {lo:g}-{hi:g} scale"
+    else:
+        m = re.fullmatch(rf"\s*{_VAL}{_DEN}\s*", str(value), re.I)
+        if not m:
+            raise ParseError(f"{what} {value!r} is not a number")
+        v = _statement_value(m.group("v"), m.group("d"), lo, hi)
+    if isinstance(v, str):
+        raise ParseError(f"{what}: {v}")
+    return v
+

@@ -42,24 +42,59 @@ TEMPLATE = "factax/fig3_factax"
 CORRECT = "Factually_Correct"
 LABELS = {"Predicate_Error": PREDICATE, "Entity_Error": ENTITY, "Circumstantial_Error": CIRCUMSTANTIAL,
           "Coreference_Error": COREFERENCE, "Addition_Error": ADDITION, CORRECT: CORRECT}
-_LABEL_LINE = re.compile(r"^[ \t>*-]*(?:\*\*)?labels?(?:\(s\))?(?:\*\*)?[ \t]*[:\-][ \t]*(?:\*\*)?(.*)$", re.I | re.M)
+_LABEL_LINE = re.compile(r"^[ \t>*#-]*(?:\d+[.)][ \t]*)?(?:\*\*)?(?:final[ \t]+|consistency[ \t]+)?"
+                         r"labels?(?:\(s\))?[ \t]*(?:\*\*)?[ \t]*[:\-][ \t]*(?:\*\*)?(.*)$", re.I | re.M)
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
 _LABEL = re.compile(r"(predicate|entity|circumstantial|coreference|addition)[ _-]*errors?|factually[ _-]*correct", re.I)
+_NEGATED = re.compile(r"(?:\bnot|\bno|\bnor|\bneither|\bwithout|\bnever|n[\'’]t)[ \t]+(?:\w+[ \t]+){0,2}$", re.I)
+_REASONING = re.compile(r"^[ \t>*#-]*(?:\d+[.)][ \t]*)?(?:\*\*)?reasoning(?:\*\*)?[ \t]*:?[ \t]*(?:\*\*)?[ \t]*:?[ \t]*"
+                        r"(.*?)(?=^[ \t>*#-]*(?:\d+[.)][ \t]*)?(?:\*\*)?(?:final[ \t]+|consistency[ \t]+)?labels?\b|\Z)",
+                        re.I | re.S | re.M)
 
 
-def parse_factax(text: str) -> tuple[list[str], str]:
-    """(labels as in the prompt, e.g. ["Entity_Error", "Predicate_Error"], reasoning) from the last
-    ``- Label:`` line; raises ParseError when it names none of the six labels."""
-    lines = list(_LABEL_LINE.finditer(text))
-    if not lines:
-        raise ParseError("no '- Label:' line")
-    found = []
-    for m in _LABEL.finditer(lines[-1].group(1)):
+def label_names(value: str) -> list[str]:
+    """FacTax label names a label value states, in order; ``ParseError`` for a negated name ("not
+    factually correct", "no Entity_Error") or the list of labels echoed as alternatives ("... or ...")."""
+    found: list[str] = []
+    for m in _LABEL.finditer(value):
+        if _NEGATED.search(value[:m.start()]):
+            raise ParseError(f"negated label in {value.strip()[:80]!r}")
         name = f"{m.group(1).capitalize()}_Error" if m.group(1) else CORRECT
         if name not in found:
             found.append(name)
+    if len(found) > 1 and re.search(r"\bor\b|/", value):
+        raise ParseError(f"labels offered as alternatives (the instruction echoed?): {value.strip()[:80]!r}")
+    if len(found) == len(LABELS):
+        raise ParseError("all six labels named: the instruction echoed, not an answer")
+    return found
+
+
+def parse_factax(text: str) -> tuple[list[str], str]:
+    """(labels as in the prompt, e.g. ["Entity_Error", "Predicate_Error"], reasoning) from the last label
+    line (``- Label:``, ``**Label:**``, ``Final Label:``, ``2. Label:``; an empty label line followed by a
+    list reads the list). ``ParseError`` when it names none of the six labels, negates one, or offers them
+    as alternatives."""
+    lines = list(_LABEL_LINE.finditer(text))
+    if not lines:
+        raise ParseError("no '- Label:' line")
+    last = lines[-1]
+    value = last.group(1)
+    if not value.strip(" *"):
+        items = []
+        for line in text[last.end():].splitlines()[1:]:
+            item = _LIST_ITEM.match(line)
+            if not item:
+                if line.strip():
+                    break
+                if items:
+                    break
+                continue
+            items.append(item.group(1))
+        value = ", ".join(items)
+    found = label_names(value)
     if not found:
-        raise ParseError(f"no FacTax label in {lines[-1].group(1).strip()[:80]!r}")
-    reasoning = re.search(r"Reasoning\s*:\s*(.*?)(?=^[ \t>*-]*(?:\*\*)?labels?\b|\Z)", text, re.I | re.S | re.M)
+        raise ParseError(f"no FacTax label in {value.strip()[:80]!r}")
+    reasoning = _REASONING.search(text)
     return found, (reasoning.group(1).strip() if reasoning else "")
 
 

@@ -13,22 +13,19 @@ kept in the judgement (for Pearson on score-labelled data, or to tune a threshol
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..data.records import FaithExample
 from ..llm.engine import LLM
-from ..llm.parsing import scale_score
+from ..llm.parsing import star_rating
 from .aspects import Aspect
 from .base import Judgement, MethodSpec, fit_prompt, register, request
 from .geval import GEvalConfig, geval_aspect
 
 
 def parse_stars(text: str) -> float:
-    """"4 stars", "Stars: 4", "4/5" or a bare number, 1-5; the last one wins."""
-    found = [float(m.group(1)) for m in re.finditer(r"(\d(?:\.\d+)?)\s*(?:\*\*)?\s*stars?\b", text, re.I)
-             if 1 <= float(m.group(1)) <= 5]
-    return found[-1] if found else scale_score(text, 1, 5, "stars")
+    """"4 stars", "Stars: 4", "4/5" or a bare number, 1-5 (``parsing.star_rating``)."""
+    return star_rating(text, 1, 5)
 
 
 @dataclass

@@ -30,10 +30,16 @@ class SFTInferenceConfig:
 
 
 def parse_binary(text: str) -> int:
-    m = re.search(r"factually[ _-]*(in)?correct", text, re.I)
-    if not m:
+    """INF-Binary: the answer's Factually_Correct / Factually_Incorrect; a negated one ("not
+    Factually_Correct") or both named is unreadable."""
+    found = {0 if m.group(1) else 1 for m in re.finditer(r"factually[ _-]*(in)?correct", text, re.I)}
+    if not found:
         raise ParseError("no Factually_Correct / Factually_Incorrect")
-    return 0 if m.group(1) else 1
+    if len(found) > 1:
+        raise ParseError("both Factually_Correct and Factually_Incorrect named")
+    if re.search(r"(?:\bnot|\bno|n[\'’]t)[ \t]+(?:\w+[ \t]+){0,2}factually", text, re.I):
+        raise ParseError(f"negated label: {text.strip()[:60]!r}")
+    return found.pop()
 
 
 async def factax_sft(example: FaithExample, llm: LLM, config: SFTInferenceConfig) -> Judgement:

@@ -48,7 +48,7 @@ from typing import Any, Callable
 from ..data.records import MeetingErrorExample
 from ..llm import ConfigError
 from ..llm.engine import LLM
-from ..llm.parsing import ParseError, lenient_json
+from ..llm.parsing import ParseError, json_number, lenient_json
 from ..prompts import render
 from . import mesa_madp as madp
 from .base import Judgement, MethodSpec, fit_prompt, register, request
@@ -144,21 +144,21 @@ class TypeAssessment:
     feedback_used: bool = False
 
 
-def _number(value: Any, lo: float, hi: float, what: str) -> float:
-    try:
-        v = float(str(value).strip().split("/")[0])
-    except ValueError:
-        raise ParseError(f"{what} {value!r} is not a number") from None
-    if not lo <= v <= hi:
-        raise ParseError(f"{what} {v:g} is outside [{lo:g}, {hi:g}]")
-    return v
-
-
 def parse_instances(text: str) -> list[dict]:
-    """Steps 1-2: a JSON list of instance objects (a single object or {"instances": [...]} is accepted)."""
+    """Steps 1-2: a JSON list of instance objects. Also accepted: an object wrapping one such list
+    (``{"instances": [...]}``; ``{"omissions": []}`` is an empty list, not an instance) and a single instance
+    object (no list inside). An object with several lists is unreadable."""
     data = lenient_json(text)
     if isinstance(data, dict):
-        data = data.get("instances", [data])
+        lists = [v for v in data.values() if isinstance(v, list)]
+        if "instances" in data:
+            data = data["instances"]
+        elif len(lists) == 1:
+            data = lists[0]
+        elif lists:
+            raise ParseError(f"an object with {len(lists)} lists: which one holds the instances is not stated")
+        else:
+            data = [data]
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
         raise ParseError("expected a JSON list of instance objects")
     return data
@@ -175,7 +175,7 @@ def parse_rated(text: str) -> list[dict]:
             raise ParseError(f"instance without a true/false error_exists: {json.dumps(x)[:80]}")
         sev = x.get("severity")
         out.append({**x, "error_exists": flag,
-                    "severity": None if sev is None else _number(sev, 0, 10, "severity")})
+                    "severity": None if sev is None else json_number(sev, 0, 10, "severity")})
     return out
 
 
@@ -187,7 +187,7 @@ def parse_score(text: str) -> tuple[float, float, str]:
     for key in ("rating", "confidence"):
         if key not in data:
             raise ParseError(f"no '{key}' in the JSON answer")
-    return (_number(data["rating"], 0, 5, "rating"), _number(data["confidence"], 0, 10, "confidence"),
+    return (json_number(data["rating"], 0, 5, "rating"), json_number(data["confidence"], 0, 10, "confidence"),
             str(data.get("reasoning", "")))
 
 

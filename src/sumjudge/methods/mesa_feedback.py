@@ -26,7 +26,7 @@ from typing import Any
 
 from ..data.records import MeetingErrorExample
 from ..llm.engine import LLM
-from ..llm.parsing import ParseError, lenient_json
+from ..llm.parsing import ParseError, json_number, lenient_json
 from ..prompts import render
 from .base import request
 from .mesa import MesaConfig, error_types, mesa
@@ -69,13 +69,9 @@ def parse_judge(text: str) -> dict[str, Any]:
         raise ParseError("expected a JSON object")
     out: dict[str, Any] = {}
     for k in ("completeness", "overlap", "logic"):
-        try:
-            v = float(data[k])
-        except (KeyError, TypeError, ValueError):
-            raise ParseError(f"no 1-5 number for '{k}'") from None
-        if not 1 <= v <= 5:
-            raise ParseError(f"{k} {v:g} is outside 1-5")
-        out[k] = v
+        if k not in data:
+            raise ParseError(f"no 1-5 number for '{k}'")
+        out[k] = json_number(data[k], 1, 5, k)
     label = " ".join(str(data.get("score_difference", "")).lower().replace("_", " ").split())
     if label not in DIFFERENCES:
         raise ParseError(f"score_difference {label!r} is not one of {DIFFERENCES}")
