@@ -5,7 +5,7 @@ import re
 import pytest
 
 from sumjudge.data.records import FaithExample
-from sumjudge.llm import NullCache, run_sync
+from sumjudge.llm import ConfigError, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.methods import make_config
@@ -151,7 +151,7 @@ def test_self_consistency_majority_and_seeded_tie_break():
 
 @pytest.mark.parametrize("bad", [{"init": "random"}])
 def test_bad_settings_fail_clearly(bad):
-    with pytest.raises(ValueError, match="init must be"):
+    with pytest.raises(ConfigError, match="init"):
         run(ScriptedBackend().add(is_agent, answer(1)), **bad)
 
 

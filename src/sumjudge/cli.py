@@ -7,18 +7,24 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_USAGE, EXIT_DATA, EXIT_BACKEND, EXIT_RUN = 2, 3, 4, 5
+EXIT_USAGE, EXIT_DATA, EXIT_BACKEND, EXIT_RUN, EXIT_INTERRUPTED = 2, 3, 4, 5, 130
+
+
+def parse_sets(sets: list[str] | None) -> dict[str, str]:
+    """``--set key=value`` options as a mapping (values converted and checked by the method's config)."""
+    out = {}
+    for s in sets or []:
+        if "=" not in s:
+            raise ValueError(f"--set {s!r}: expected key=value")
+        k, v = s.split("=", 1)
+        out[k.strip()] = v
+    return out
 
 
 def _cmd_run(a) -> int:
     from .runs import RunConfig, clean_nan, run
 
-    settings = {}
-    for s in a.set or []:
-        if "=" not in s:
-            raise ValueError(f"--set {s!r}: expected key=value")
-        k, v = s.split("=", 1)
-        settings[k] = v
+    settings = parse_sets(a.set)
     rc = RunConfig(method=a.method, dataset=a.dataset, split=a.split, level=a.level, limit=a.limit,
                    backend=a.backend, model=a.model, base_url=a.base_url, seed=a.seed, settings=settings)
     opts = {}
@@ -28,7 +34,8 @@ def _cmd_run(a) -> int:
     keep = {k: m[k] for k in ("method", "dataset", "level", "n_examples", "bacc", "k_alpha", "fpr", "fnr", "unparsed")
             if k in m}
     print(json.dumps(clean_nan({**keep, "out": str(a.out), "wall_s": round(m["wall_s"], 2),
-                      "cache_hits": m["engine"]["cache_hits"], "backend_calls": m["engine"]["backend_calls"]})))
+                      "cache_hits": m["engine"]["cache_hits"], "backend_calls": m["engine"]["backend_calls"],
+                      "backend_calls_all_processes": m["usage_all_processes"]["backend_calls"]})))
     return 0
 
 
@@ -41,8 +48,7 @@ def _cmd_learn(a) -> int:
     from .methods.guideline_learning import learn_guidelines
     from .methods.madisse import MadisseConfig
 
-    settings = dict(s.split("=", 1) for s in a.set or [] if "=" in s)
-    cfg = make_config(MadisseConfig, settings, seed=a.seed)
+    cfg = make_config(MadisseConfig, parse_sets(a.set), seed=a.seed)
     examples = registry.load(a.dataset, split=a.split, level=a.level, limit=a.limit, seed=a.seed)
     out = Path(a.out)
     llm = make_llm(a.backend, a.model, base_url=a.base_url, cache=a.cache, log=out.with_suffix(".calls.jsonl"))
@@ -63,8 +69,7 @@ def _cmd_mesa_feedback(a) -> int:
     from .methods import get_method, make_config
     from .methods.mesa_feedback import save, self_train
 
-    settings = dict(s.split("=", 1) for s in a.set or [] if "=" in s)
-    cfg = make_config(get_method("mesa").config_cls, settings, seed=a.seed)
+    cfg = make_config(get_method("mesa").config_cls, parse_sets(a.set), seed=a.seed)
     train = registry.load(a.dataset, split=a.split, limit=a.limit, seed=a.seed)
     out = Path(a.out)
     llm = make_llm(a.backend, a.model, base_url=a.base_url, cache=a.cache, log=out.with_suffix(".calls.jsonl"))
@@ -227,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args([str(a) for a in argv] if argv is not None else None)
     try:
         return args.fn(args)
+    except KeyboardInterrupt:
+        print("sumjudge: interrupted; every finished call is cached: run the same command again to resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (DataMissingError, DataFormatError, FileNotFoundError) as e:
         print(f"sumjudge: data error: {e}", file=sys.stderr)
         return EXIT_DATA

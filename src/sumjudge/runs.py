@@ -22,6 +22,7 @@ from typing import Any
 from . import __version__
 from .data import registry as data_registry
 from .llm import make_llm
+from .llm import ConfigError
 from .llm.engine import LLM
 from .methods import get_method, make_config
 from .methods.base import Judgement
@@ -46,8 +47,71 @@ class RunConfig:
         return dataclasses.asdict(self)
 
 
+LOCK_NAME = ".lock"
+
+
+class RunLock:
+    """One process per run folder: an exclusive lock on ``<out>/.lock`` holding the owner's pid. A second
+    process gets a ConfigError naming the holder (exit 2); the lock goes with the process, killed or not."""
+
+    def __init__(self, folder: Path):
+        self.path = folder / LOCK_NAME
+        self._fh = None
+
+    def __enter__(self) -> "RunLock":
+        try:
+            import fcntl
+        except ImportError:  # no advisory locks on this platform: one run per folder is up to the user
+            return self
+        fh = self.path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
+            raise ConfigError(f"{self.path.parent} is in use by process {holder}: one run per folder at a time "
+                              "(wait for it, or choose another --out)") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}@{platform.node()}")
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing releases the lock
+
+
+def check_run_folder(out: Path) -> dict | None:
+    """The folder's previous ``config.json`` (None for a new or empty folder); ConfigError for a path that is
+    a file, a non-empty folder that is not a sumjudge run, or an unreadable config.json (file named)."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; a run needs a folder (a new or empty one, or an earlier run's)")
+    if not out.exists():
+        return None
+    cfg_path = out / "config.json"
+    if not cfg_path.exists():
+        # without config.json only what a run killed during start-up leaves is ours (results/metrics are not)
+        foreign = sorted(p.name for p in out.iterdir()
+                         if p.name not in (LOCK_NAME, "calls.jsonl") and not p.name.endswith(".tmp"))
+        if foreign:
+            raise ConfigError(f"{out} is not empty and is not a sumjudge run folder (it holds {', '.join(foreign[:5])}); "
+                              "choose a new or empty folder")
+        return None
+    try:
+        prev = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{cfg_path} is not a readable run config ({e}); remove the folder or choose another "
+                          "--out") from None
+    if not isinstance(prev, dict) or "run" not in prev:
+        raise ConfigError(f"{cfg_path} is not a sumjudge run config; choose another --out")
+    return prev
+
+
 def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # per process: two writers never share a temp file
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
@@ -104,13 +168,19 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
         raise ValueError(f"method {rc.method} needs ambiguity annotations; dataset {rc.dataset} has none "
                          "(use meetingbank-ambiguity)")
     out = Path(out)
+    check_run_folder(out)
     out.mkdir(parents=True, exist_ok=True)
+    with RunLock(out):
+        return _run_locked(rc, spec, cfg, examples, out, no_cache=no_cache, cache=cache, llm=llm, progress=progress,
+                           backend_options=backend_options)
+
+
+def _run_locked(rc: RunConfig, spec, cfg, examples, out: Path, *, no_cache, cache, llm, progress, backend_options):
     cfg_path = out / "config.json"
     record = {"run": rc.to_json(), "method_config": dataclasses.asdict(cfg)}
-    if cfg_path.exists():
-        prev = json.loads(cfg_path.read_text())
-        if {k: prev.get(k) for k in record} != record:
-            raise ValueError(f"{out} holds a run with a different configuration; use another --out folder")
+    prev = check_run_folder(out)  # again under the lock: another process may have written it meanwhile
+    if prev is not None and {k: prev.get(k) for k in record} != json.loads(json.dumps(record)):
+        raise ConfigError(f"{out} holds a run with a different configuration; use another --out folder")
     for stale in ("results.jsonl", "metrics.json"):
         (out / stale).unlink(missing_ok=True)
     t0 = time.time()
@@ -138,6 +208,9 @@ def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cf
     from .llm.engine import run_sync
 
     before = llm.usage.as_dict()
+    if llm.log is not None:  # where this process's calls begin (a resumed run has several processes)
+        llm.log.write({"event": "process_start", "pid": os.getpid(), "host": platform.node(), "time": time.time(),
+                       "sumjudge": __version__})
     judgements = run_sync(judge_all(examples, llm, spec, cfg, max_concurrent=rc.max_concurrent_examples,
                                     progress=progress))
     bulky = ("document", "source", "transcript")  # long texts stay in the dataset, not in every results row
@@ -147,9 +220,42 @@ def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cf
     level = rc.level or data_registry.get(rc.dataset).levels[0]  # rated examples carry no level of their own
     metrics = {"method": rc.method, "dataset": rc.dataset, "level": getattr(examples[0], "level", level) if examples else level,
                "n_examples": len(examples), **METRICS_BY_KIND[spec.kind](examples, judgements),
-               "cost": cost_summary(judgements), "engine": engine_stats(llm, before), "wall_s": time.time() - t0}
+               "cost": cost_summary(judgements), "engine": engine_stats(llm, before),
+               "usage_all_processes": usage_from_log(out / "calls.jsonl"), "wall_s": time.time() - t0}
     write_atomic(out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
     return metrics
+
+
+def usage_from_log(path: Path) -> dict[str, int]:
+    """Totals over every process that worked on the run (``calls.jsonl`` keeps them all): calls, the calls
+    a backend answered (paid), tokens of those, parse failures. The engine's own counters cover this process
+    only, so calls paid before a kill would otherwise vanish from the totals."""
+    tot = dict(processes=0, calls=0, option_calls=0, backend_calls=0, cache_hits=0, prompt_tokens=0,
+               completion_tokens=0, paid_prompt_tokens=0, paid_completion_tokens=0, parse_failures=0)
+    if not path.exists():
+        return tot
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a kill
+                continue
+            ev = rec.get("event")
+            if ev == "process_start":
+                tot["processes"] += 1
+            elif ev == "parse_failure":
+                tot["parse_failures"] += 1
+            elif ev in ("chat", "options"):
+                tot["calls" if ev == "chat" else "option_calls"] += 1
+                hit = bool(rec.get("cache_hit"))
+                tot["cache_hits" if hit else "backend_calls"] += 1
+                resp = rec.get("response") or {}
+                for k in ("prompt_tokens", "completion_tokens"):
+                    n = int(resp.get(k) or 0)
+                    tot[k] += n
+                    if not hit:
+                        tot[f"paid_{k}"] += n
+    return tot
 
 
 def engine_stats(llm: LLM, before: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from . import (
     unieval,
 )
 from .records import Example, FaithExample, MeetingErrorExample, RatedExample
+from ..llm.errors import ConfigError
 from .sources import DataFormatError
 
 
@@ -195,7 +196,7 @@ def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Ex
     """
     import random
 
-    if not limit or limit >= len(examples):
+    if limit is None or limit >= len(examples):
         return list(examples)
     rng = random.Random(seed)
     if all(isinstance(e, RatedExample) for e in examples):
@@ -216,17 +217,32 @@ def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Ex
         by_label: dict[object, list[int]] = {}
         for i, e in enumerate(examples):  # strata: label, and ambiguity where annotated
             by_label.setdefault((e.label, e.ambiguity.ambiguous if e.ambiguity else None), []).append(i)
-        quotas = {k: max(1, round(limit * len(v) / len(examples))) for k, v in by_label.items()}
-        while sum(quotas.values()) > limit:  # rounding / the at-least-one rule overshot: trim the largest
-            k = max(quotas, key=quotas.get)
-            quotas[k] -= 1
+        quotas = stratum_quotas({k: len(v) for k, v in by_label.items()}, limit)
         chosen = [i for k, idx in by_label.items() for i in rng.sample(idx, min(quotas[k], len(idx)))]
         return [examples[i] for i in sorted(chosen)]
     return [examples[i] for i in sorted(rng.sample(range(len(examples)), limit))]
 
 
+def stratum_quotas(sizes: dict, limit: int) -> dict:
+    """How many of each stratum a subset of exactly ``limit`` takes: shares by largest remainder, at least
+    one of each stratum while ``limit`` allows, never more than a stratum holds."""
+    total = sum(sizes.values())
+    share = {k: limit * n / total for k, n in sizes.items()}
+    quotas = {k: min(n, int(share[k])) for k, n in sizes.items()}
+    for k in sorted(sizes, key=lambda k: -sizes[k])[:limit]:  # at least one of each stratum where possible
+        quotas[k] = max(quotas[k], 1)
+    while sum(quotas.values()) > limit:  # the at-least-one rule overshot: trim the largest quota
+        quotas[max(quotas, key=quotas.get)] -= 1
+    while sum(quotas.values()) < limit:  # largest remainders first, where the stratum has room
+        k = max((k for k in sizes if quotas[k] < sizes[k]), key=lambda k: share[k] - quotas[k])
+        quotas[k] += 1
+    return quotas
+
+
 def load(name: str, *, split: str | None = None, level: str | None = None, limit: int | None = None,
          seed: int = 0) -> list[Example]:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"--limit {limit!r}: expected a whole number >= 1 (leave it out for every example)")
     spec = get(name)
     level = level or spec.levels[0]
     if level not in spec.levels:

@@ -64,24 +64,31 @@ def get_method(name: str) -> MethodSpec:
 
 
 def make_config(cls: type, sets: dict[str, Any] | list[str] | None = None, **defaults: Any):
-    """Build a config dataclass from ``key=value`` strings (CLI ``--set``) or a dict; values are parsed as
-    JSON where possible (numbers, booleans, lists), else kept as strings. Unknown keys are errors."""
-    values: dict[str, Any] = dict(defaults)
-    items = sets.items() if isinstance(sets, dict) else [s.split("=", 1) if "=" in s else (s, None) for s in sets or []]
+    """Build a config dataclass from ``key=value`` strings (CLI ``--set``) or a dict, every value converted to
+    the field's type and checked against its rule (``settings.build_config``). Unknown keys are errors."""
+    from .settings import build_config
+
     names = {f.name for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {k: v for k, v in defaults.items() if k in names}
+    items = sets.items() if isinstance(sets, dict) else [s.split("=", 1) if "=" in s else (s, None) for s in sets or []]
     for k, v in items:
         if v is None and not isinstance(sets, dict):  # "--set key" without a value (a dict may hold None)
             raise ConfigError(f"--set {k}: expected key=value")
-        if k not in names:
-            raise ConfigError(f"unknown setting {k!r} for {cls.__name__}; known: {', '.join(sorted(names))}")
-        if isinstance(v, str):
+        if isinstance(v, str) and k in names and _wants_json(cls, k):
             try:
                 v = json.loads(v)
             except json.JSONDecodeError:
                 pass
         values[k] = v
-    values = {k: v for k, v in values.items() if k in names}
-    return cls(**values)
+    return build_config(cls, values)
+
+
+def _wants_json(cls: type, name: str) -> bool:
+    """Free-form settings (``Any``: lists, mappings) take JSON from the command line; typed ones are converted
+    from the string by ``settings``."""
+    import typing
+
+    return typing.get_type_hints(cls)[name] is Any
 
 
 def fit_prompt(llm: LLM, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,

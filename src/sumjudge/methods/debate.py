@@ -73,6 +73,10 @@ class DebateConfig:
     truncate: str = "error"
     fallback: str = "none"  # none | option_scores (for an unreadable final score)
 
+    def check(self) -> None:
+        """Run when the config is built: an unknown persona / prompt type fails before any model loads."""
+        self.critic_template()
+
     def critic_template(self) -> str:
         if self.critic not in CRITICS:
             raise ConfigError(f"unknown critic persona {self.critic!r}; known: {', '.join(CRITICS)}")

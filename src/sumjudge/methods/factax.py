@@ -31,7 +31,6 @@ from typing import Any
 
 from ..data.factax_types import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
 from ..data.records import FaithExample
-from ..llm import ConfigError
 from ..llm.engine import LLM
 from ..llm.parsing import ParseError
 from .alignment import align
@@ -104,7 +103,7 @@ def is_correct(labels: list[str]) -> bool:
 
 @dataclass
 class FacTaxConfig:
-    window_words: Any = None  # None: the whole summary (FacTax) | N words per window (FacTax-WD) | 0: a sentence
+    window_words: int | None = None  # None: the whole summary (FacTax) | N words per window (FacTax-WD) | 0: a sentence
     align_over: int = 1024  # documents longer than this (tokens) are aligned (Appendix C)
     align_tokens: int = 1024  # FacTax: aligned context budget
     align_sentences: int = 5  # FacTax-WD: sentences per window
@@ -117,7 +116,7 @@ class FacTaxConfig:
 
 @dataclass
 class FacTaxWDConfig(FacTaxConfig):
-    window_words: Any = 30
+    window_words: int | None = 30
 
 
 def summary_sentences(example: FaithExample) -> list[str]:
@@ -156,8 +155,6 @@ async def judge_window(example: FaithExample, text: str, i: int, llm: LLM, confi
 
 async def factax(example: FaithExample, llm: LLM, config: FacTaxConfig) -> Judgement:
     ww = config.window_words
-    if ww is not None and (not isinstance(ww, int) or ww < 0):
-        raise ConfigError(f"window_words={ww!r}: expected None (whole summary), 0 (a sentence) or a word count")
     wins = windows(summary_sentences(example), ww) or [example.summary]
     long_document = count_tokens(llm, example.document) > config.align_over  # measured once per summary
     judged = await asyncio.gather(*(judge_window(example, w, i, llm, config, ww is not None, long_document)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data.records import RatedExample
-from ..llm import ConfigError, OptionScoringError
+from ..llm import OptionScoringError
 from ..llm.engine import LLM
 from ..llm.parsing import ParseError, scale_score
 from .aspects import Aspect, score_aspects
@@ -36,8 +36,6 @@ class GEvalConfig:
 
 
 async def geval_aspect(example: RatedExample, a: Aspect, llm: LLM, config: GEvalConfig) -> tuple[float | None, dict]:
-    if config.mode not in ("probs", "samples", "auto"):
-        raise ConfigError(f"g-eval mode {config.mode!r}: expected probs | samples | auto")
     tag = f"{example.id}/{a.name}/g-eval"
     prompt, fit = fit_prompt(llm, a.template, a.fields(example), max_new_tokens=config.max_new_tokens,
                              policy=config.truncate, tag=tag, shrink=a.shrink)

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..data.records import FaithExample
+from ..llm import ConfigError
 from ..llm.engine import LLM
 from ..llm.parsing import ParseError, xml_tag
 from ..prompts import load as load_template
@@ -188,7 +189,7 @@ async def run_session(example: FaithExample, llm: LLM, config: MadisseConfig, in
     elif config.init == "none":
         stances = [None] * n
     else:
-        raise ValueError(f"init must be 'stance' or 'none', got {config.init!r}")
+        raise ConfigError(f"init must be 'stance' or 'none', got {config.init!r}")
     s = Session(index=index, stances=stances)
     learning = learning_text(config.learning)
     shown: list[list[Turn]] = []  # each previous round, in the shuffled order the agents saw it

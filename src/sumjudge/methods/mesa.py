@@ -102,6 +102,10 @@ class MesaConfig:
     truncate: str = "error"
     fallback: str = "none"  # none | option_scores (see the module docstring; recorded as score_source)
 
+    def check(self) -> None:
+        """Cross-field checks, run when the config is built (before any model loads)."""
+        self.selected()
+
     def selected(self) -> list[ErrorType]:
         known = error_types(self.criteria)
         codes = self.types
@@ -112,10 +116,6 @@ class MesaConfig:
         unknown = [c for c in codes if c not in known]
         if unknown or not codes:
             raise ConfigError(f"unknown error type(s) {unknown}; known: {', '.join(known)}")
-        if self.steps not in (1, 3):
-            raise ConfigError(f"steps={self.steps}: expected 1 (single-step) or 3 (three-step)")
-        if self.aspect_mode not in ("single", "multi"):
-            raise ConfigError(f"aspect_mode={self.aspect_mode!r}: expected single or multi")
         if self.madp and self.challengers < 1:
             raise ConfigError("madp needs at least one challenger")
         return [known[c] for c in codes]
