@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import parse_qsl
 
-from .readers import field, read_csv, read_json, read_jsonl
+from .readers import field, read_csv, read_json, read_jsonl, text
 from .records import FaithExample
 from .sources import DataFormatError, DataMissingError
 
@@ -31,6 +31,9 @@ def _rows(path: Path, columns: Iterable[str]) -> list[tuple[int, dict]]:
         data = read_json(path)
         if not isinstance(data, list):
             raise DataFormatError(path, None, None, "expected a JSON list of objects")
+        for i, r in enumerate(data):
+            if not isinstance(r, dict):
+                raise DataFormatError(path, i, None, f"expected a JSON object, got {type(r).__name__}")
         return list(enumerate(data))
     if suffix in (".csv", ".tsv"):
         return read_csv(path, columns, delimiter="\t" if suffix == ".tsv" else ",")
@@ -61,8 +64,8 @@ def load_table(path: str | Path, *, dataset: str, document: str = "document", su
         meta = {"row": i, **{c: r[c] for c in extra if c in r}}
         if group:
             meta["group"] = r.get(group)
-        out.append(FaithExample(id=ex_id, dataset=dataset, document=str(field(r, document, path, i)),
-                                summary=str(field(r, summary, path, i)), label=label_map[raw], level="summary",
+        out.append(FaithExample(id=ex_id, dataset=dataset, document=text(r, document, path, i),
+                                summary=text(r, summary, path, i), label=label_map[raw], level="summary",
                                 error_types=_error_types(r, error_types, path, i) if error_types else [],
                                 meta=meta))
     return out

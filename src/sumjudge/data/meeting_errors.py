@@ -27,7 +27,7 @@ from collections import Counter
 import hashlib
 from pathlib import Path
 
-from .readers import YES_NO, field, read_csv, yes_no
+from .readers import YES_NO, read_csv, text, yes_no
 from .records import MeetingErrorExample, meeting_key
 from .sources import DataFormatError, DataMissingError, resolve
 
@@ -126,10 +126,10 @@ def load_meeting_table(path: str | Path) -> list[MeetingErrorExample]:
                 if not 0 <= v <= 5:
                     raise DataFormatError(path, i, c, f"Likert score {v:g} is outside 0-5")
                 labels[c], likert[c] = int(v > 0), v
-        transcript = str(field(r, "transcript", path, i))
+        transcript = text(r, "transcript", path, i)
         out.append(MeetingErrorExample(
             id=str(r.get("id") or f"{path.stem}-{i}"), dataset=f"meeting-file:{path}", transcript=transcript,
-            summary=str(field(r, "summary", path, i)), labels={c: labels.get(c) for c in MESA_TYPES},
+            summary=text(r, "summary", path, i), labels={c: labels.get(c) for c in MESA_TYPES},
             likert={c: v for c, v in likert.items() if v is not None},
             reasoning={c: str(r[f"{c}_reasoning"]) for c in codes if str(r.get(f"{c}_reasoning") or "").strip()},
             meta={"row": i, "meeting": str(r.get("meeting") or meeting_key(transcript)), "gold": str(r.get("gold") or "")}))

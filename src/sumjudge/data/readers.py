@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any, Iterable
@@ -12,9 +13,22 @@ from .sources import DataFormatError
 YES_NO = {"yes": 1, "no": 0}
 
 
+def read_text(path: Path) -> str:
+    """A text file's content: UTF-8, a byte-order mark allowed; undecodable bytes are a DataFormatError
+    naming the line and column."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise DataFormatError(path, line, None, f"not UTF-8 text: byte 0x{data[e.start]:02x} at column {col} "
+                                                "(save the file as UTF-8)") from None
+
+
 def read_json(path: Path) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as e:
         raise DataFormatError(path, e.lineno, None, f"not valid JSON ({e.msg}; truncated file?)") from None
 
@@ -22,23 +36,22 @@ def read_json(path: Path) -> Any:
 def read_jsonl(path: Path) -> list[tuple[int, dict]]:
     """(line number, object) for every non-empty line."""
     out = []
-    with Path(path).open(encoding="utf-8") as f:
-        for i, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(path, i, None, f"not a JSON line ({e.msg}; truncated file?)") from None
-            if not isinstance(obj, dict):
-                raise DataFormatError(path, i, None, f"expected a JSON object, got {type(obj).__name__}")
-            out.append((i, obj))
+    for i, line in enumerate(read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(path, i, None, f"not a JSON line ({e.msg}; truncated file?)") from None
+        if not isinstance(obj, dict):
+            raise DataFormatError(path, i, None, f"expected a JSON object, got {type(obj).__name__}")
+        out.append((i, obj))
     return out
 
 
 def read_csv(path: Path, required: Iterable[str], delimiter: str = ",") -> list[tuple[int, dict[str, str]]]:
     """(spreadsheet row number, row) for every row; header names are stripped of BOM and spaces."""
-    with Path(path).open(newline="", encoding="utf-8-sig") as f:
+    with io.StringIO(read_text(path), newline="") as f:
         reader = csv.reader(f, delimiter=delimiter)
         try:
             header = [h.strip() for h in next(reader)]
@@ -66,6 +79,15 @@ def field(row: dict, name: str, path: Path, i: int | str, *, nonempty: bool = Tr
     v = row[name]
     if nonempty and (v is None or (isinstance(v, str) and not v.strip())):
         raise DataFormatError(path, i, name, "empty")
+    return v
+
+
+def text(row: dict, name: str, path: Path, i: int | str) -> str:
+    """A text field (document, summary, transcript): must be a string; a mapping, list or number is refused
+    naming the type found, never turned into text for the model."""
+    v = field(row, name, path, i)
+    if not isinstance(v, str):
+        raise DataFormatError(path, i, name, f"expected text, found {type(v).__name__} ({str(v)[:40]!r})")
     return v
 
 

@@ -261,7 +261,10 @@ REQUIRED_TEXT = {FaithExample: ("document", "summary"), RatedExample: ("source",
 
 def check_examples(dataset: str, examples: list[Example]) -> None:
     """Refuse examples whose text fields are empty, naming the dataset, the example and the field
-    (a judge would otherwise be asked about nothing and its answer scored as if it meant something)."""
+    (a judge would otherwise be asked about nothing and its answer scored as if it meant something), and an
+    empty dataset."""
+    if not examples:
+        raise DataFormatError(dataset, None, None, "no examples (an empty file, or every row filtered out)")
     seen: set[str] = set()
     for e in examples:
         if e.id in seen:

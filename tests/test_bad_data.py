@@ -1,0 +1,86 @@
+"""Bad input files: one clear data error (exit 3) naming file, line or row, field and what was found; byte-order
+marks accepted in every text format; an empty dataset is an error."""
+
+import json
+
+import pytest
+
+from sumjudge import cli
+from sumjudge.data import registry
+from sumjudge.data.sources import DataFormatError
+
+GOOD = {"document": "The council met on Monday.", "summary": "The council met.", "label": 1}
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("row, field, found", [
+    ({**GOOD, "document": {"text": "x"}}, "document", "dict"),
+    ({**GOOD, "summary": ["a", "b"]}, "summary", "list"),
+    ({**GOOD, "summary": 42}, "summary", "int"),
+    ({**GOOD, "document": None}, "document", "empty"),
+])
+def test_wrong_types_name_file_line_field_and_type(tmp_path, row, field, found):
+    f = _jsonl(tmp_path / "d.jsonl", [GOOD, row])
+    with pytest.raises(DataFormatError) as e:
+        registry.load(f"file:{f}")
+    msg = str(e.value)
+    assert "d.jsonl" in msg and "row 2" in msg and f"'{field}'" in msg and found in msg
+
+
+def test_meeting_file_checks_text_types(tmp_path):
+    f = _jsonl(tmp_path / "m.jsonl", [{"transcript": {"a": 1}, "summary": "s", "OM": "yes"}])
+    with pytest.raises(DataFormatError, match="'transcript': expected text, found dict"):
+        registry.load(f"meeting-file:{f}")
+
+
+def test_non_utf8_names_line_and_column(tmp_path):
+    f = tmp_path / "latin1.jsonl"
+    f.write_bytes(json.dumps(GOOD).encode() + b"\n" + b'{"document": "caf\xe9", "summary": "s", "label": 1}\n')
+    with pytest.raises(DataFormatError, match=r"latin1.jsonl, row 2: not UTF-8 text: byte 0xe9 at column 18"):
+        registry.load(f"file:{f}")
+    c = tmp_path / "latin1.csv"
+    c.write_bytes(b"document,summary,label\nd,caf\xe9,1\n")
+    with pytest.raises(DataFormatError, match=r"latin1.csv, row 2: not UTF-8"):
+        registry.load(f"file:{c}")
+
+
+@pytest.mark.parametrize("name, content", [("e.jsonl", ""), ("e.json", "[]"), ("blank.jsonl", "\n\n")])
+def test_an_empty_dataset_is_an_error(tmp_path, name, content):
+    f = tmp_path / name
+    f.write_text(content)
+    with pytest.raises(DataFormatError, match="no examples"):
+        registry.load(f"file:{f}")
+
+
+@pytest.mark.parametrize("name, body", [
+    ("b.jsonl", json.dumps(GOOD) + "\n"),
+    ("b.json", json.dumps([GOOD])),
+    ("b.csv", "document,summary,label\nThe council met on Monday.,The council met.,1\n"),
+    ("b.tsv", "document\tsummary\tlabel\nThe council met on Monday.\tThe council met.\t1\n"),
+])
+def test_byte_order_marks_are_accepted_in_every_text_format(tmp_path, name, body):
+    f = tmp_path / name
+    f.write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))
+    (ex,) = registry.load(f"file:{f}")
+    assert ex.document == "The council met on Monday." and ex.label == 1
+
+
+def test_a_json_list_of_non_objects_names_the_item(tmp_path):
+    f = tmp_path / "l.json"
+    f.write_text(json.dumps([GOOD, "oops"]))
+    with pytest.raises(DataFormatError, match="l.json, row 1: expected a JSON object, got str"):
+        registry.load(f"file:{f}")
+
+
+def test_cli_exits_3_with_one_line_and_no_run_folder(tmp_path, capsys):
+    f = _jsonl(tmp_path / "d.jsonl", [{**GOOD, "document": {"x": 1}}])
+    out = tmp_path / "run"
+    assert cli.main(["run", "zero-shot", "--dataset", f"file:{f}", "--model", "tiny", "--out", out,
+                     "--cache", tmp_path / "c.sqlite"]) == 3
+    err = capsys.readouterr().err
+    assert "d.jsonl, row 1, field 'document': expected text, found dict" in err and "Traceback" not in err
+    assert not out.exists()
