@@ -39,3 +39,50 @@ def test_null_cache_stores_nothing():
     c = NullCache()
     c.put_many([("x", "chat", "b", "m", {}, {})])
     assert c.get("x") is None
+
+
+def test_clear_is_scoped_by_backend_model_revision_and_server_and_compacts(cache_file):
+    c = ResponseCache(cache_file)
+    big = {"text": "x" * 20000}
+    c.put_many([(f"a{i}", "chat", "hf", "tiny-llama3", {"i": i}, big, "rev1", "") for i in range(20)]
+               + [(f"b{i}", "chat", "hf", "tiny-llama3", {"i": i}, big, "rev2", "") for i in range(20)]
+               + [(f"s{i}", "chat", "openai", "m", {"i": i}, big, "", "http://a:8000/v1") for i in range(5)]
+               + [(f"t{i}", "chat", "openai", "m", {"i": i}, big, "", "http://b:8000/v1") for i in range(5)])
+    assert c.count(model="tiny-llama3") == 40 and c.count(server="http://a:8000/v1") == 5
+    before = c.stats()["bytes"]
+    assert c.clear("tiny-llama3", revision="rev1") == 20  # one build of the model, not every build of that name
+    assert c.count(model="tiny-llama3") == 20 and c.get("b0") is not None
+    assert c.clear(backend="openai", server="http://a:8000/v1") == 5 and c.get("t0") is not None
+    assert c.stats()["bytes"] < before  # the file shrank
+    rows = {(r["revision"], r["server"]) for r in c.stats()["by_model"]}
+    assert rows == {("rev2", ""), ("", "http://b:8000/v1")}
+
+
+def test_cli_cache_stats_never_creates_and_clear_asks(tmp_path, capsys, monkeypatch):
+    import io
+    import json
+
+    from sumjudge import cli
+
+    missing = tmp_path / "none" / "c.sqlite"
+    assert cli.main(["cache", "stats", "--cache", missing]) == 0
+    assert json.loads(capsys.readouterr().out)["exists"] is False and not missing.parent.exists()
+    path = tmp_path / "c.sqlite"
+    ResponseCache(path).put_many([("x", "chat", "hf", "m1", {}, {"text": "a"}), ("y", "chat", "hf", "m2", {}, {})])
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: no silent deletion
+    assert cli.main(["cache", "clear", "--cache", path]) == 2
+    assert "add --yes" in capsys.readouterr().err and ResponseCache(path).count() == 2
+    assert cli.main(["cache", "clear", "--cache", path, "--model", "m1", "--yes"]) == 0
+    assert json.loads(capsys.readouterr().out)["deleted"] == 1 and ResponseCache(path).count() == 1
+
+
+def test_two_servers_never_share_answers():
+    from sumjudge.llm.types import BackendInfo, cache_key, server_identity
+
+    fields = {"messages": [{"role": "user", "content": "q"}]}
+    a = BackendInfo("openai", "m", server=server_identity("http://user:secret@HostA:8000/v1/"))
+    b = BackendInfo("openai", "m", server=server_identity("http://hostb:8000/v1"))
+    assert a.server == "http://hosta:8000/v1" and "secret" not in a.server
+    assert cache_key("chat", a, fields) != cache_key("chat", b, fields)
+    # local backends keep the keys they had (no server field): caches built earlier stay valid
+    assert cache_key("chat", BackendInfo("hf", "m"), fields) == cache_key("chat", BackendInfo("hf", "m", server=""), fields)

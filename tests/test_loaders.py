@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from conftest import needs_mirror
 
-from sumjudge.data import generic, meeting_errors, registry, summeval, tofueval
+from sumjudge.data import generic, meeting_errors, registry, sources, summeval, tofueval
 from sumjudge.data.factax_types import FACTAX_TYPES, UNMAPPED
 from sumjudge.data.sources import DataFormatError, DataMissingError
 from sumjudge.data.stats import dataset_stats
@@ -135,8 +135,40 @@ def test_llm_aggrefact_missing_offline_says_what_to_do(raw, monkeypatch):
         raise ConnectionError("offline")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
+    monkeypatch.setattr(sources, "hf_dataset_commit", lambda repo, revision=None: None)  # the Hub cannot be asked
     with pytest.raises(DataMissingError, match="lytang/LLM-AggreFact.*dataset, doc, claim, label"):
         registry.load("llm-aggrefact", split="dev")
+
+
+def test_llm_aggrefact_download_is_pinned_to_a_commit_recorded_beside_the_file_and_in_the_run(raw, monkeypatch,
+                                                                                                tmp_path):
+    import datasets
+
+    from sumjudge.data import aggrefact
+    from sumjudge.runs import RunConfig, run
+
+    calls = []
+    monkeypatch.setattr(sources, "hf_dataset_commit", lambda repo, revision=None: "c0ffee" if revision is None else revision)
+
+    def hub(path, *, split, revision):
+        calls.append((path, split, revision))
+        return [{"dataset": "AggreFact-CNN", "doc": "The cat sat on the mat.", "claim": "A cat sat.", "label": 1},
+                {"dataset": "AggreFact-CNN", "doc": "The dog ran.", "claim": "A dog flew.", "label": 0}]
+
+    monkeypatch.setattr(datasets, "load_dataset", hub)
+    path = aggrefact.llm_aggrefact_file("test")
+    assert calls == [("lytang/LLM-AggreFact", "test", "c0ffee")]  # the resolved commit is what is downloaded
+    assert aggrefact.llm_aggrefact_provenance("test") == {"repo": "lytang/LLM-AggreFact", "requested_revision": "main",
+                                                          "commit": "c0ffee"}
+    assert path.exists()
+    from sumjudge.llm.scripted import ScriptedBackend
+    from sumjudge.llm import make_llm
+
+    llm = make_llm(ScriptedBackend().add(".", "<label>1</label>"), no_cache=True)
+    run(RunConfig(method="zero-shot", dataset="llm-aggrefact-cnn", backend="scripted"), tmp_path / "r", llm=llm,
+        progress=False)
+    cfg = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert cfg["dataset_provenance"]["commit"] == "c0ffee"
 
 
 def test_aggrefact_sota_split_by_cut_and_origin(raw):

@@ -97,9 +97,13 @@ def test_govreport_fetch_reads_the_parquet_export_split_by_split(raw, monkeypatc
         return hub[split]
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(long_factuality.sources, "hf_dataset_commit", lambda repo, revision=None: "5eed")
     dest = long_factuality.fetch_govreport_documents()
-    assert calls == [("launch/gov_report", "refs/convert/parquet", {s: f"plain_text/{s}/*.parquet"}, s)
+    # the Parquet branch is resolved to its commit once, and that commit is read for every split
+    assert calls == [("launch/gov_report", "5eed", {s: f"plain_text/{s}/*.parquet"}, s)
                      for s in ("test", "validation")]  # train is never downloaded
+    assert long_factuality.govreport_provenance() == {"repo": "launch/gov_report",
+                                                      "requested_revision": "refs/convert/parquet", "commit": "5eed"}
     rows = [json.loads(x) for x in dest.read_text().splitlines()]
     assert rows == [{"id": "GAO-19-123", "document": "Report GAO-19-123."}, {"id": "R45741", "document": "Report R45741."}]
     assert [e.document for e in registry.load("govreport")] == ["Report R45741."] * 2 + ["Report GAO-19-123."]

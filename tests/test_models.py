@@ -48,3 +48,15 @@ def test_smoke_model_converts_from_gguf_once_and_generates(tmp_path):
         messages=[{"role": "user", "content": "The capital of France is"}], max_new_tokens=8)))
     assert out.completion_tokens > 0 and out.text.strip()
     assert prepare_smoke_model(dest) == dest  # second call: already converted, nothing redone
+
+
+def test_model_id_at_revision_is_split_and_local_paths_are_not(tmp_path):
+    from sumjudge.llm.models import split_revision
+
+    assert split_revision("meta-llama/Meta-Llama-3-8B-Instruct@5f0b02c") == ("meta-llama/Meta-Llama-3-8B-Instruct", "5f0b02c")
+    assert split_revision("org/m") == ("org/m", None)
+    weird = tmp_path / "my@model"
+    weird.mkdir()
+    assert split_revision(str(weird)) == (str(weird), None)  # an existing folder is a path, whatever its name
+    with pytest.raises(ValueError, match="also given"):
+        split_revision("org/m@a", "b")

@@ -91,12 +91,30 @@ def _cmd_tiny(a) -> int:
 
 def _cmd_cache(a) -> int:
     from .llm.cache import ResponseCache
+    from .llm.types import server_identity
+    from .paths import cache_path
 
-    c = ResponseCache(a.cache)
+    path = a.cache or cache_path()
+    if not path.exists():  # never create a cache just to look at it
+        print(json.dumps({"path": str(path), "exists": False, "entries": 0} if a.action == "stats" else
+                         {"path": str(path), "exists": False, "deleted": 0}))
+        return 0
+    c = ResponseCache(path)
     if a.action == "stats":
         print(json.dumps(c.stats(), indent=2))
-    elif a.action == "clear":
-        print(json.dumps({"deleted": c.clear(a.model)}))
+        return 0
+    scope = {"backend": a.backend, "model": a.model, "revision": a.revision,
+             "server": server_identity(a.server) if a.server else None}
+    n = c.count(**scope)
+    what = ", ".join(f"{k}={v}" for k, v in scope.items() if v is not None) or "every entry"
+    if n and not a.yes:
+        if not sys.stdin.isatty():
+            raise ValueError(f"cache clear would delete {n} entries ({what}) from {path}; add --yes to confirm")
+        if input(f"Delete {n} cached responses ({what}) from {path}? [y/N] ").strip().lower() not in ("y", "yes"):
+            print(json.dumps({"deleted": 0, "cancelled": True}))
+            return 0
+    deleted = c.clear(compact=True, **scope)
+    print(json.dumps({"deleted": deleted, "scope": what, "bytes_after": c.stats()["bytes"]}))
     return 0
 
 
@@ -200,7 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("cache", help="response cache")
     c.add_argument("action", choices=("stats", "clear"))
     c.add_argument("--cache", type=Path)
-    c.add_argument("--model", help="clear: only this model's entries")
+    c.add_argument("--backend", choices=("hf", "openai", "scripted"), help="clear: only this backend's entries")
+    c.add_argument("--model", help="clear: only this model's entries (the name `cache stats` shows)")
+    c.add_argument("--revision", help="clear: only this model revision's entries (as `cache stats` shows)")
+    c.add_argument("--server", help="clear: only entries from this server (base URL)")
+    c.add_argument("--yes", action="store_true", help="clear without asking")
     c.set_defaults(fn=_cmd_cache)
 
     d = sub.add_parser("data", help="datasets: list | stats NAME | fetch NAME|all")

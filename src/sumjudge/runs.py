@@ -203,7 +203,10 @@ def _run_locked(rc: RunConfig, spec, cfg, examples, out: Path, *, no_cache, cach
 
 def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cfg_path: Path, t0: float,
              progress: bool) -> dict[str, Any]:
+    ds = data_registry.get(rc.dataset)
+    provenance = ds.provenance(rc.split or ds.splits[0]) if ds.provenance else None
     write_atomic(cfg_path, json.dumps({**record, "backend_info": dataclasses.asdict(llm.info),
+                                       "dataset_provenance": provenance,
                                        "sumjudge": __version__, "python": platform.python_version()}, indent=2))
     from .llm.engine import run_sync
 

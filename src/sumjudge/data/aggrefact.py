@@ -12,14 +12,20 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ..paths import raw_dir
 from .generic import load_table
 from .records import FaithExample
+from . import sources
 from .sources import DataMissingError
 
 LLM_AGGREFACT_HF = "lytang/LLM-AggreFact"
+# The revision to download: a commit pins it (SUMJUDGE_LLM_AGGREFACT_REVISION); by default the current main is
+# resolved to its commit at download time and that commit is both downloaded and recorded beside the file
+# (``<split>.jsonl.source.json``) and in every run's config.json.
+LLM_AGGREFACT_REVISION = os.environ.get("SUMJUDGE_LLM_AGGREFACT_REVISION") or None
 LLM_AGGREFACT_SUBSETS = {"cnn": "AggreFact-CNN", "xsum": "AggreFact-XSum", "mediasum": "TofuEval-MediaS",
                          "meetingbank": "TofuEval-MeetB"}
 AGGREFACT_SOTA = "aggrefact/aggre_fact_sota.csv"
@@ -38,6 +44,11 @@ def llm_aggrefact_local(split: str) -> Path | None:
     return _local("llm-aggrefact", split)
 
 
+def llm_aggrefact_provenance(split: str = "test") -> dict | None:
+    """Repository and commit the local split was downloaded from (None for a file placed by hand)."""
+    return sources.read_provenance(llm_aggrefact_local(split))
+
+
 def llm_aggrefact_file(split: str) -> Path:
     """The split as a local file, downloading it through ``datasets`` the first time."""
     local = _local("llm-aggrefact", split)
@@ -46,7 +57,8 @@ def llm_aggrefact_file(split: str) -> Path:
     try:
         from datasets import load_dataset
 
-        ds = load_dataset(LLM_AGGREFACT_HF, split=split)
+        commit = sources.hf_dataset_commit(LLM_AGGREFACT_HF, LLM_AGGREFACT_REVISION)
+        ds = load_dataset(LLM_AGGREFACT_HF, split=split, revision=commit or LLM_AGGREFACT_REVISION)
     except Exception as e:  # offline, no access token, renamed split...
         raise DataMissingError(
             f"LLM-AggreFact {split} is not in {raw_dir() / 'llm-aggrefact'} and could not be downloaded from the "
@@ -57,6 +69,7 @@ def llm_aggrefact_file(split: str) -> Path:
     with dest.open("w", encoding="utf-8") as f:
         for row in ds:
             f.write(json.dumps({k: row[k] for k in ("dataset", "doc", "claim", "label")}) + "\n")
+    sources.write_provenance(dest, LLM_AGGREFACT_HF, LLM_AGGREFACT_REVISION, commit)
     return dest
 
 

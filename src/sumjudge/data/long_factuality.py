@@ -38,6 +38,7 @@ from ..paths import raw_dir
 from .factax_types import GOVREPORT
 from .readers import field, number, read_csv, read_json, read_jsonl
 from .records import FaithExample
+from . import sources
 from .sources import DataFormatError, DataMissingError, fetch, resolve
 
 GOVREPORT_ANNOTATIONS = "govreport/robust_long_abstractive_human_annotation_dataset.jsonl"
@@ -158,6 +159,11 @@ def load_govreport() -> list[FaithExample]:
     return out
 
 
+def govreport_provenance(split: str = "test") -> dict | None:
+    """Where the GovReport reports file came from (repository and commit), when ``data fetch`` wrote it."""
+    return sources.read_provenance(_optional(GOVREPORT_DOCUMENTS))
+
+
 def govreport_present() -> bool:
     return _optional(GOVREPORT_ANNOTATIONS) is not None and _optional(GOVREPORT_DOCUMENTS) is not None
 
@@ -173,11 +179,13 @@ def fetch_govreport_documents(dest: Path | None = None) -> Path:
         from datasets import load_dataset
 
         found: dict[str, str] = {}
+        commit = sources.hf_dataset_commit(GOVREPORT_HF, GOVREPORT_HF_REVISION)
         for split in ("test", "validation", "train"):
             # The release is a loading-script dataset, which `datasets` >= 4 no longer runs; the Hub's Parquet
             # export of its plain_text configuration holds the same rows. One split is fetched at a time.
             files = {split: f"{GOVREPORT_HF_CONFIG}/{split}/*.parquet"}
-            for row in load_dataset(GOVREPORT_HF, revision=GOVREPORT_HF_REVISION, data_files=files, split=split):
+            for row in load_dataset(GOVREPORT_HF, revision=commit or GOVREPORT_HF_REVISION, data_files=files,
+                                    split=split):
                 key = report_key(row["id"])
                 if key in needed and key not in found:
                     text = next(row[f] for f in ("document", "report", "reports") if f in row)
@@ -193,6 +201,7 @@ def fetch_govreport_documents(dest: Path | None = None) -> Path:
         for key, text in sorted(found.items()):
             f.write(json.dumps({"id": key, "document": text}) + "\n")
     tmp.replace(dest)
+    sources.write_provenance(dest, GOVREPORT_HF, GOVREPORT_HF_REVISION, commit)
     return dest
 
 

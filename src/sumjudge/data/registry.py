@@ -33,6 +33,7 @@ class DatasetSpec:
     present: Callable[[], bool] | None = None  # for datasets without pinned files: is a local copy there?
     fetch: Callable[[], object] | None = None  # for datasets without pinned files: download them
     correlations: tuple[str, ...] = ("spearman", "kendall")  # rated data: the paper's summary-level correlations
+    provenance: Callable[[str], dict | None] | None = None  # downloaded from the Hub: repository and commit, by split
 
 
 DATASETS: dict[str, DatasetSpec] = {}
@@ -115,7 +116,8 @@ register(DatasetSpec(
            f"(Hugging Face {long_factuality.GOVREPORT_HF})",
     files=(long_factuality.GOVREPORT_ANNOTATIONS,), levels=("summary",), splits=("test",),
     loader=lambda split="test", level="summary": long_factuality.load_govreport(),
-    present=long_factuality.govreport_present, fetch=lambda: long_factuality.fetch_govreport_documents()))
+    present=long_factuality.govreport_present, fetch=lambda: long_factuality.fetch_govreport_documents(),
+    provenance=long_factuality.govreport_provenance))
 register(DatasetSpec(
     name="squality", kind="faithfulness",
     description="SQuALITY (LongEval, Krishna et al. 2023): 60 story summaries with FINE-grained human consistency "
@@ -138,13 +140,13 @@ register(DatasetSpec(
     source="huggingface.co/datasets/lytang/LLM-AggreFact", files=(), levels=("summary",), splits=("test", "dev"),
     loader=lambda split="test", level="summary": aggrefact.load_llm_aggrefact(split),
     present=lambda: aggrefact.llm_aggrefact_local("test") is not None,
-    fetch=lambda: [aggrefact.llm_aggrefact_file(s) for s in ("dev", "test")]))
+    fetch=lambda: [aggrefact.llm_aggrefact_file(s) for s in ("dev", "test")], provenance=aggrefact.llm_aggrefact_provenance))
 for _k, _v in aggrefact.LLM_AGGREFACT_SUBSETS.items():
     register(DatasetSpec(
         name=f"llm-aggrefact-{_k}", kind="faithfulness", description=f"LLM-AggreFact {_v}",
         source="huggingface.co/datasets/lytang/LLM-AggreFact", files=(), levels=("summary",), splits=("test", "dev"),
         loader=lambda split="test", level="summary", _k=_k: aggrefact.load_llm_aggrefact(split, _k),
-        present=lambda: aggrefact.llm_aggrefact_local("test") is not None))
+        present=lambda: aggrefact.llm_aggrefact_local("test") is not None, provenance=aggrefact.llm_aggrefact_provenance))
 for _o in (None, "cnndm", "xsum"):
     register(DatasetSpec(
         name="aggrefact-sota" + (f"-{_o}" if _o else ""), kind="faithfulness",

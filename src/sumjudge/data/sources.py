@@ -158,3 +158,33 @@ def _download(src: SourceFile, dest: Path, progress: bool) -> Path:
         if os.path.exists(tmp):
             os.remove(tmp)
     return dest
+
+
+def hf_dataset_commit(repo: str, revision: str | None = None) -> str | None:
+    """The commit a Hugging Face dataset ``revision`` (a branch, tag or commit; None = main) points to now,
+    or None when the Hub cannot be asked (offline)."""
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(repo, revision=revision, timeout=20).sha
+    except Exception:  # offline, no access: the caller records the revision it asked for
+        return None
+
+
+def provenance_path(dest: Path) -> Path:
+    return dest.with_name(dest.name + ".source.json")
+
+
+def write_provenance(dest: Path, repo: str, requested: str | None, commit: str | None) -> None:
+    """Beside a file built from a Hugging Face dataset: which repository and commit it came from."""
+    import json
+
+    provenance_path(dest).write_text(json.dumps({"repo": repo, "requested_revision": requested or "main",
+                                                 "commit": commit}, indent=2), encoding="utf-8")
+
+
+def read_provenance(dest: Path | None) -> dict | None:
+    import json
+
+    p = provenance_path(dest) if dest else None
+    return json.loads(p.read_text(encoding="utf-8")) if p and p.exists() else None

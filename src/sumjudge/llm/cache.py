@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS responses (
 );
 CREATE INDEX IF NOT EXISTS responses_model ON responses(backend, model);
 """
+_COLUMNS = {"revision": "TEXT NOT NULL DEFAULT ''", "server": "TEXT NOT NULL DEFAULT ''"}  # added later
 
 
 class ResponseCache:
@@ -42,6 +43,10 @@ class ResponseCache:
         self._conn.execute("PRAGMA busy_timeout=60000")
         with self._lock:
             self._conn.executescript(_SCHEMA)
+            have = {r[1] for r in self._conn.execute("PRAGMA table_info(responses)")}
+            for col, decl in _COLUMNS.items():
+                if col not in have:
+                    self._conn.execute(f"ALTER TABLE responses ADD COLUMN {col} {decl}")
         self.hits = 0
         self.misses = 0
 
@@ -54,17 +59,19 @@ class ResponseCache:
         self.hits += 1
         return json.loads(row[0])
 
-    def put_many(self, items: list[tuple[str, str, str, str, dict, dict]]) -> None:
-        """items: (key, kind, backend, model, request_json, response_json). One transaction."""
+    def put_many(self, items: list[tuple]) -> None:
+        """items: (key, kind, backend, model, request_json, response_json[, revision, server]). One transaction."""
         rows = [
-            (k, kind, b, m, json.dumps(req, ensure_ascii=False), json.dumps(resp, ensure_ascii=False), time.time())
-            for (k, kind, b, m, req, resp) in items
+            (k, kind, b, m, json.dumps(req, ensure_ascii=False), json.dumps(resp, ensure_ascii=False), time.time(),
+             *(list(rest) + ["", ""])[:2])
+            for (k, kind, b, m, req, resp, *rest) in (tuple(i) for i in items)
         ]
         for attempt in range(20):
             try:
                 with self._lock:
                     self._conn.execute("BEGIN IMMEDIATE")
-                    self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?)", rows)
+                    self._conn.executemany("INSERT OR REPLACE INTO responses (key, kind, backend, model, request, response, created, revision, server) "
+                                            "VALUES (?,?,?,?,?,?,?,?,?)", rows)
                     self._conn.execute("COMMIT")
                 return
             except sqlite3.OperationalError as e:  # database is locked beyond busy_timeout
@@ -79,25 +86,46 @@ class ResponseCache:
         with self._lock:
             total = self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
             per = self._conn.execute(
-                "SELECT kind, backend, model, COUNT(*) FROM responses GROUP BY kind, backend, model ORDER BY 4 DESC"
-            ).fetchall()
+                "SELECT kind, backend, model, revision, server, COUNT(*) FROM responses "
+                "GROUP BY kind, backend, model, revision, server ORDER BY 6 DESC").fetchall()
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.exists())
         return {
             "path": str(self.path),
             "entries": total,
             "bytes": size,
-            "by_model": [{"kind": k, "backend": b, "model": m, "entries": n} for k, b, m, n in per],
+            "by_model": [{"kind": k, "backend": b, "model": m, "revision": r, "server": sv, "entries": n}
+                         for k, b, m, r, sv, n in per],
             "session_hits": self.hits,
             "session_misses": self.misses,
         }
 
-    def clear(self, model: str | None = None) -> int:
+    @staticmethod
+    def _scope(backend: str | None, model: str | None, revision: str | None, server: str | None) -> tuple[str, list]:
+        conds, args = [], []
+        for col, v in (("backend", backend), ("model", model), ("revision", revision), ("server", server)):
+            if v is not None:
+                conds.append(f"{col} = ?")
+                args.append(v)
+        return (" WHERE " + " AND ".join(conds)) if conds else "", args
+
+    def count(self, backend: str | None = None, model: str | None = None, revision: str | None = None,
+              server: str | None = None) -> int:
+        where, args = self._scope(backend, model, revision, server)
         with self._lock:
-            if model is None:
-                cur = self._conn.execute("DELETE FROM responses")
-            else:
-                cur = self._conn.execute("DELETE FROM responses WHERE model = ?", (model,))
-        return cur.rowcount
+            return self._conn.execute(f"SELECT COUNT(*) FROM responses{where}", args).fetchone()[0]
+
+    def clear(self, model: str | None = None, *, backend: str | None = None, revision: str | None = None,
+              server: str | None = None, compact: bool = True) -> int:
+        """Delete the entries of one scope (every given field must match; none given: everything), then
+        compact the file (checkpoint the WAL, VACUUM) so that the disk space comes back."""
+        where, args = self._scope(backend, model, revision, server)
+        with self._lock:
+            n = self._conn.execute(f"DELETE FROM responses{where}", args).rowcount
+            if compact:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._conn.execute("VACUUM")
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return n
 
     def close(self) -> None:
         with self._lock:

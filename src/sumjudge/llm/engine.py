@@ -251,7 +251,8 @@ class LLM:
             self.usage.backend_calls += 1
             if scope:
                 scope.usage.backend_calls += 1
-            to_store.append((key, kind, self.info.name, self.info.model, req.to_json(), res.to_json()))
+            to_store.append((key, kind, self.info.name, self.info.model, req.to_json(), res.to_json(),
+                             self.info.revision, self.info.server))
             self._record(kind, req, res, key, scope)
             if not fut.done():
                 fut.set_result(res)

@@ -23,7 +23,7 @@ from typing import Any
 
 from .decode import BatchDecoder, DecodeResult, DecodeRow
 from .errors import PromptTooLongError
-from .models import LLAMA3_EOS_TOKENS, resolve_model, template_text
+from .models import LLAMA3_EOS_TOKENS, resolve_model, split_revision, template_text
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
 
 
@@ -53,6 +53,7 @@ class HFBackend:
 
         hf_logging.disable_progress_bar()
         self._torch = torch
+        model, revision = split_revision(model, revision)
         path = resolve_model(model)
         cuda = torch.cuda.is_available()
         if device is None:
@@ -70,9 +71,12 @@ class HFBackend:
             loaded.to(device)
         # local folders are named by their folder name (the revision fingerprint tells builds apart)
         name = Path(path).name if Path(path).is_dir() else str(model)
-        rev = revision or getattr(loaded.config, "_commit_hash", None) or self._local_revision(path)
+        # the commit actually loaded (a branch or tag asked for resolves to one), else the local fingerprint
+        rev = getattr(loaded.config, "_commit_hash", None) or revision or self._local_revision(path)
         self._setup(loaded, tokenizer, name=name, revision=rev, dtype=dtype, device_map=device_map,
                     token_budget=token_budget, max_batch=max_batch, context_length=context_length)
+        if revision and revision != rev:  # e.g. a branch or tag: the commit it resolved to is the revision
+            self.info.extra["revision_requested"] = revision
 
     @classmethod
     def from_loaded(cls, model, tokenizer, *, name: str, revision: str = "", token_budget: int = 32768,

@@ -159,6 +159,19 @@ def spm_tokenizer_from_gguf(gguf_path: str | Path):
     return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=bos, eos_token=eos, unk_token=unk, pad_token=pad)
 
 
+def split_revision(name: str, revision: str | None = None) -> tuple[str, str | None]:
+    """``org/name@revision`` -> (``org/name``, ``revision``) for Hugging Face ids; a local path is left whole.
+    A revision given both ways must agree."""
+    if "@" not in name or Path(name).expanduser().exists():
+        return name, revision
+    base, rev = name.rsplit("@", 1)
+    if not base or not rev:
+        raise ValueError(f"model {name!r}: expected org/name@revision")
+    if revision and revision != rev:
+        raise ValueError(f"model {name!r} names revision {rev!r} but {revision!r} was also given")
+    return base, rev
+
+
 def resolve_model(name: str) -> str:
     """``smoke`` / ``tiny`` / a local directory / a Hugging Face repo id -> what ``from_pretrained`` takes."""
     if name == "smoke":

@@ -15,7 +15,7 @@ import random
 import time
 
 from .errors import BackendRequestError, BackendUnavailableError, OptionScoringError
-from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
+from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, server_identity
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
@@ -41,8 +41,8 @@ class OpenAIBackend:
         self.top_logprobs = top_logprobs
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop = None
-        self.info = BackendInfo(name="openai", model=model, revision="",
-                                extra={"base_url": self.base_url or "https://api.openai.com/v1"})
+        server = server_identity(self.base_url or "https://api.openai.com/v1")
+        self.info = BackendInfo(name="openai", model=model, revision="", extra={"base_url": server}, server=server)
         self.retries = 0  # accounting: retried HTTP calls
         self.connect_retries = connect_retries
         self.connected = False  # set by the first answer; before it, connection errors fail fast

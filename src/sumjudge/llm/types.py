@@ -150,9 +150,25 @@ class BackendInfo:
     model: str
     revision: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    server: str = ""  # openai: the normalised base URL, credentials removed ("" for local backends)
+
+
+def server_identity(base_url: str | None) -> str:
+    """A server's identity for the cache and the run record: scheme, host, port and path, lower-cased host, no
+    user:password, query or trailing slash (a key in the URL is never stored)."""
+    from urllib.parse import urlsplit
+
+    if not base_url:
+        return ""
+    u = urlsplit(base_url.strip())
+    host = (u.hostname or "").lower()
+    port = f":{u.port}" if u.port else ""
+    return f"{u.scheme.lower()}://{host}{port}{u.path.rstrip('/')}"
 
 
 def cache_key(kind: str, info: BackendInfo, fields: dict[str, Any]) -> str:
     payload = {"kind": kind, "backend": info.name, "model": info.model, "revision": info.revision, **fields}
+    if info.server:  # two servers never share answers (local backends keep their earlier keys)
+        payload["server"] = info.server
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
