@@ -180,3 +180,14 @@ def test_ctrl_c_prints_one_line_exits_130_and_the_run_resumes(tiny_model_dir, tm
     assert summary["backend_calls_all_processes"] == every["backend_calls"]
     starts = [json.loads(x) for x in calls.read_text().splitlines() if '"process_start"' in x]
     assert len(starts) == 2 and starts[1]["pid"] != starts[0]["pid"]
+
+
+def test_readme_exit_code_table_matches_the_cli():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("Exit codes (each row"):]
+    codes = {int(m.group(1)) for m in re.finditer(r"^\| (\d+) \|", table, re.M)}
+    assert codes == {0, cli.EXIT_USAGE, cli.EXIT_DATA, cli.EXIT_BACKEND, cli.EXIT_RUN, cli.EXIT_INTERRUPTED}
+    assert (cli.EXIT_USAGE, cli.EXIT_DATA, cli.EXIT_BACKEND, cli.EXIT_RUN, cli.EXIT_INTERRUPTED) == (2, 3, 4, 5, 130)
