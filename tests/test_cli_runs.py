@@ -224,7 +224,9 @@ def test_learn_guidelines_cli_writes_a_file_madisse_can_use(tiny_model_dir, tmp_
                      "truncate=truncate", "--set", f"guidelines={out}", "--cache", tmp_path / "c",
                      "--out", tmp_path / "run"]) == 0
     calls = [json.loads(x) for x in (tmp_path / "run" / "calls.jsonl").read_text().splitlines()]
-    assert "1. You should aim for accuracy" in calls[0]["request"]["messages"][-1]["content"]
+    chats = [c for c in calls if c["event"] == "chat"]  # after the process_start line
+    assert calls[0]["event"] == "process_start"
+    assert "1. You should aim for accuracy" in chats[0]["request"]["messages"][-1]["content"]
 
 
 def test_debate_and_geval_run_end_to_end_on_the_tiny_model_with_per_aspect_correlations(tiny_model_dir, tmp_path,
