@@ -3,7 +3,9 @@
 Implements ``POST /v1/chat/completions`` (greedy/sampled text, ``max_tokens``, ``stop``, ``seed``,
 ``logprobs``/``top_logprobs`` of the first token, vLLM's ``continue_final_message``) and
 ``GET /v1/models``. ``fail_next(n, status)`` makes the next n requests fail with an HTTP status, to
-test retries.
+test retries; ``fault_next(kind, n)`` injects faults a real server shows: ``null_content``,
+``empty_choices``, ``malformed_json`` (a 200 whose body is not JSON), ``retry_after`` (429 asking for a
+one-second wait) and ``hang`` (an answer that comes after ``hang_s`` seconds).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ class LocalOpenAIServer:
         self.model_name = model_name
         self.requests: list[dict] = []
         self._fail: list[int] = []
+        self._faults: list[str] = []
+        self.hang_s = 3.0
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -35,6 +39,10 @@ class LocalOpenAIServer:
     def fail_next(self, n: int, status: int = 429) -> None:
         with self._lock:
             self._fail += [status] * n
+
+    def fault_next(self, kind: str, n: int = 1) -> None:
+        with self._lock:
+            self._faults += [kind] * n
 
     def __enter__(self):
         self.thread.start()
@@ -99,11 +107,30 @@ class LocalOpenAIServer:
             def do_GET(self):
                 self._send(200, {"object": "list", "data": [{"id": server.model_name, "object": "model"}]})
 
+            def _raw(self, status: int, data: bytes, headers: dict | None = None) -> None:
+                self.send_response(status)
+                for k, v in {"Content-Type": "application/json", "Content-Length": str(len(data)), **(headers or {})}.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server._lock:
                     server.requests.append(body)
                     status = server._fail.pop(0) if server._fail else None
+                    fault = server._faults.pop(0) if server._faults and not status else None
+                if fault == "retry_after":
+                    return self._raw(429, b'{"error": {"message": "slow down"}}', {"Retry-After": "1"})
+                if fault == "malformed_json":
+                    return self._raw(200, b'{"id": "cmpl", "choices": [{"message": ')
+                if fault == "hang":
+                    time.sleep(server.hang_s)
+                if fault in ("null_content", "empty_choices"):
+                    payload = server._wrap(None, "stop", 1, 0, None)
+                    if fault == "empty_choices":
+                        payload["choices"] = []
+                    return self._send(200, payload)
                 if status:
                     return self._send(status, {"error": {"message": f"injected {status}", "type": "test"}})
                 if body.get("model") != server.model_name:

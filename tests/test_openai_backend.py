@@ -98,3 +98,64 @@ def test_sampled_requests_send_a_seed_per_sample(server):
     run_sync(llm.sample(ChatRequest(messages=msg("hi"), max_new_tokens=3, temperature=0.9, seed=4), 3))
     seeds = [r["seed"] for r in server.requests[-3:]]
     assert len(set(seeds)) == 3
+
+
+@pytest.mark.parametrize("fault", ["null_content", "empty_choices", "malformed_json"])
+def test_malformed_answers_are_retried_never_cached_or_parsed(server, fault, tmp_path):
+    from sumjudge.llm import ResponseCache
+
+    reqs = [ChatRequest(messages=msg(f"Fault {fault} {i}?"), max_new_tokens=6) for i in range(3)]
+    clean = run_sync(LLM(backend(server), cache=NullCache()).chat_many(reqs))
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    be = backend(server)
+    server.fault_next(fault, 2)
+    got = run_sync(LLM(be, cache=cache).chat_many(reqs))
+    assert [r.text for r in got] == [r.text for r in clean] and be.retries == 2
+    assert all(isinstance(r.text, str) for r in got)
+    assert cache.count() == 3  # the three real completions, no fault
+
+
+def test_malformed_answers_to_the_end_fail_with_the_backend_error(server):
+    be = backend(server, max_retries=1)
+    server.fault_next("null_content", 2)
+    with pytest.raises(BackendUnavailableError, match="did not answer after 2 attempts.*null"):
+        run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("null twice"), max_new_tokens=4)))
+
+
+def test_retry_after_is_honoured(server):
+    be = backend(server)  # backoff 0.01 s: only Retry-After can make it wait a second
+    server.fault_next("retry_after")
+    t0 = time.monotonic()
+    r = run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("wait?"), max_new_tokens=4)))
+    assert time.monotonic() - t0 >= 1.0 and be.retries == 1 and r.text
+
+
+def test_a_hanging_request_times_out_and_is_retried(server):
+    be = backend(server, timeout=0.5)
+    server.hang_s = 2.0
+    ref = run_sync(LLM(backend(server), cache=NullCache()).chat(ChatRequest(messages=msg("hang?"), max_new_tokens=4)))
+    server.fault_next("hang")
+    t0 = time.monotonic()
+    r = run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("hang?"), max_new_tokens=4)))
+    assert r.text == ref.text and be.retries >= 1 and time.monotonic() - t0 < 2.0
+
+
+def test_retry_time_is_bounded(server):
+    be = backend(server, max_retries=50, max_retry_time=0.2)
+    server.fail_next(50, 503)
+    t0 = time.monotonic()
+    with pytest.raises(BackendUnavailableError):
+        run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("bounded"), max_new_tokens=4)))
+    assert time.monotonic() - t0 < 2.0
+    with server._lock:
+        server._fail.clear()
+
+
+def test_credentials_in_the_base_url_are_never_recorded(server, tmp_path):
+    from sumjudge.runs import RunConfig
+
+    url = server.base_url.replace("http://", "http://user:s3cret@") + "?api_key=s3cret"
+    be = OpenAIBackend("tiny-llama3", base_url=url)
+    assert "s3cret" not in be.info.server and "s3cret" not in str(be.info.extra) and "s3cret" not in be.where
+    rc = RunConfig(method="zero-shot", dataset="x", backend="openai", model="m", base_url=url)
+    assert "s3cret" not in str(rc.to_json()) and rc.to_json()["base_url"] == server.base_url

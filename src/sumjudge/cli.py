@@ -30,6 +30,8 @@ def _cmd_run(a) -> int:
     opts = {}
     if a.backend == "hf" and a.token_budget:
         opts["token_budget"] = a.token_budget
+    if a.backend == "openai":
+        opts.update({k: v for k, v in (("timeout", a.timeout), ("max_retry_time", a.max_retry_time)) if v})
     m = run(rc, a.out, no_cache=a.no_cache, cache=a.cache, backend_options=opts)
     keep = {k: m[k] for k in ("method", "dataset", "level", "n_examples", "bacc", "k_alpha", "fpr", "fnr", "unparsed")
             if k in m}
@@ -177,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     r.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
     r.add_argument("--token-budget", type=int, help="hf: rows x padded tokens per micro-batch")
+    r.add_argument("--timeout", type=float, help="openai: seconds one request may take (default 600)")
+    r.add_argument("--max-retry-time", type=float,
+                   help="openai: seconds one request may spend being retried in all (default 900)")
     r.set_defaults(fn=_cmd_run)
 
     g = sub.add_parser("learn-guidelines", help="MADISSE guideline learning phase on labelled (dev) examples")

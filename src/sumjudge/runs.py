@@ -44,7 +44,12 @@ class RunConfig:
     max_concurrent_examples: int = 512
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The record of the run; a base URL is kept without credentials (user:password, query)."""
+        from .llm.types import server_identity
+
+        d = dataclasses.asdict(self)
+        d["base_url"] = server_identity(self.base_url) or None
+        return d
 
 
 LOCK_NAME = ".lock"
