@@ -21,8 +21,7 @@ from typing import Any
 
 from . import __version__
 from .data import registry as data_registry
-from .llm import make_llm
-from .llm import ConfigError
+from .llm import ConfigError, make_llm
 from .llm.engine import LLM
 from .methods import get_method, make_config
 from .methods.base import Judgement

@@ -132,6 +132,9 @@ def _balanced(text: str, start: int) -> str | None:
     return None
 
 
+_OPENING = re.compile(r"[\[{]")
+
+
 def lenient_json(text: str) -> Any:
     """The JSON value an answer consists of: the whole reply, a fenced block, or the first top-level JSON
     value standing on its own in prose (single quotes, Python literals and trailing commas forgiven).
@@ -143,7 +146,7 @@ def lenient_json(text: str) -> Any:
     body = _strip_fences(text)
     pos = 0
     while True:
-        m = re.compile(r"[\[{]").search(body, pos)
+        m = _OPENING.search(body, pos)
         if m is None:
             raise ParseError("no parseable JSON object in output")
         start = m.start()

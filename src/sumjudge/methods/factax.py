@@ -41,14 +41,14 @@ TEMPLATE = "factax/fig3_factax"
 CORRECT = "Factually_Correct"
 LABELS = {"Predicate_Error": PREDICATE, "Entity_Error": ENTITY, "Circumstantial_Error": CIRCUMSTANTIAL,
           "Coreference_Error": COREFERENCE, "Addition_Error": ADDITION, CORRECT: CORRECT}
-_LABEL_LINE = re.compile(r"^[ \t>*#-]*(?:\d+[.)][ \t]*)?(?:\*\*)?(?:final[ \t]+|consistency[ \t]+)?"
-                         r"labels?(?:\(s\))?[ \t]*(?:\*\*)?[ \t]*[:\-][ \t]*(?:\*\*)?(.*)$", re.I | re.M)
+_FIELD = r"^[ \t>*#-]*(?:\d+[.)][ \t]*)?(?:\*\*)?"  # a Markdown field's start: "- ", "2. ", "**", "### "
+_LABEL_NAME = r"(?:final[ \t]+|consistency[ \t]+)?labels?"
+_LABEL_LINE = re.compile(_FIELD + _LABEL_NAME + r"(?:\(s\))?[ \t]*(?:\*\*)?[ \t]*[:\-][ \t]*(?:\*\*)?(.*)$", re.I | re.M)
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
 _LABEL = re.compile(r"(predicate|entity|circumstantial|coreference|addition)[ _-]*errors?|factually[ _-]*correct", re.I)
 _NEGATED = re.compile(r"(?:\bnot|\bno|\bnor|\bneither|\bwithout|\bnever|n[\'’]t)[ \t]+(?:\w+[ \t]+){0,2}$", re.I)
-_REASONING = re.compile(r"^[ \t>*#-]*(?:\d+[.)][ \t]*)?(?:\*\*)?reasoning(?:\*\*)?[ \t]*:?[ \t]*(?:\*\*)?[ \t]*:?[ \t]*"
-                        r"(.*?)(?=^[ \t>*#-]*(?:\d+[.)][ \t]*)?(?:\*\*)?(?:final[ \t]+|consistency[ \t]+)?labels?\b|\Z)",
-                        re.I | re.S | re.M)
+_REASONING = re.compile(_FIELD + r"reasoning(?:\*\*)?[ \t]*:?[ \t]*(?:\*\*)?[ \t]*:?[ \t]*"
+                        r"(.*?)(?=" + _FIELD + _LABEL_NAME + r"\b|\Z)", re.I | re.S | re.M)
 
 
 def label_names(value: str) -> list[str]:
@@ -80,15 +80,12 @@ def parse_factax(text: str) -> tuple[list[str], str]:
     value = last.group(1)
     if not value.strip(" *"):
         items = []
-        for line in text[last.end():].splitlines()[1:]:
+        for line in text[last.end():].splitlines()[1:]:  # the list under an empty label line
             item = _LIST_ITEM.match(line)
-            if not item:
-                if line.strip():
-                    break
-                if items:
-                    break
-                continue
-            items.append(item.group(1))
+            if item:
+                items.append(item.group(1))
+            elif line.strip() or items:  # prose, or the blank line after the list
+                break
         value = ", ".join(items)
     found = label_names(value)
     if not found:

@@ -92,7 +92,7 @@ def rule_for(f: dataclasses.Field) -> Rule | None:
     return RULES.get(f.name)
 
 
-def _convert(value: Any, tp: Any, key: str) -> Any:
+def _convert(value: Any, tp: Any) -> Any:
     """``value`` as type ``tp``; raises ValueError with what was expected."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
@@ -104,7 +104,7 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
         errors = []
         for a in (a for a in args if a is not type(None)):
             try:
-                return _convert(value, a, key)
+                return _convert(value, a)
             except ValueError as e:
                 errors.append(str(e))
         raise ValueError(" or ".join(errors))
@@ -152,7 +152,7 @@ def _convert(value: Any, tp: Any, key: str) -> Any:
                 value = [value]
         if not isinstance(value, (list, tuple)):
             raise ValueError("a list")
-        return tuple(_convert(v, args[0], key) for v in value)
+        return tuple(_convert(v, args[0]) for v in value)
     return value
 
 
@@ -160,7 +160,7 @@ def check_setting(cls: type, f: dataclasses.Field, value: Any, hints: dict[str, 
     """One setting, converted and checked; ``ConfigError`` naming key, value and what is allowed."""
     rule = rule_for(f)
     try:
-        v = _convert(value, hints[f.name], f.name)
+        v = _convert(value, hints[f.name])
     except ValueError as e:
         allowed = f" ({rule.allowed()})" if rule else ""
         raise ConfigError(f"setting {f.name}={value!r} for {cls.__name__}: expected {e}{allowed}") from None
