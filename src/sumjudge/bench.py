@@ -1,5 +1,8 @@
 """Engine benchmark: a MADISSE-round-shaped workload, one ``generate`` per request vs the batched engine.
 
+The model is the tiny random Llama-3 (``--shape tiny``), random Llama-3-8B-shaped weights (``--shape
+llama3-8b``, GPU) or any model the hf backend loads (``--model smoke``, a folder, a Hugging Face id).
+
 K documents of about ``doc_tokens`` Llama-3 tokens; 4 agents per document see the same document
 with different initial stances; greedy decoding with a fixed ``max_new_tokens`` (no eos, so every
 request decodes the same number of tokens and both paths do identical work). (a) calls
@@ -164,7 +167,8 @@ def run(args) -> dict:
     from .llm.hf import HFBackend
 
     dtype = resolve_dtype(args.dtype, args.device)
-    model_or_path, tok = _model_for_shape(args.shape, args.device, dtype)
+    model = getattr(args, "model", None)
+    model_or_path, tok = (model, None) if model else _model_for_shape(args.shape, args.device, dtype)
     if tok is None:
         be = HFBackend(model_or_path, device=args.device, dtype=dtype, token_budget=args.token_budget)
     else:
@@ -212,7 +216,7 @@ def run(args) -> dict:
     completion_tokens = sum(r.completion_tokens for r in resps)
     decode_tps = stats["decode_tokens"] / stats["decode_s"] if stats["decode_s"] else None
     result = {
-        "shape": args.shape, "device": str(be.device), "dtype": dtype,
+        "model": model or args.shape, "shape": None if model else args.shape, "device": str(be.device), "dtype": dtype,
         "requests": len(reqs), "docs": args.docs, "agents_per_doc": 4, "repeats": args.repeats,
         "mean_prompt_tokens": round(prompt_tokens / len(reqs), 1), "max_new_tokens": args.max_new_tokens,
         "sequential_s": round(seq_s, 3), "engine_s": round(eng_s, 3), "speedup": round(seq_s / eng_s, 2),

@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--level", choices=("sentence", "summary"))
     r.add_argument("--limit", type=int, help="a seeded subset of N examples (label-stratified; whole groups for rated data)")
     r.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
-    r.add_argument("--model", help="tiny | smoke | a local model folder | a Hugging Face repo id | a served model name")
+    r.add_argument("--model", help="tiny | smoke | gemma-270m | a local model folder | a Hugging Face repo id | a served model name")
     r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://host:8000/v1 (vLLM)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="method setting (repeatable)")
@@ -238,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="engine vs one-generate-per-request benchmark (prints JSON)")
     b.add_argument("--shape", default="tiny", choices=("tiny", "llama3-8b"))
+    b.add_argument("--model", help="a real model instead of --shape: smoke | a local folder | a Hugging Face id")
     b.add_argument("--device", default="cpu")
     b.add_argument("--docs", type=int, default=8, help="K documents (x 4 agents)")
     b.add_argument("--doc-tokens", type=int, default=600)

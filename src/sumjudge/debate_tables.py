@@ -13,6 +13,7 @@ from typing import Any
 
 from .notebook import run_name
 from .report import paper_results, paper_value
+from .run_metrics import parse_columns
 
 EVALUATORS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("G-Eval", "g-eval", {}),
@@ -66,7 +67,8 @@ def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, mo
                          "undefined_groups": a[m]["undefined_groups"], "unparsed": a["unparsed"]}
             rows.append({"experiment": experiment, "evaluator": label, "dataset": metrics["dataset"], "aspect": col,
                          "metric": SYMBOL[m], "paper": cell[i] if cell else None, "reproduced": rep,
-                         "paper_row": paper_row if cell else None, "model": model, "n": metrics["n_examples"], **extra})
+                         "paper_row": paper_row if cell else None, "model": model, "n": metrics["n_examples"], **extra,
+                         **parse_columns(metrics)})
     return rows
 
 

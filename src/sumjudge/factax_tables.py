@@ -15,6 +15,7 @@ from typing import Any
 
 from .notebook import run_name
 from .report import paper_results, paper_value, read_results
+from .run_metrics import parse_columns
 
 DOMAINS: dict[str, str | None] = {
     "qags-cnndm": "CNN/DM", "summeval-consistency": "CNN/DM", "aggrefact-sota-cnndm": "CNN/DM",
@@ -91,7 +92,7 @@ def table2_rows(grid: dict[tuple[str, str], tuple[dict[str, Any], Path]], model:
                          "metric": "Pearson x100" if ds in SCORED else "BAcc %",
                          "paper": paper_value("factax", "table2", label, col) if col else None,
                          "reproduced": None if value is None or value != value else 100 * value, "n": m["n"],
-                         "unparsed": m["unparsed"], "domain": DOMAINS.get(ds), "model": model,
+                         "unparsed": m["unparsed"], **parse_columns(m), "domain": DOMAINS.get(ds), "model": model,
                          "label_sources": m.get("label_sources")})
         doms = domain_scores(runs)
         for dom, val in {**doms, "MACRO": macro(doms)}.items():
@@ -141,7 +142,7 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
                      "window": "1 sentence" if ww == 0 else ("whole summary" if ww is None else f"{ww} words"),
                      "metric": "BAcc %", "paper": None, "reproduced": 100 * m["bacc"] if m["bacc"] == m["bacc"] else None,
                      "mean_windows": statistics.fmean(r["judgement"]["details"]["n_windows"] for r in res) if res else None,
-                     "n": m["n"], "unparsed": m["unparsed"], "calls": m["cost"]["calls_total"]})
+                     "n": m["n"], "unparsed": m["unparsed"], **parse_columns(m), "calls": m["cost"]["calls_total"]})
     return rows
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from .notebook import run_name
 from .report import MADISSE_DATASET_COLUMNS, paper_value
+from .run_metrics import parse_columns
 
 # (paper row, method, settings, variant of the run's metrics or None)
 EVALUATORS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
@@ -30,13 +31,19 @@ ROW_NAMES = {"zero-shot": "Zero-shot single LLM", "cot": "Zero-shot Chain of Tho
 
 def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithful_agents: int = 2,
                    unfaithful_agents: int = 2, sessions: int = 3, adjudicators: int = 3,
-                   samples: int = 5) -> dict[str, dict[str, Any]]:
-    """Metrics per paper row (the run folder under ``'run_dir'``)."""
+                   samples: int = 5, rows: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Metrics per paper row (the run folder under ``'run_dir'``); ``rows`` picks some (default: all seven)."""
+    unknown = set(rows or []) - {r for r, *_ in EVALUATORS}
+    if unknown:
+        raise ValueError(f"evaluators: unknown row(s) {', '.join(sorted(unknown))}; known: "
+                         f"{', '.join(r for r, *_ in EVALUATORS)}")
     debate = {"rounds": rounds, "faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
               "adjudicators": adjudicators}
     out: dict[str, dict[str, Any]] = {}
     done: dict[str, tuple[dict, Any]] = {}
     for row, method, settings, variant in EVALUATORS:
+        if rows is not None and row not in rows:
+            continue
         cfg = {k: (sessions if v == "SESSIONS" else v) for k, v in settings.items()}
         if method == "madisse":
             cfg = {**debate, **cfg}
@@ -61,7 +68,7 @@ def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str
         cell = paper_value("madisse", table, row, col) or [None, None]
         rates = (paper_value("madisse", "table35", row, col) if level == "summary" else None) or [None, None]
         common = {"evaluator": ROW_NAMES[row], "dataset": dataset, "level": level, "model": model,
-                  "n": m["n_examples"], "unparsed": m.get("unparsed"),
+                  "n": m["n_examples"], "unparsed": m.get("unparsed"), **parse_columns(m),
                   "calls_per_example": round(m["cost"]["calls_per_example"], 1)}
         pct = (lambda v: None if v is None else 100 * v)
         rows += [{**common, "metric": "BAcc (%)", "paper": cell[0], "reproduced": pct(m.get("bacc"))},

@@ -16,6 +16,7 @@ from typing import Any
 
 from .notebook import run_name
 from .report import paper_value, read_results
+from .run_metrics import parse_columns
 
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
 SETUPS = {"Single": {}, "Multi": {"madp": True}}
@@ -45,7 +46,7 @@ def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit:
 
     if iterations <= 0:
         return {}
-    cfg = make_config(get_method("mesa").config_cls, session.method_settings(**settings), seed=session.prof.seed)
+    cfg = make_config(get_method("mesa").config_cls, session.method_settings("mesa", **settings), seed=session.prof.seed)
     train = registry.load(dataset, split="train", limit=limit, seed=session.prof.seed)
     digest = hashlib.sha256(json.dumps([repr(cfg), [e.id for e in train], iterations]).encode()).hexdigest()[:8]
     out = session.runs_dir() / f"self-training-{run_name('mesa', settings, dataset)}-it{iterations}-{digest}"
@@ -110,7 +111,7 @@ def table1_rows(single: dict[str, Any], three: dict[str, Any], model: str) -> li
             rows.append({"experiment": "Table 1", "evaluator": label, "aspect": code, "metric": "BAcc %",
                          "paper": paper_value("mesa", "table1", label, paper_code(code)),
                          "reproduced": None if bacc is None or bacc != bacc else 100 * bacc,
-                         "n": t.get("detected_n"), "errors": t.get("errors"), "model": model,
+                         "n": t.get("detected_n"), "errors": t.get("errors"), **parse_columns(m), "model": model,
                          "note": None if t.get("available") else t.get("reason")})
     return rows
 
@@ -123,7 +124,8 @@ def table3_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> 
             pb = t.get("point_biserial", {})
             rows.append({"experiment": "Table 3", "evaluator": label, "aspect": code, "metric": "r_pb",
                          "paper": paper_value("mesa", "table3", label, paper_code(code)), "reproduced": pb.get("r"),
-                         "p": _p(pb.get("p")), "n": pb.get("n"), "unscored": t.get("unscored"), "model": model,
+                         "p": _p(pb.get("p")), "n": pb.get("n"), "unscored": t.get("unscored"), **parse_columns(m),
+                         "model": model,
                          "note": None if t.get("available") else t.get("reason")})
     return rows
 

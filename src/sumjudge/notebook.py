@@ -46,7 +46,7 @@ class Session:
     _llm: LLM | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.prof = profiles.load(self.profile, backend=self.backend, model=self.model, base_url=self.base_url,
+        self.prof = profiles.load(self.profile, notebook=self.notebook, backend=self.backend, model=self.model, base_url=self.base_url,
                                   n=self.n, seed=self.seed)
 
     @property
@@ -60,10 +60,12 @@ class Session:
     def runs_dir(self) -> Path:
         return project_root() / "build" / "runs" / self.notebook / f"{self.prof.name}-{slug(self.prof.model)}"
 
-    def method_settings(self, **extra: Any) -> dict[str, Any]:
-        """The profile's generation policy as method settings (every method config has these fields)."""
+    def method_settings(self, method: str | None = None, **extra: Any) -> dict[str, Any]:
+        """The profile's generation policy as method settings (every method config has these fields), then the
+        profile's settings for ``method``, then ``extra``."""
         p = self.prof
-        return {"max_new_tokens": p.max_new_tokens, "truncate": p.truncate, "fallback": p.label_fallback, **extra}
+        return {"max_new_tokens": p.max_new_tokens, "truncate": p.truncate, "fallback": p.label_fallback,
+                **p.method_settings.get(method or "", {}), **extra}
 
     def run(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
             split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None,
@@ -74,7 +76,7 @@ class Session:
         p = self.prof
         rc = RunConfig(method=method, dataset=dataset, split=split, level=level,
                        limit=limit if limit is not None else p.n, backend=p.backend, model=p.model,
-                       base_url=p.base_url, seed=p.seed, settings=self.method_settings(**(settings or {})))
+                       base_url=p.base_url, seed=p.seed, settings=self.method_settings(method, **(settings or {})))
         # the folder name carries a hash of the whole configuration (run + the method's resolved settings,
         # defaults included): another profile, setting or default never collides with an older run
         from dataclasses import asdict

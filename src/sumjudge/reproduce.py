@@ -42,7 +42,7 @@ def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
 
     out = out_dir / nb.name
     declared = notebook_parameters(nb)
-    preset = {k: v for k, v in profiles.load(profile).parameters.items() if k in declared}
+    preset = {k: v for k, v in profiles.load(profile, notebook=nb.stem).parameters.items() if k in declared}
     parameters = {"profile": profile, **preset, **{k: v for k, v in params.items() if v not in (None, "")}}
     pm.execute_notebook(str(nb), str(out), parameters=parameters, cwd=str(nb.parent), progress_bar=False,
                         kernel_name="python3", log_output=False)
@@ -73,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(nb.name)
             status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
         print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
+    from .parse_report import write_parse_rates
+    from .paths import figures_dir
+
+    table = write_parse_rates(project_root() / "build" / "runs", a.profile, figures_dir())
+    if table:
+        print(f"parse rates per method: {table.with_suffix('.md')}")
     print(f"profile {a.profile}: {len(notebooks(a.notebooks)) - len(failed)} notebooks ok, {len(failed)} failed; "
           f"wall time {time.time() - t_all:.1f}s; executed copies in {out_dir}; tables and figures in figures/")
     return 1 if failed else 0

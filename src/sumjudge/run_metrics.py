@@ -178,3 +178,13 @@ def _mean(values: list[float]) -> float:
 
 METRICS_BY_KIND = {"faithfulness": faithfulness_metrics, "ambiguity": ambiguity_metrics, "rated": rated_metrics,
                    "meeting-errors": meeting_error_metrics}
+
+
+def parse_columns(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A run's parse rates as table columns (``metrics["parse_rates"]``): the % of answers read on the first
+    try and after retries, and the examples whose verdict used an option-scoring fallback."""
+    pr = metrics.get("parse_rates") or {}
+    pct = (lambda v: None if v is None else round(100 * v, 1))
+    return {"parsed_first_%": pct(pr.get("first_try")), "parsed_%": pct(pr.get("after_retries")),
+            "fallback_examples": pr.get("examples_with_fallback")}
+

@@ -157,6 +157,22 @@ def cost_summary(judgements: list[Judgement]) -> dict[str, float]:
     return {**{f"{k}_per_example": v / n for k, v in tot.items()}, **{f"{k}_total": v for k, v in tot.items()}}
 
 
+def parse_rates(judgements: list[Judgement]) -> dict[str, Any]:
+    """How the run's values were read: of the answers methods parsed (``chat_parsed``), the share read on
+    the first try, the share read after retries and the unreadable count; option-scoring calls that stood in
+    for unreadable answers (``fallback_calls``) and the examples whose verdict used one. Re-read from cached
+    answers on a resumed run, so the numbers cover the whole run."""
+    tot = {k: sum(int(j.usage.get(k, 0)) for j in judgements)
+           for k in ("parse_calls", "parsed_first_try", "parsed_after_retries", "parse_failures", "fallbacks")}
+    n = tot["parse_calls"]
+    return {"parse_calls": n, "parsed_first_try": tot["parsed_first_try"],
+            "parsed_after_retries": tot["parsed_after_retries"], "unreadable": tot["parse_failures"],
+            "first_try": tot["parsed_first_try"] / n if n else None,
+            "after_retries": (tot["parsed_first_try"] + tot["parsed_after_retries"]) / n if n else None,
+            "fallback_calls": tot["fallbacks"],
+            "examples_with_fallback": sum(int(j.usage.get("fallbacks", 0)) > 0 for j in judgements)}
+
+
 def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | Path | None = None,
         llm: LLM | None = None, progress: bool = True, backend_options: dict | None = None) -> dict[str, Any]:
     """Execute one run into ``out``; returns the metrics. Rerunning into the same folder with the same
@@ -227,7 +243,7 @@ def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cf
     level = rc.level or data_registry.get(rc.dataset).levels[0]  # rated examples carry no level of their own
     metrics = {"method": rc.method, "dataset": rc.dataset, "level": getattr(examples[0], "level", level) if examples else level,
                "n_examples": len(examples), **METRICS_BY_KIND[spec.kind](examples, judgements),
-               "cost": cost_summary(judgements), "engine": engine_stats(llm, before),
+               "parse_rates": parse_rates(judgements), "cost": cost_summary(judgements), "engine": engine_stats(llm, before),
                "usage_all_processes": usage_from_log(out / "calls.jsonl"), "wall_s": time.time() - t0}
     write_atomic(out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
     return metrics
@@ -250,7 +266,7 @@ def usage_from_log(path: Path) -> dict[str, int]:
             ev = rec.get("event")
             if ev == "process_start":
                 tot["processes"] += 1
-            elif ev == "parse_failure":
+            elif ev == "parse_failure" or (ev == "parse" and not rec.get("ok")):  # parse_failure: older logs
                 tot["parse_failures"] += 1
             elif ev in ("chat", "options"):
                 tot["calls" if ev == "chat" else "option_calls"] += 1

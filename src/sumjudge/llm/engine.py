@@ -46,8 +46,12 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     option_calls: int = 0
-    parse_failures: int = 0
+    parse_calls: int = 0  # chat_parsed calls: answers the method needed to read
+    parsed_first_try: int = 0
+    parsed_after_retries: int = 0
+    parse_failures: int = 0  # unreadable after every retry
     parse_retries: int = 0
+    fallbacks: int = 0  # option-scoring calls that stood in for an unreadable answer
     batches: int = 0
     errors: int = 0
 
@@ -126,6 +130,16 @@ class LLM:
     async def score_options(self, messages, options, prefix: str = "", tag: str = "") -> OptionScores:
         return await self._get("options", OptionRequest(messages=messages, options=tuple(options), prefix=prefix, tag=tag))
 
+    async def score_fallback(self, messages, options, prefix: str = "", tag: str = "") -> OptionScores:
+        """Option scoring that stands in for an answer the method could not read (``fallback=option_scores``):
+        counted in ``usage.fallbacks`` so that every run reports how many of its values are not parsed text."""
+        self._count(fallbacks=1)
+        return await self.score_options(messages, options, prefix=prefix, tag=tag + "#fallback")
+
+    def _count(self, **deltas: int) -> None:
+        for k, v in deltas.items():
+            setattr(self.usage, k, getattr(self.usage, k) + v)
+
     async def chat_parsed(self, req: ChatRequest, parse: Callable[[str], T], retries: int | None = None) -> Parsed[T]:
         """Chat, parse; on ``ParseError`` retry (sampling with a derived seed), then report the failure.
 
@@ -139,7 +153,6 @@ class LLM:
         for attempt in range(retries + 1):
             r = req
             if attempt:
-                self.usage.parse_retries += 1
                 r = replace(req, temperature=req.temperature or self.retry_temperature,
                             seed=(req.seed or 0) + 100_000 * attempt, tag=f"{req.tag}#retry{attempt}")
             resp = await self.chat(r)
@@ -149,10 +162,14 @@ class LLM:
             except ParseError as e:
                 err = str(e)
                 continue
+            self._count(parse_calls=1, parse_retries=attempt, parsed_first_try=attempt == 0,
+                        parsed_after_retries=attempt > 0)
+            if self.log:
+                self.log.write({"event": "parse", "tag": req.tag, "ok": True, "attempts": attempt + 1})
             return Parsed(value=value, ok=True, attempts=attempt + 1, response=resp, responses=responses)
-        self.usage.parse_failures += 1
+        self._count(parse_calls=1, parse_retries=retries, parse_failures=1)
         if self.log:
-            self.log.write({"event": "parse_failure", "tag": req.tag, "error": err, "attempts": retries + 1})
+            self.log.write({"event": "parse", "tag": req.tag, "ok": False, "error": err, "attempts": retries + 1})
         return Parsed(value=None, ok=False, attempts=retries + 1, response=responses[-1], error=err,
                       responses=responses)
 
@@ -312,11 +329,10 @@ class ScopedLLM(LLM):
         req = OptionRequest(messages=messages, options=tuple(options), prefix=prefix, tag=tag)
         return await self.parent._get("options", req, self)
 
-    async def chat_parsed(self, req, parse, retries=None):
-        result = await LLM.chat_parsed(self, req, parse, retries)
-        self.parent.usage.parse_retries += result.attempts - 1
-        self.parent.usage.parse_failures += not result.ok
-        return result
+    def _count(self, **deltas: int) -> None:
+        for usage in (self.usage, self.parent.usage):
+            for k, v in deltas.items():
+                setattr(usage, k, getattr(usage, k) + v)
 
     def scoped(self, name: str) -> "ScopedLLM":
         return ScopedLLM(self.parent, f"{self.name}/{name}")

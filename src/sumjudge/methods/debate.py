@@ -220,8 +220,8 @@ async def debate_aspect(example: RatedExample, a: Aspect, llm: LLM, config: Deba
     if final.score is None:
         out.final_source = "unparsed"
         if config.fallback == "option_scores":  # p(score | the agent's own answer + "Score: "), recorded
-            sc = await llm.score_options(cmd.asked[final.speaker], a.options, prefix=final.text.rstrip() + "\nScore: ",
-                                         tag=f"{cmd.tag}/{final.speaker}#fallback")
+            sc = await llm.score_fallback(cmd.asked[final.speaker], a.options, prefix=final.text.rstrip() + "\nScore: ",
+                                          tag=f"{cmd.tag}/{final.speaker}")
             out.final_score, out.final_source = float(sc.best()), f"option_scores ({final.speaker})"
     out.turns, out.turns_dropped = cmd.turns, cmd.dropped
     return out.final_score, asdict(out)

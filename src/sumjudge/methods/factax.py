@@ -144,7 +144,7 @@ async def judge_window(example: FaithExample, text: str, i: int, llm: LLM, confi
         labels, why = res.value
         return {**out, "labels": labels, "reasoning": why, "correct": is_correct(labels), "source": "parsed"}
     if config.fallback == "option_scores":
-        sc = await llm.score_options(req.messages, list(LABELS), prefix="- Reasoning: \n- Label: ", tag=req.tag + "#fallback")
+        sc = await llm.score_fallback(req.messages, list(LABELS), prefix="- Reasoning: \n- Label: ", tag=req.tag)
         best = str(sc.best())
         return {**out, "labels": [best], "reasoning": "", "correct": best == CORRECT, "source": "option_scores"}
     return {**out, "labels": [], "reasoning": "", "correct": None, "source": "unparsed", "parse_error": res.error}

@@ -46,7 +46,7 @@ async def star(example: FaithExample, llm: LLM, config: StarConfig) -> Judgement
     res = await llm.chat_parsed(req, parse_stars)
     stars, source = (res.value, "parsed") if res.ok else (None, "unparsed")
     if stars is None and config.fallback == "option_scores":
-        sc = await llm.score_options(req.messages, ["1", "2", "3", "4", "5"], tag=req.tag + "#fallback")
+        sc = await llm.score_fallback(req.messages, ["1", "2", "3", "4", "5"], tag=req.tag)
         stars, source = float(sc.best()), "option_scores"
     label = None if stars is None else int(stars >= config.threshold)
     return Judgement(example_id=example.id, label=label, score=stars, parsed=label is not None, label_source=source,

@@ -62,7 +62,7 @@ async def factax_sft(example: FaithExample, llm: LLM, config: SFTInferenceConfig
         types = [] if config.inference == "binary" else sorted(LABELS[x] for x in res.value if x != "Factually_Correct")
         source = "parsed"
     elif config.fallback == "option_scores":
-        sc = await llm.score_options(req.messages, [" Factually_Correct", " Factually_Incorrect"], tag=req.tag + "#fallback")
+        sc = await llm.score_fallback(req.messages, [" Factually_Correct", " Factually_Incorrect"], tag=req.tag)
         label, source = int(sc.best() == " Factually_Correct"), "option_scores"
     else:
         label, source = None, "unparsed"

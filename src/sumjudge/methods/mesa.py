@@ -263,11 +263,11 @@ class Steps:
 
     async def fallback_score(self, req, prefix: str = "") -> tuple[float, float, str]:
         """The likeliest rating 0-5 and confidence 0-10 after the JSON keys (engine option scoring)."""
-        rating = await self.llm.score_options(req.messages, [str(v) for v in range(6)], prefix=prefix + '{"rating": ',
-                                              tag=req.tag + "#fallback-rating")
-        conf = await self.llm.score_options(req.messages, [str(v) for v in range(11)],
-                                            prefix=f'{prefix}{{"rating": {rating.best()}, "confidence": ',
-                                            tag=req.tag + "#fallback-confidence")
+        rating = await self.llm.score_fallback(req.messages, [str(v) for v in range(6)], prefix=prefix + '{"rating": ',
+                                               tag=req.tag + "-rating")
+        conf = await self.llm.score_fallback(req.messages, [str(v) for v in range(11)],
+                                             prefix=f'{prefix}{{"rating": {rating.best()}, "confidence": ',
+                                             tag=req.tag + "-confidence")
         return float(rating.best()), float(conf.best()), ""
 
 

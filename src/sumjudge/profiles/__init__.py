@@ -25,6 +25,11 @@ class Profile:
     # notebook parameters this profile sets (e.g. fewer self-consistency samples on a CPU); explicit
     # `make reproduce` overrides and the notebooks' own defaults apply otherwise
     parameters: dict[str, Any] = field(default_factory=dict)
+    # method settings by method name (e.g. more answer tokens for chain-of-thought), under explicit settings
+    method_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # per-notebook settings, keyed by the notebook's number ("10"): profile fields (n, context_length,
+    # max_new_tokens, ...) and notebook parameters, applied over the above for that notebook only
+    notebooks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def engine_options(self) -> dict[str, Any]:
         """Keyword arguments for ``make_llm`` beyond backend/model/base_url."""
@@ -32,6 +37,17 @@ class Profile:
         if self.context_length and self.backend == "hf":
             opts["context_length"] = self.context_length
         return opts
+
+    def for_notebook(self, notebook: str) -> "Profile":
+        """This profile as ``notebook`` (e.g. "10_madisse_main") runs it: its section's profile fields replace
+        the profile's, its other keys are notebook parameters added to ``parameters``."""
+        own = {f.name for f in fields(self)} - {"name", "parameters", "notebooks", "method_settings"}
+        prof = self
+        for key, section in self.notebooks.items():
+            if notebook.split("_", 1)[0] == str(key):
+                prof = replace(prof, **{k: v for k, v in section.items() if k in own},
+                               parameters={**prof.parameters, **{k: v for k, v in section.items() if k not in own}})
+        return prof
 
     def with_overrides(self, **kw: Any) -> "Profile":
         """Override fields with the values that are set (None / '' mean: keep the profile's)."""
@@ -45,9 +61,14 @@ def available() -> list[str]:
     return sorted(f.name[:-5] for f in files("sumjudge.profiles").iterdir() if f.name.endswith(".yaml"))
 
 
-def load(name: str, **overrides: Any) -> Profile:
+def load(name: str, notebook: str | None = None, **overrides: Any) -> Profile:
+    """The profile ``name`` (as ``notebook`` runs it, when given), with the set ``overrides`` applied last."""
     f = files("sumjudge.profiles").joinpath(f"{name}.yaml")
     if not f.is_file():
         raise ValueError(f"unknown profile {name!r}; known: {', '.join(available())}")
     data = yaml.safe_load(f.read_text())
-    return Profile(**data).with_overrides(**overrides)
+    unknown = set(data) - {x.name for x in fields(Profile)}
+    if unknown:
+        raise ValueError(f"profile {f.name}: unknown key(s) {', '.join(sorted(unknown))}")
+    prof = Profile(**data)
+    return (prof.for_notebook(notebook) if notebook else prof).with_overrides(**overrides)
