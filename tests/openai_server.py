@@ -1,8 +1,12 @@
 """A small OpenAI-compatible HTTP server for tests: serves a local HF model on 127.0.0.1.
 
 Implements ``POST /v1/chat/completions`` (greedy/sampled text, ``max_tokens``, ``stop``, ``seed``,
-``logprobs``/``top_logprobs`` of the first token, vLLM's ``continue_final_message``) and
-``GET /v1/models``. ``fail_next(n, status)`` makes the next n requests fail with an HTTP status, to
+``logprobs``/``top_logprobs`` of the first token, vLLM's ``continue_final_message``), and, as vLLM does,
+``GET /v1/models`` (``root``, ``max_model_len``), ``POST /tokenize`` (``messages`` or ``prompt``),
+``POST /v1/completions`` with token-id prompts and ``prompt_logprobs``, and ``GET /metrics`` (prefix-cache
+counters). ``vllm_routes=False`` serves the chat endpoint and a plain model list only, like other
+OpenAI-compatible servers. Like vLLM, a prompt over ``max_model_len`` is refused with a 400 and an answer
+that would pass it is cut (``finish_reason=length``). ``fail_next(n, status)`` makes the next n requests fail with an HTTP status, to
 test retries; ``fault_next(kind, n)`` injects faults a real server shows: ``null_content``,
 ``empty_choices``, ``malformed_json`` (a 200 whose body is not JSON), ``retry_after`` (429 asking for a
 one-second wait) and ``hang`` (an answer that comes after ``hang_s`` seconds).
@@ -20,6 +24,10 @@ import torch
 from sumjudge.llm import ChatRequest
 
 
+class PromptOverContext(Exception):
+    pass
+
+
 class _QuietServer(ThreadingHTTPServer):
     """A client that gave up (a test's short timeout) leaves a broken connection: not an error worth printing
     into a later test's output."""
@@ -34,9 +42,14 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class LocalOpenAIServer:
-    def __init__(self, backend, model_name: str = "tiny-llama3"):
+    def __init__(self, backend, model_name: str = "tiny-llama3", *, max_model_len: int = 4096,
+                 vllm_routes: bool = True, root: str = "/models/tiny-llama3"):
         self.backend = backend
         self.model_name = model_name
+        self.max_model_len = max_model_len
+        self.vllm_routes = vllm_routes
+        self.root = root
+        self.prefix_queries = self.prefix_hits = 0
         self.requests: list[dict] = []
         self._fail: list[int] = []
         self._faults: list[str] = []
@@ -71,7 +84,13 @@ class LocalOpenAIServer:
         messages = body["messages"]
         if body.get("logprobs"):
             return self._logprobs(body, messages)
-        req = ChatRequest(messages=messages, max_new_tokens=body.get("max_tokens") or 16,
+        n = len(be.encode(messages))
+        if n >= self.max_model_len:
+            raise PromptOverContext(f"This model's maximum context length is {self.max_model_len} tokens. However, "
+                                    f"your request has {n} input tokens.")
+        self.prefix_queries += n  # a test double: every prompt token is queried, none found
+        room = self.max_model_len - n  # vLLM shortens an answer that would pass the context
+        req = ChatRequest(messages=messages, max_new_tokens=min(body.get("max_tokens") or 16, room),
                           temperature=body.get("temperature", 1.0), top_p=body.get("top_p", 1.0),
                           seed=body.get("seed"), stop=tuple(body.get("stop") or ()))
         (resp,) = be.generate_sync([req])
@@ -94,6 +113,32 @@ class LocalOpenAIServer:
         first = entries[0]
         content = [{"token": first["token"], "logprob": first["logprob"], "bytes": None, "top_logprobs": entries}]
         return self._wrap(first["token"], "length", len(ids), 1, {"content": content})
+
+    def _completions(self, body: dict) -> dict:
+        """Token-id prompts with ``prompt_logprobs``: each prompt token's log-probability given the tokens
+        before it (the first is None), as vLLM's completions endpoint returns them."""
+        prompts = body["prompt"]
+        choices = []
+        for i, ids in enumerate(prompts):
+            with torch.inference_mode():
+                lp = torch.log_softmax(self.backend.model(input_ids=torch.tensor([ids])).logits[0].float(), -1)
+            plp = [None] + [{str(t): {"logprob": float(lp[p - 1, t]), "rank": 1, "decoded_token": ""}}
+                            for p, t in enumerate(ids) if p > 0]
+            choices.append({"index": i, "text": "", "finish_reason": "length", "logprobs": None,
+                            "prompt_logprobs": plp if body.get("prompt_logprobs") is not None else None})
+            self.prefix_queries += len(ids)
+        n = sum(len(p) for p in prompts)
+        return {"id": "cmpl-test", "object": "text_completion", "created": int(time.time()), "model": self.model_name,
+                "choices": choices, "usage": {"prompt_tokens": n, "completion_tokens": len(prompts),
+                                              "total_tokens": n + len(prompts)}}
+
+    def _tokenize(self, body: dict) -> dict:
+        be = self.backend
+        if "messages" in body:
+            ids = be.encode(body["messages"])
+        else:
+            ids = be.tokenizer(body["prompt"], add_special_tokens=body.get("add_special_tokens", True)).input_ids
+        return {"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids}
 
     def _wrap(self, text, finish, prompt_tokens, completion_tokens, logprobs) -> dict:
         return {"id": "cmpl-test", "object": "chat.completion", "created": int(time.time()), "model": self.model_name,
@@ -118,7 +163,16 @@ class LocalOpenAIServer:
                 self.wfile.write(data)
 
             def do_GET(self):
-                self._send(200, {"object": "list", "data": [{"id": server.model_name, "object": "model"}]})
+                if self.path.endswith("/metrics") and server.vllm_routes:
+                    text = (f'vllm:prefix_cache_queries_total{{engine="0"}} {float(server.prefix_queries)}\n'
+                            f'vllm:prefix_cache_hits_total{{engine="0"}} {float(server.prefix_hits)}\n')
+                    return self._raw(200, text.encode(), {"Content-Type": "text/plain"})
+                if not self.path.endswith("/models"):
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                model = {"id": server.model_name, "object": "model"}
+                if server.vllm_routes:
+                    model.update(root=server.root, max_model_len=server.max_model_len)
+                self._send(200, {"object": "list", "data": [model]})
 
             def _raw(self, status: int, data: bytes, headers: dict | None = None) -> None:
                 self.send_response(status)
@@ -129,10 +183,21 @@ class LocalOpenAIServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server._lock:
-                    server.requests.append(body)
-                    status = server._fail.pop(0) if server._fail else None
-                    fault = server._faults.pop(0) if server._faults and not status else None
+                route = self.path.rstrip("/")
+                if route.endswith("/chat/completions"):
+                    work = server._complete
+                elif route.endswith("/completions") and server.vllm_routes:
+                    work = server._completions
+                elif route.endswith("/tokenize") and server.vllm_routes:
+                    work = server._tokenize
+                else:
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                status = fault = None
+                if not route.endswith("/tokenize"):  # requests and injected faults: model calls only
+                    with server._lock:
+                        server.requests.append(body)
+                        status = server._fail.pop(0) if server._fail else None
+                        fault = server._faults.pop(0) if server._faults and not status else None
                 if fault == "retry_after":
                     return self._raw(429, b'{"error": {"message": "slow down"}}', {"Retry-After": "1"})
                 if fault == "malformed_json":
@@ -148,8 +213,11 @@ class LocalOpenAIServer:
                     return self._send(status, {"error": {"message": f"injected {status}", "type": "test"}})
                 if body.get("model") != server.model_name:
                     return self._send(404, {"error": {"message": f"model {body.get('model')} not found"}})
-                with server._lock:  # one forward at a time on the shared model
-                    payload = server._complete(body)
+                try:
+                    with server._lock:  # one forward at a time on the shared model
+                        payload = work(body)
+                except PromptOverContext as e:
+                    return self._send(400, {"error": {"message": str(e), "type": "BadRequestError"}})
                 self._send(200, payload)
 
         return Handler

@@ -156,20 +156,22 @@ def test_prompt_over_the_context_errors_naming_the_example_or_is_truncated_on_re
     assert json.loads((tmp_path / "b" / "config.json").read_text())["method_config"]["truncate"] == "truncate"
 
 
-@pytest.mark.parametrize("rounds", [1, 2])
-def test_madisse_fits_every_prompt_it_sends_under_truncation(tmp_path, rounds):
+@pytest.mark.parametrize("rounds,prompts,ctx", [(1, "code", 1536), (2, "code", 1536), (2, "printed", 1280)])
+def test_madisse_fits_every_prompt_it_sends_under_truncation(tmp_path, rounds, prompts, ctx):
     """The document is cut once so that round 1 (stances shown), later rounds (arguments shown) and the
-    adjudicators all fit: a single round still leaves room for the adjudicators' view of the arguments."""
+    adjudicators all fit: a single round still leaves room for the adjudicators' view of the arguments. The
+    authors' prompts (the default) are longer than the printed ones (about 700 tokens without a document)."""
     from sumjudge.llm.models import TINY_SHAPE, build_tiny_model
 
-    model = build_tiny_model(tmp_path / "short-ctx", shape={**TINY_SHAPE, "max_position_embeddings": 1024})
+    model = build_tiny_model(tmp_path / "short-ctx", shape={**TINY_SHAPE, "max_position_embeddings": ctx})
     out = tmp_path / "m"
     assert cli.main(["run", "madisse", "--dataset", "tofueval-meetingbank", "--level", "summary", "--limit", "2",
                      "--model", model, "--cache", tmp_path / "c", "--out", out, "--set", "max_new_tokens=48",
-                     "--set", f"rounds={rounds}", "--set", "truncate=truncate", "--set", "fallback=option_scores"]) == 0
+                     "--set", f"rounds={rounds}", "--set", "truncate=truncate", "--set", "fallback=option_scores",
+                     "--set", f"prompts={prompts}"]) == 0
     calls = [json.loads(x) for x in (out / "calls.jsonl").read_text().splitlines()]
     chats = [c for c in calls if c.get("event") == "chat"]
-    assert chats and all(c["response"]["prompt_tokens"] + 48 <= 1024 for c in chats)
+    assert chats and all(c["response"]["prompt_tokens"] + 48 <= ctx for c in chats)
     assert any("/r1/" in c["tag"] for c in chats)
 
 

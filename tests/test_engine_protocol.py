@@ -109,3 +109,29 @@ def test_run_sync_inside_a_running_loop():
         return run_sync(llm.chat(req("x")))
 
     assert asyncio.run(notebook_cell()).text == "ok"
+
+
+def test_an_answer_cut_at_max_new_tokens_is_unreadable_unless_the_method_reads_cut_answers():
+    """finish_reason=length: "<label>1<" is no statement. Without a cut parser the answer is retried, then counted
+    unreadable; with one (closed tags only, complete lines only) what the cut answer completed is read."""
+    from sumjudge.llm.parsing import complete_lines, scale_score
+
+    be = (ScriptedBackend()
+          .add(r"bare", "<label>1", finish="length")
+          .add(r"closed", "<label>0</label> <explanation>The summary adds a da", finish="length")
+          .add(r"score-cut", "Score: 4", finish="length")
+          .add(r"score-line", "Score: 2\nThe Critic is right that", finish="length"))
+    llm = LLM(be, cache=NullCache(), parse_retries=1)
+    strict = (lambda t: binary_label(t, closed_only=True))  # noqa: E731
+    bare = run_sync(llm.chat_parsed(req("bare"), binary_label, cut_parse=strict))
+    assert not bare.ok and "cut before it closed" in bare.error and bare.attempts == 2
+    assert binary_label("<label>1") == 1  # the same text ended by a stop string would be a statement
+    plain = run_sync(llm.chat_parsed(req("closed"), binary_label))
+    assert not plain.ok and "cut at max_new_tokens=8 (finish_reason=length)" in plain.error
+    closed = run_sync(llm.chat_parsed(req("closed"), binary_label, cut_parse=strict))
+    assert closed.ok and closed.value == 0
+    parse = (lambda t: scale_score(t, 1, 5))  # noqa: E731
+    assert not run_sync(llm.chat_parsed(req("score-cut"), parse, cut_parse=complete_lines(parse))).ok
+    line = run_sync(llm.chat_parsed(req("score-line"), parse, cut_parse=complete_lines(parse)))
+    assert line.ok and line.value == 2
+    assert llm.usage.cut_answers == 2 + 2 + 1 + 2 + 1 and llm.usage.parse_failures == 3

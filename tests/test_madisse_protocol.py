@@ -1,27 +1,45 @@
-"""MADISSE protocol, pinned down with the *scripted* backend (a rule-driven test double, not a model)."""
+"""MADISSE protocol, pinned down with the *scripted* backend (a rule-driven test double, not a model).
+
+The defaults are the authors' run (github.com/amazon-science/madisse @ ddb8276): sampled calls, the code's
+prompts (answers in <argument>/<label>), the mediator text from round 3, ties adjudicated."""
 
 import re
+from collections import Counter
 
 import pytest
 
 from sumjudge.data.records import FaithExample
-from sumjudge.llm import ConfigError, NullCache, run_sync
+from sumjudge.llm import ConfigError, NullCache, ResponseCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.methods import make_config
 from sumjudge.methods.baselines import SelfConsistencyConfig, majority, self_consistency
-from sumjudge.methods.madisse import MadisseConfig, madisse, majority_with_rule
+from sumjudge.methods.madisse import MadisseConfig, madisse
 
 EX = FaithExample(id="ex1", dataset="t", document="The council voted 5 to 2.", summary="The council voted.", label=1)
+STANCE = {"faithful": 1, "unfaithful": 0}
 
 
-def answer(label, why="because"):
+def arg(label, why="because"):  # an answer in the format the code's debate prompt asks for
+    return f"<argument>{why}</argument> <label>{label}</label>"
+
+
+def answer(label, why="because"):  # the printed prompts' format (and the adjudicator's)
     return f"<thinking>hm</thinking><label>{label}</label><explanation>{why}</explanation>"
 
 
 def own_stance(req) -> str | None:
-    m = re.search(r"You \(Agent \d\): The summary is (faithful|unfaithful)\.", req.messages[-1]["content"])
-    return m.group(1) if m else None
+    text = req.messages[-1]["content"]
+    m = re.search(r"You \(Agent \d\): The summary is (faithful|unfaithful)\.", text)
+    if m:
+        return m.group(1)
+    m = re.search(r"You \(Agent \d\): The summary is factually (consistent|inconsistent) with the document\.", text)
+    return {"consistent": "faithful", "inconsistent": "unfaithful"}[m.group(1)] if m else None
+
+
+def own_label(req) -> int:
+    """This agent's previous label, which the scripted agents write into their arguments ("label=1")."""
+    return int(re.search(r"You \(Agent \d\): [^\n]*label=(\d)", req.messages[-1]["content"]).group(1))
 
 
 def is_agent(req):
@@ -32,127 +50,234 @@ def is_adjudicator(req):
     return "make the final call" in req.messages[-1]["content"]
 
 
-def run(backend, **cfg):
-    llm = LLM(backend, cache=NullCache())
+def stubborn(req):  # agents keep their imposed stance (or their previous label) forever
+    stance = own_stance(req)
+    label = STANCE[stance] if stance else own_label(req)
+    return arg(label, f"label={label} {stance or 'same'} view")
+
+
+def run(backend, cache=None, **cfg):
+    llm = LLM(backend, cache=cache or NullCache())
     return run_sync(madisse(EX, llm, make_config(MadisseConfig, cfg))), backend
 
 
-def test_stances_are_imposed_as_configured_and_consensus_stops_early():
-    be = ScriptedBackend().add(is_agent, answer(1))
-    j, be = run(be, faithful_agents=2, unfaithful_agents=3, rounds=3)
+def prompt(req) -> str:
+    return req.messages[-1]["content"]
+
+
+def test_defaults_are_the_authors_run():
+    c = MadisseConfig()
+    assert (c.temperature, c.top_p, c.max_new_tokens, c.rounds, c.prompts, c.doc_first) == (1.0, 0.9, 1000, 3, "code", False)
+    assert (c.adjudicate, c.intervention_after, c.stance_retries, c.session_adjudicators) == ("tie", 2, 1, 1)
+    assert c.warnings() == [] and "greedy" in MadisseConfig(temperature=0).warnings()[0]
+
+
+def test_stances_are_imposed_every_call_sampled_and_consensus_stops_early():
+    be = ScriptedBackend().add(is_agent, arg(1))
+    j, be = run(be, faithful_agents=2, unfaithful_agents=3, rounds=3, stance_retries=0)
     first_round = be.requests[:5]
     assert sorted(own_stance(r) for r in first_round) == ["faithful"] * 2 + ["unfaithful"] * 3
-    assert all("The summary is" in r.messages[-1]["content"] for r in first_round)
+    assert all(r.temperature == 1.0 and r.top_p == 0.9 and r.max_new_tokens == 1000 for r in first_round)
+    assert len({r.seed for r in first_round}) == 5
+    text = prompt(first_round[0])
+    assert text.index("<guidelines>\n") < text.index("<doc> The council")  # the paper's order of blocks, not document first
+    assert "Continue the discussion with other evaluator agents" in text and "<argument></argument>" in text
     s = j.details["sessions"][0]
     assert s["consensus_round"] == 1 and len(s["rounds"]) == 1 and j.label == 1 and j.label_source == "consensus"
     assert len(be.requests) == 5 and be.batches == [5]  # one round, all agents in one backend call
 
 
-def test_no_initialization_has_no_stances():
-    be = ScriptedBackend().add(is_agent, answer(0))
-    j, be = run(be, init="none")
-    assert all(own_stance(r) is None for r in be.requests)
-    assert "<chat_history>  </chat_history>" in be.requests[0].messages[-1]["content"]
-    assert j.details["sessions"][0]["stances"] == [None] * 4
+def test_without_initialization_agents_get_distinct_seeds_send_distinct_requests_and_can_disagree(cache_file):
+    """init=none: four identical prompts, but each agent samples with its own seed: four requests, four cache
+    entries, and answers that can differ (here: by seed parity), so the debate goes on."""
+    be = ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, lambda r: arg(r.seed % 2, f"label={r.seed % 2}"))
+    seeds = []
+    for cfg_seed in range(20):  # find a run seed whose four first-round seeds do not all share a parity
+        be.requests.clear()
+        j, _ = run(be, init="none", rounds=1, seed=cfg_seed)
+        seeds = [r.seed for r in be.requests[:4]]
+        if len({x % 2 for x in seeds}) == 2:
+            break
+    assert len(set(seeds)) == 4 and len({prompt(r) for r in be.requests[:4]}) == 1
+    assert "<chat_history>\n\n</chat_history>" in prompt(be.requests[0])
+    s = j.details["sessions"][0]
+    assert s["stances"] == [None] * 4 and s["consensus_round"] is None
+    assert len({t["label"] for t in s["rounds"][0]}) == 2  # the four agents disagree
+    llm = LLM(ScriptedBackend(rules=be.rules), cache=ResponseCache(cache_file))
+    j = run_sync(madisse(EX, llm, MadisseConfig(init="none", rounds=1, seed=cfg_seed)))
+    calls = 4 + len(j.details["sessions"][0]["adjudication"])
+    assert llm.usage.backend_calls == calls == llm.cache.count()  # nothing collapsed into one entry
 
 
-def test_disagreement_runs_all_rounds_with_shuffled_history_then_adjudicators_see_permuted_orders():
-    def agent_reply(req):  # agents keep their imposed stance forever
-        stance = own_stance(req)
-        if stance is None:  # later rounds: find my own previous label in the history
-            me = re.search(r"You \(Agent \d\): <label>(\d)</label>", req.messages[-1]["content"]).group(1)
-            return answer(me, "I stand by it")
-        return answer(1 if stance == "faithful" else 0, f"initially {stance}")
+def test_sessions_and_rounds_never_share_a_cache_entry(cache_file):
+    be = ScriptedBackend().add(is_adjudicator, answer(0)).add(is_agent, stubborn)
+    llm = LLM(be, cache=ResponseCache(cache_file))
+    run_sync(madisse(EX, llm, MadisseConfig(sessions=3, rounds=2, stance_retries=0)))
+    keys = [llm._key("chat", r) for r in be.requests]
+    assert len(keys) == len(set(keys)) == llm.cache.count() and llm.usage.cache_hits == 0
+    agents = [r for r in be.requests if is_agent(r)]
+    assert len({(re.search(r"/s(\d)/r(\d)/agent(\d)", r.tag).groups()) for r in agents}) == len(agents) == 24
 
-    be = ScriptedBackend().add(is_adjudicator, answer(0, "adjudicated")).add(is_agent, agent_reply)
+
+def test_disagreement_runs_all_rounds_with_shuffled_history_then_adjudicators_read_distinct_orders():
+    be = ScriptedBackend().add(is_adjudicator, answer(0, "adjudicated")).add(is_agent, stubborn)
     j, be = run(be, rounds=3, adjudicators=3, seed=7)
     s = j.details["sessions"][0]
     assert len(s["rounds"]) == 3 and s["consensus_round"] is None
-    assert [len(r) for r in s["rounds"]] == [4, 4, 4]
     round3 = [r for r in be.requests if "/r3/" in r.tag]
-    assert len(round3) == 4 and all(r.messages[-1]["content"].count("<label>") >= 8 for r in round3)
-    assert "The summary is faithful." not in round3[0].messages[-1]["content"].split("<chat_history>")[1]
+    assert len(round3) == 4
+    for r in round3:
+        hist = re.search(r"<chat_history>\n(.*?)\n</chat_history>", prompt(r), re.S).group(1).splitlines()
+        assert len(hist) == 8 and all(re.match(r"(You \(Agent \d\)|Agent \d): label=", h) for h in hist)
+        assert "factually consistent with the document." not in "".join(hist)  # the stances are not repeated
     orders = [a["order"] for a in s["adjudication"]]
     assert len(orders) == 3 and all(sorted(o) == [1, 2, 3, 4] for o in orders)
-    assert len({tuple(o) for o in orders}) > 1  # each adjudicator its own order (seeded)
-    adj_prompts = [r for r in be.requests if is_adjudicator(r)]
-    for o, r in zip(orders, adj_prompts):
-        shown = [int(x) for x in re.findall(r"Agent (\d): <label>", r.messages[-1]["content"])]
-        assert shown == o
+    assert len({tuple(o) for o in orders}) == 3  # every adjudicator its own order
+    for o, r in zip(orders, [r for r in be.requests if is_adjudicator(r)]):
+        assert [int(x) for x in re.findall(r"^Agent (\d): ", prompt(r), re.M)] == o
     assert j.label == 0 and j.label_source == "adjudication" and j.explanation == "adjudicated"
     assert j.details["no_agent_changed_stance"] == [True]
-    assert be.batches == [4, 4, 4, 3]  # every round one call; adjudicators together
+
+
+def test_an_untied_disagreement_takes_the_majority_unless_adjudicate_is_disagreement():
+    def three_to_one(req):  # agents 1-3 say 1 whatever their stance, agent 4 says 0
+        return arg(0 if req.tag.endswith("agent4") or "/agent4#" in req.tag else 1, "x")
+
+    be = ScriptedBackend().add(is_adjudicator, answer(0)).add(is_agent, three_to_one)
+    j, be = run(be, rounds=2, stance_retries=0)
+    assert j.label == 1 and j.label_source == "majority" and not any(is_adjudicator(r) for r in be.requests)
+    j2, be2 = run(ScriptedBackend(rules=be.rules), rounds=2, stance_retries=0, adjudicate="disagreement")
+    assert j2.label == 0 and j2.label_source == "adjudication"
+
+
+def test_an_answer_contradicting_its_stance_is_asked_once_more_in_round_one():
+    def contrary_first(req):  # the first ask contradicts the stance, the second follows it
+        want = STANCE[own_stance(req)] if own_stance(req) else 1
+        return arg(1 - want if "#ask" not in req.tag else want, "x")
+
+    be = ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, contrary_first)
+    j, be = run(be, rounds=1)
+    r1 = j.details["sessions"][0]["rounds"][0]
+    assert [t["attempts"] for t in r1] == [2] * 4 and len(be.requests) == 8 + 3
+    stances = j.details["sessions"][0]["stances"]
+    assert [t["label"] for t in r1] == [STANCE[s] for s in stances]
+    j0, be0 = run(ScriptedBackend(rules=be.rules), rounds=1, stance_retries=0)
+    assert [t["attempts"] for t in j0.details["sessions"][0]["rounds"][0]] == [1] * 4
+
+
+def test_unreadable_labels_carry_the_previous_label_forward():
+    """Agent 2 never writes a readable label: it keeps its stance (round 1), then that label again; the
+    others agree with that label, so the debate reaches consensus on carried labels."""
+    stances = {}
+
+    def reply(req):
+        if req.tag.split("/")[-1].startswith("agent2"):
+            return "I cannot decide."
+        stance = own_stance(req)
+        if stance:
+            stances[req.tag.split("/")[-1]] = stance
+        return arg(1, "label=1")
+
+    be = ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, reply)
+    j, _ = run(be, rounds=3, seed=0, faithful_agents=4, unfaithful_agents=0)
+    r1 = j.details["sessions"][0]["rounds"][0]
+    assert r1[1]["source"] == "carried" and r1[1]["label"] == 1
+    assert j.details["sessions"][0]["consensus_round"] == 1 and j.label == 1
+
+
+def test_intervention_is_the_codes_mediator_text_from_round_three():
+    be = ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, stubborn)
+    run(be, rounds=3)
+    opened = [r.tag for r in be.requests if "Look back at the guidelines and how you have used them." in prompt(r)]
+    assert opened and all("/r3/" in t for t in opened) and len(opened) == 4
+    assert "each summary sentence. Look back at the guidelines" in prompt(next(r for r in be.requests if r.tag in opened))
+    be2 = ScriptedBackend(rules=be.rules)
+    run(be2, rounds=3, intervention_after=0)
+    assert not any("Look back at the guidelines" in prompt(r) for r in be2.requests)
+
+
+def test_simultaneous_debates_agents_vote_with_tie_adjudication_over_all_sessions():
+    """Sessions 0 and 1 agree on 1 and 0 by consensus, session 2 splits 2-2: agents 6-6. The agents vote goes to
+    the adjudicators over all 12 final arguments; the tied session had its own single adjudicator."""
+    def reply(req):
+        session = int(re.search(r"/s(\d)/", req.tag).group(1))
+        if session < 2:
+            return arg(1 - session, f"s{session}")
+        stance = own_stance(req)
+        label = STANCE[stance] if stance else own_label(req)
+        return arg(label, f"label={label}")
+
+    def adjudicator(req):
+        return answer(0 if prompt(req).count("\nAgent ") + prompt(req).count("<chat_history>\nAgent") > 6 else 1)
+
+    be = ScriptedBackend().add(is_adjudicator, adjudicator).add(is_agent, reply)
+    j, be = run(be, sessions=3, rounds=2, adjudicators=3)
+    sessions = j.details["sessions"]
+    assert [s["label_source"] for s in sessions] == ["consensus", "consensus", "adjudication"]
+    assert len(sessions[2]["adjudication"]) == 1  # session_adjudicators=1, as in the code
+    all_adj = j.details["adjudication"]
+    assert len(all_adj) == 3 and all(sorted(a["order"]) == list(range(1, 13)) for a in all_adj)
+    assert len({tuple(a["order"]) for a in all_adj}) == 3
+    assert j.label == 0 and j.label_source == "agents_vote_adjudicated" and j.scores["agents_vote"] == 0
+    # the session's own adjudicator saw 4 arguments and said 1: sessions 1, 0, 1 -> debates vote 1
+    assert sessions[2]["label"] == 1 and j.scores["debates_vote"] == 1
+
+
+def test_agents_vote_and_debates_vote_can_differ():
+    # Session 0: all say 1 (consensus). Sessions 1 and 2: 3:1 for 1 whatever the stance -> majority 1 ... unless
+    # adjudicate=disagreement sends them to an adjudicator that says 0. Debates vote 0 (two sessions), agents 10:2.
+    def agent_reply(req):
+        session = int(re.search(r"/s(\d)/", req.tag).group(1))
+        agent = int(re.search(r"agent(\d)", req.tag).group(1))
+        return arg(1 if session == 0 or agent != 4 else 0)
+
+    be = ScriptedBackend().add(is_adjudicator, answer(0)).add(is_agent, agent_reply)
+    j, be = run(be, sessions=3, rounds=2, adjudicate="disagreement", stance_retries=0)
+    assert [s["label"] for s in j.details["sessions"]] == [1, 0, 0]
+    assert j.scores == {"agents_vote": 1, "debates_vote": 0} and j.label == 1 and j.label_source == "agents_vote"
+    assert be.batches[0] == 12  # the agents of all three sessions reach the backend together
 
 
 def test_everything_random_is_seeded():
-    def reply(req):
-        return answer(1 if own_stance(req) == "faithful" else 0) if own_stance(req) else answer(1)
-
-    a, _ = run(ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, reply), seed=3)
-    b, _ = run(ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, reply), seed=3)
-    c, _ = run(ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, reply), seed=4)
+    be_rules = ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, stubborn).rules
+    a, _ = run(ScriptedBackend(rules=be_rules), seed=3)
+    b, _ = run(ScriptedBackend(rules=be_rules), seed=3)
+    c, _ = run(ScriptedBackend(rules=be_rules), seed=4)
     assert a.details == b.details
     assert a.details["sessions"][0]["stances"] != c.details["sessions"][0]["stances"] or \
         a.details["sessions"][0]["adjudication"] != c.details["sessions"][0]["adjudication"]
 
 
-def test_tie_rules():
-    assert majority_with_rule([1, 0, 1]) == 1
-    assert majority_with_rule([1, 0], 1) == 1  # tie: the fallback decides
-    assert majority_with_rule([1, 0], None, None) == 0  # tie without fallback: unfaithful
-    assert majority_with_rule([None, None], 1) == 1 and majority_with_rule([None]) is None
-    assert majority_with_rule([1, None, 0, 0]) == 0
+def test_printed_prompts_are_one_setting_away():
+    be = ScriptedBackend().add(is_adjudicator, answer(0)).add(
+        is_agent, lambda r: answer(STANCE[own_stance(r)]) if own_stance(r) else answer(
+            re.search(r"You \(Agent \d\): <label>(\d)</label>", prompt(r)).group(1)))
+    j, be = run(be, prompts="printed", rounds=2, stance_retries=0)
+    first = prompt(be.requests[0])
+    assert "You (Agent 1): The summary is" in first and "Before answering, please think about the question" in first
+    assert re.search(r"<chat_history> (You \(Agent \d\)|Agent \d): The summary is (un)?faithful\. Agent", first)
+    assert "Continue the discussion" not in first
+    assert j.label_source == "adjudication"
 
 
-def test_simultaneous_debates_agents_vote_and_debates_vote_can_differ():
-    # Session 0: 4 agents all say 1 (consensus 1). Sessions 1 and 2: agents split 3:1 for 1 but the
-    # adjudicators say 0. Debates vote: 0 (two of three sessions). Agents vote: 1 (10 of 12 agents).
-    def agent_reply(req):
-        session = int(re.search(r"/s(\d)/", req.tag).group(1))
-        agent = int(re.search(r"agent(\d)", req.tag).group(1))
-        return answer(1 if session == 0 or agent != 4 else 0)
-
-    be = ScriptedBackend().add(is_adjudicator, answer(0)).add(is_agent, agent_reply)
-    j, be = run(be, sessions=3, rounds=2, adjudicators=3)
-    assert [s["label"] for s in j.details["sessions"]] == [1, 0, 0]
-    assert j.scores == {"agents_vote": 1, "debates_vote": 0} and j.label == 0
-    assert be.batches[0] == 12  # the agents of all three sessions reach the backend together
-
-
-def test_intervention_is_off_by_default_and_on_after_n_rounds():
-    be = ScriptedBackend().add(is_adjudicator, answer(1)).add(
-        is_agent, lambda r: answer(1 if own_stance(r) == "faithful" else 0) if own_stance(r) else answer(
-            re.search(r"You \(Agent \d\): <label>(\d)", r.messages[-1]["content"]).group(1)))
-    run(be, rounds=3)
-    assert not any("Be open to accepting" in r.messages[-1]["content"] for r in be.requests)
-    be2 = ScriptedBackend(rules=be.rules)
-    run(be2, rounds=3, intervention_after=1)
-    opened = [r.tag for r in be2.requests if "Be open to accepting" in r.messages[-1]["content"]]
-    assert opened and all("/r2/" in t or "/r3/" in t for t in opened)
-
-
-def test_unreadable_agent_breaks_consensus_and_is_recorded():
-    be = ScriptedBackend().add(is_adjudicator, answer(1)).add(
-        lambda r: is_agent(r) and "agent2" in r.tag, "I cannot decide.").add(is_agent, answer(1))
-    j, _ = run(be, rounds=1)
-    s = j.details["sessions"][0]
-    assert s["consensus_round"] is None and s["rounds"][0][1]["source"] == "unparsed"
-    assert j.label == 1 and j.label_source == "adjudication"
-
-
-def test_self_consistency_majority_and_seeded_tie_break():
-    assert majority([1, 1, 0], __import__("random").Random(0))[0] == 1
+def test_self_consistency_defaults_and_tie_rule():
+    c = SelfConsistencyConfig()
+    assert (c.samples, c.temperature, c.top_p, c.template_name()) == (41, 1.0, 0.9, "madisse/table27_cot_as_run")
+    assert majority([1, 1, 0])[0] == 1 and majority([1, 0])[0] == 1 and majority([None, 0])[0] == 0
+    assert majority([None, None]) == (None, {})
     be = ScriptedBackend().add(r".", lambda r: answer(r.sample_index % 2))
     llm = LLM(be, cache=NullCache())
     j = run_sync(self_consistency(EX, llm, SelfConsistencyConfig(samples=5)))
     assert j.label == 0 and j.details["counts"] == {0: 3, 1: 2}
     assert sorted(r.sample_index for r in be.requests) == [0, 1, 2, 3, 4] and be.batches == [5]
+    assert "within <thinking></thinking> XML tags." in prompt(be.requests[0])
 
 
-@pytest.mark.parametrize("bad", [{"init": "random"}])
+@pytest.mark.parametrize("bad", [{"init": "random"}, {"prompts": "paper"}, {"adjudicate": "always"}])
 def test_bad_settings_fail_clearly(bad):
-    with pytest.raises(ConfigError, match="init"):
-        run(ScriptedBackend().add(is_agent, answer(1)), **bad)
+    (key,) = bad
+    with pytest.raises(ConfigError, match=key):
+        run(ScriptedBackend().add(is_agent, arg(1)), **bad)
 
 
 # ---- ambiguity detectors -------------------------------------------------------------------------
@@ -177,32 +302,41 @@ def test_self_consistency_variation_threshold():
     assert run_sync(ambiguity_sc(EX, LLM(be2, cache=NullCache()), AmbiguitySCConfig())).label == 0
 
 
-def test_taxonomy_baseline_prompt_has_the_taxonomy():
-    be = ScriptedBackend().add(r"contains an ambiguity", answer(1))
+def test_taxonomy_baseline_prompt_has_the_taxonomy_and_the_category_is_recorded():
+    be = ScriptedBackend().add(r"contains an ambiguity", answer(1) + "<category>Vagueness</category>")
     j = run_sync(ambiguity_taxonomy(EX, LLM(be, cache=NullCache()), AmbiguityTaxonomyConfig()))
-    text = be.requests[0].messages[-1]["content"]
-    assert j.label == 1 and "14. Conflation:" in text and "1 (ambiguous) or 0 (not ambiguous)" in text
+    text = prompt(be.requests[0])
+    assert j.label == 1 and j.details["category"] == "Vagueness" and "14. Conflation:" in text
+    assert "values 1 as ambiguous and 0 as non-ambiguous, <category></category> tags" in text
+    printed = ScriptedBackend().add(r"contains an ambiguity", answer(0))
+    run_sync(ambiguity_taxonomy(EX, LLM(printed, cache=NullCache()), AmbiguityTaxonomyConfig(prompts="printed")))
+    assert "1 (ambiguous) or 0 (not ambiguous)" in prompt(printed.requests[0])
 
 
-def test_debate_detectors_reuse_the_debate_and_read_its_arguments(cache_file):
-    from sumjudge.llm import ResponseCache
+def test_self_consistency_variation_reads_the_self_consistency_samples(cache_file):
+    be = ScriptedBackend().add(r".", lambda r: answer(int(r.sample_index < 21)))
+    llm = LLM(be, cache=ResponseCache(cache_file))
+    run_sync(self_consistency(EX, llm, SelfConsistencyConfig()))
+    n = len(be.requests)
+    j = run_sync(ambiguity_sc(EX, llm, AmbiguitySCConfig()))
+    assert n == 41 and len(be.requests) == n  # every sample was a cache hit: nothing drawn again
+    assert j.label == 1
 
-    def stubborn(req):
-        stance = own_stance(req)
-        if stance:
-            return answer(1 if stance == "faithful" else 0, f"{stance} view")
-        return answer(re.search(r"You \(Agent \d\): <label>(\d)", req.messages[-1]["content"]).group(1), "same")
 
-    be = ScriptedBackend().add(lambda r: "Evaluator agents have had rounds" in r.messages[-1]["content"],
+def test_debate_detectors_reuse_the_debate_and_read_every_sessions_final_arguments(cache_file):
+    be = ScriptedBackend().add(lambda r: "Evaluator agents have had rounds" in prompt(r),
                                answer(1, "both readings are sound")).add(is_adjudicator, answer(0)).add(is_agent, stubborn)
     llm = LLM(be, cache=ResponseCache(cache_file))
-    run_sync(madisse(EX, llm, MadisseConfig()))  # the madisse run
+    run_sync(madisse(EX, llm, MadisseConfig(sessions=2)))  # the madisse run
     before = len(be.requests)
-    j = run_sync(ambiguity_debate(EX, llm, AmbiguityDebateConfig()))
+    j = run_sync(ambiguity_debate(EX, llm, AmbiguityDebateConfig(sessions=2)))
     assert len(be.requests) == before + 1  # only the Table 32 call is new: the debate came from the cache
     assert j.scores == {"disagreement": 1, "arguments": 1}
-    arg_prompt = be.requests[-1].messages[-1]["content"]
-    assert "faithful view" in arg_prompt and "unfaithful view" in arg_prompt and "14. Conflation:" in arg_prompt
+    arg_prompt = prompt(be.requests[-1])
+    shown = re.search(r"<arguments>\n(.*?)\n</arguments>", arg_prompt, re.S).group(1).splitlines()
+    assert [x.split(":")[0] for x in shown] == [f"Agent {k}" for k in range(1, 9)]  # both sessions' final rounds
+    assert any("label=1 same view" in x for x in shown) and any("label=0 same view" in x for x in shown)
+    assert "14. Conflation:" in arg_prompt and "would lead to opposing factuality labels" in arg_prompt
 
 
 def test_ambiguity_metrics_treat_ambiguous_as_positive():
@@ -250,3 +384,20 @@ def test_learning_starts_from_the_papers_guidelines_by_default():
     be = ScriptedBackend().add(is_agent, answer(1))
     out = run_sync(learn_guidelines([EX], LLM(be, cache=NullCache()), MadisseConfig(rounds=1), max_passes=1))
     assert len(out.guidelines) == 13 and out.guidelines[0].startswith("You should aim for accuracy")
+
+
+def test_a_greedy_madisse_run_says_so_in_its_record(tmp_path, capsys):
+    import json
+
+    from sumjudge.runs import RunConfig, run
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"id": "a", "document": "The council voted.", "summary": "It voted.", "label": 1}) + "\n")
+    be = ScriptedBackend().add(is_agent, arg(1))
+    rc = RunConfig(method="madisse", dataset=f"file:{data}", backend="scripted", settings={"temperature": 0})
+    run(rc, tmp_path / "greedy", llm=LLM(be, cache=NullCache()), progress=False)
+    cfg = json.loads((tmp_path / "greedy" / "config.json").read_text())
+    assert len(cfg["warnings"]) == 1 and "greedy" in cfg["warnings"][0] and "greedy" in capsys.readouterr().err
+    run(RunConfig(method="madisse", dataset=f"file:{data}", backend="scripted"), tmp_path / "sampled",
+        llm=LLM(be, cache=NullCache()), progress=False)
+    assert json.loads((tmp_path / "sampled" / "config.json").read_text())["warnings"] == []

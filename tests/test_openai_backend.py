@@ -10,8 +10,10 @@ from sumjudge.llm import (
     BackendRequestError,
     BackendUnavailableError,
     ChatRequest,
+    ConfigError,
     NullCache,
     OptionScoringError,
+    PromptTooLongError,
     run_sync,
 )
 from sumjudge.llm.engine import LLM
@@ -59,10 +61,18 @@ def test_gives_up_after_max_retries_with_a_clear_error(server):
         run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("hi"), max_new_tokens=4)))
 
 
-def test_unknown_model_is_refused_without_retrying(server):
-    be = OpenAIBackend("no-such-model", base_url=server.base_url, backoff=0.01)
-    with pytest.raises(BackendRequestError, match="HTTP 404"):
-        run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("hi"), max_new_tokens=4)))
+def test_unknown_model_is_refused_before_any_call_naming_what_the_server_serves(server):
+    n = len(server.requests)
+    with pytest.raises(ConfigError, match="does not serve model 'no-such-model'; it serves: tiny-llama3"):
+        OpenAIBackend("no-such-model", base_url=server.base_url, backoff=0.01)
+    assert len(server.requests) == n
+
+
+def test_a_refusal_is_not_retried(server):
+    be = backend(server)
+    server.fail_next(1, 400)
+    with pytest.raises(BackendRequestError, match="HTTP 400"):
+        run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("refused"), max_new_tokens=4)))
     assert be.retries == 0
 
 
@@ -70,17 +80,40 @@ def test_unreachable_server_fails_fast():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    be = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01)
     t0 = time.time()
-    with pytest.raises(BackendUnavailableError, match=f"127.0.0.1:{port}"):
-        run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("hi"), max_new_tokens=4)))
+    with pytest.raises(BackendUnavailableError, match=f"127.0.0.1:{port}.*not reachable"):
+        OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01)
     assert time.time() - t0 < 10
+
+
+def test_the_server_identity_holds_what_it_says_of_the_model(server):
+    be = backend(server)
+    assert be.info.server_model == {"id": "tiny-llama3", "root": "/models/tiny-llama3", "max_model_len": 4096}
+    assert be.context_length == 4096 and be.server_tokenizes and be.option_scoring == "prompt_logprobs"
+    assert backend(server, context_length=1024).context_length == 1024  # a smaller limit of the user's wins
+
+
+def test_option_scores_through_prompt_logprobs_equal_hf(server, tiny_backend):
+    """Exact scoring: every option as a continuation of the chat-template tokens, as hf scores it."""
+    m = msg("Is it faithful? Answer 0 or 1.")
+    for options, prefix in ((["0", "1"], "<label>"), (["1", "2", "3", "4", "5"], "Score: "),
+                            (["Factually_Correct", "Factually_Incorrect"], "- Label: ")):
+        remote = run_sync(LLM(backend(server), cache=NullCache()).score_options(m, options, prefix=prefix))
+        local = run_sync(LLM(tiny_backend, cache=NullCache()).score_options(m, options, prefix=prefix))
+        sent = server.requests[-1]
+        assert sent["prompt_logprobs"] == 0 and len(sent["prompt"]) == len(options) and sent["max_tokens"] == 1
+        assert remote.method == "prompt_logprobs" and local.method == "sequence_logprob"
+        for o in options:
+            assert remote.logprobs[o] == pytest.approx(local.logprobs[o], abs=1e-3)
+            assert remote.probs[o] == pytest.approx(local.probs[o], abs=1e-4)
+        assert remote.coverage == pytest.approx(local.coverage, rel=1e-3)
 
 
 def test_option_scores_from_top_logprobs_match_hf(server, tiny_backend):
     m = msg("Is it faithful? Answer 0 or 1.")
     vocab = len(tiny_backend.tokenizer)  # vLLM allows a large top_logprobs; a random model needs the whole list
-    remote = run_sync(LLM(backend(server, top_logprobs=vocab), cache=NullCache()).score_options(m, ["0", "1"], prefix="<label>"))
+    be = backend(server, top_logprobs=vocab, option_scoring="top_logprobs", min_coverage=0.0)
+    remote = run_sync(LLM(be, cache=NullCache()).score_options(m, ["0", "1"], prefix="<label>"))
     local = run_sync(LLM(tiny_backend, cache=NullCache()).score_options(m, ["0", "1"], prefix="<label>"))
     sent = server.requests[-1]
     assert sent["logprobs"] is True and sent["continue_final_message"] is True and sent["max_tokens"] == 1
@@ -88,9 +121,63 @@ def test_option_scores_from_top_logprobs_match_hf(server, tiny_backend):
     assert remote.probs["1"] == pytest.approx(local.probs["1"], abs=1e-4)
 
 
-def test_options_outside_the_top_list_are_an_error_not_a_guess(server):
-    with pytest.raises(OptionScoringError, match="none of the options"):
-        run_sync(LLM(backend(server, top_logprobs=1), cache=NullCache()).score_options(msg("x"), ["0", "1"]))
+def test_top_logprobs_below_the_coverage_floor_are_an_error_not_a_guess(server):
+    be = backend(server, top_logprobs=1, option_scoring="top_logprobs")
+    with pytest.raises(OptionScoringError, match=r"hold 0 of the probability.*min_coverage 0.5"):
+        run_sync(LLM(be, cache=NullCache()).score_options(msg("x"), ["0", "1"]))
+
+
+def test_a_server_without_vllm_routes_gets_top_logprobs_and_no_context_check(tiny_backend):
+    with LocalOpenAIServer(tiny_backend, vllm_routes=False) as plain:
+        be = OpenAIBackend("tiny-llama3", base_url=plain.base_url, backoff=0.01)
+        assert be.option_scoring == "top_logprobs" and be.context_length is None and not be.tokenizes
+        assert be.info.server_model == {"id": "tiny-llama3"}
+        llm = LLM(be, cache=NullCache())
+        assert llm.prompt_tokens(msg("hi")) is None and llm.count_tokens("hi") is None
+        with pytest.raises(ConfigError, match="option_scoring=prompt_logprobs needs token ids"):
+            OpenAIBackend("tiny-llama3", base_url=plain.base_url, option_scoring="prompt_logprobs")
+
+
+@pytest.fixture(scope="module")
+def small_server(tiny_backend):
+    with LocalOpenAIServer(tiny_backend, max_model_len=300) as s:
+        yield s
+
+
+def test_a_request_over_the_server_context_is_refused_before_it_is_sent(small_server):
+    """prompt + max_new_tokens over max_model_len: refused here, naming the request, instead of the server's
+    400 (prompt over) or a silently shortened answer (prompt + answer over)."""
+    be = OpenAIBackend("tiny-llama3", base_url=small_server.base_url, backoff=0.01)
+    n = len(small_server.requests)
+    llm = LLM(be, cache=NullCache())
+    p = llm.prompt_tokens(msg("What was decided?"))
+    assert p == len(be.encode(msg("What was decided?"))) > 5
+    with pytest.raises(PromptTooLongError, match=rf"ex-7/zero-shot has {p} tokens \+ {301 - p} new tokens, over the "
+                                                 r"model context of 300"):
+        run_sync(llm.chat(ChatRequest(messages=msg("What was decided?"), max_new_tokens=301 - p, tag="ex-7/zero-shot")))
+    assert len(small_server.requests) == n  # nothing reached the server
+    ok = run_sync(llm.chat(ChatRequest(messages=msg("What was decided?"), max_new_tokens=300 - p)))
+    assert ok.prompt_tokens == p
+
+
+def test_documents_are_fitted_to_the_server_context_as_on_hf(small_server, tiny_backend):
+    """truncate=truncate on openai counts with the server's tokenizer: the same words are kept as on hf with the
+    same context; truncate=error names the example."""
+    from sumjudge.methods.base import fit_fields
+
+    fields = {"doc": " ".join(f"word{i}" for i in range(400)), "summary": "A summary."}
+    remote = LLM(OpenAIBackend("tiny-llama3", base_url=small_server.base_url), cache=NullCache())
+    ctx, tiny_backend.context_length = tiny_backend.context_length, 300
+    try:
+        local_fields, local_info = fit_fields(LLM(tiny_backend, cache=NullCache()), "madisse/table26_zero_shot",
+                                              fields, max_new_tokens=16, policy="truncate", tag="e")
+    finally:
+        tiny_backend.context_length = ctx
+    remote_fields, remote_info = fit_fields(remote, "madisse/table26_zero_shot", fields, max_new_tokens=16,
+                                            policy="truncate", tag="e")
+    assert 0 < remote_info["truncated_words"] < 400 and remote_info == local_info and remote_fields == local_fields
+    with pytest.raises(PromptTooLongError, match="prompt for doc-9 has"):
+        fit_fields(remote, "madisse/table26_zero_shot", fields, max_new_tokens=16, policy="error", tag="doc-9")
 
 
 def test_sampled_requests_send_a_seed_per_sample(server):
@@ -160,3 +247,49 @@ def test_credentials_in_the_base_url_are_never_recorded(server, tmp_path):
     assert "s3cret" not in be.info.server and "s3cret" not in str(be.info.extra) and "s3cret" not in be.where
     rc = RunConfig(method="zero-shot", dataset="x", backend="openai", model="m", base_url=url)
     assert "s3cret" not in str(rc.to_json()) and rc.to_json()["base_url"] == server.base_url
+
+
+def _faith_file(tmp_path, n):
+    import json
+
+    rows = [{"id": f"e{i}", "document": f"The council met on day {i} and approved plan {i}.",
+             "summary": f"Plan {i} was approved.", "label": i % 2} for i in range(n)]
+    path = tmp_path / "faith.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return f"file:{path}"
+
+
+def test_a_refused_request_fails_its_example_not_the_run(server, tmp_path):
+    """A 4xx other than 429 fails that example (recorded with the server's message, counted in metrics.json);
+    the others are judged; the server's prefix-cache counters for the run are in metrics.json."""
+    import json
+
+    from sumjudge.runs import RunConfig, run
+
+    rc = RunConfig(method="zero-shot", dataset=_faith_file(tmp_path, 4), backend="openai", model="tiny-llama3",
+                   base_url=server.base_url, settings={"max_new_tokens": 4})
+    llm = LLM(backend(server), cache=NullCache())  # built (server asked what it serves) before the fault
+    server.fail_next(1, 400)
+    m = run(rc, tmp_path / "run", llm=llm, progress=False)
+    assert m["failed_examples"]["n"] == 1 and "HTTP 400" in m["failed_examples"]["examples"][0]["error"]
+    assert m["n_examples"] == 4 and m["n"] + m["unparsed"] == 3  # the metrics cover the three judged examples
+    rows = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["judgement"]["label_source"] for r in rows].count("failed") == 1
+    assert m["server"]["prefix_cache_queried_tokens"] > 0 and 0 <= m["server"]["prefix_cache_hit_rate"] <= 1
+    events = [json.loads(x) for x in (tmp_path / "run" / "calls.jsonl").read_text().splitlines()]
+    assert sum(e.get("event") == "example_failed" for e in events) == 1
+
+
+def test_a_run_whose_examples_mostly_fail_stops(server, tmp_path):
+    from sumjudge.runs import MostExamplesFailed, RunConfig, run
+
+    rc = RunConfig(method="zero-shot", dataset=_faith_file(tmp_path, 12), backend="openai", model="tiny-llama3",
+                   base_url=server.base_url, settings={"max_new_tokens": 4})
+    server.fail_next(40, 400)
+    try:
+        with pytest.raises(MostExamplesFailed, match=r"examples judged so far failed; the last: faith-\d+: .*HTTP 400"):
+            run(rc, tmp_path / "run", cache=tmp_path / "c.sqlite", progress=False)
+    finally:
+        with server._lock:
+            server._fail.clear()
+    assert not (tmp_path / "run" / "metrics.json").exists()

@@ -23,7 +23,7 @@ STANCES = ("The summary is faithful.", "The summary is unfaithful.")
 H100_SXM_BANDWIDTH = 3.35e12
 
 
-def _documents(k: int, doc_tokens: int, tok) -> list[tuple[str, str]]:
+def _documents(k: int, doc_tokens: int, cut) -> list[tuple[str, str]]:
     """(document, summary) pairs: real MeetingBank transcripts when the data is present, else synthetic text."""
     docs: list[tuple[str, str]] = []
     try:
@@ -41,20 +41,39 @@ def _documents(k: int, doc_tokens: int, tok) -> list[tuple[str, str]]:
         body = " ".join(f"Speaker {j % 5}: item {i}-{j} was discussed and the council voted {j % 3} times." for j in range(200))
         docs.append((body, f"The council discussed item {i}."))
         i += 1
-    out = []
-    for d, s in docs[:k]:
-        ids = tok(d, add_special_tokens=False).input_ids[:doc_tokens]
-        out.append((tok.decode(ids), s))
-    return out
+    return [(cut(d, doc_tokens), s) for d, s in docs[:k]]
 
 
-def build_requests(tok, k: int, doc_tokens: int, max_new_tokens: int):
+def tokenizer_cut(tok):
+    """The first ``n`` tokens of a text under a transformers tokenizer."""
+    return lambda text, n: tok.decode(tok(text, add_special_tokens=False).input_ids[:n])
+
+
+def counted_cut(count):
+    """The longest word prefix of a text with at most ``n`` tokens under ``count`` (a server's tokenizer)."""
+    def cut(text: str, n: int) -> str:
+        words = text.split()
+        lo, hi = 0, len(words)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if count(" ".join(words[:mid])) <= n:
+                lo = mid
+            else:
+                hi = mid - 1
+        return " ".join(words[:lo])
+
+    return cut
+
+
+def build_requests(cut, k: int, doc_tokens: int, max_new_tokens: int, salt: str = ""):
+    """4 agents per document, as a MADISSE round; ``salt`` starts every prompt (a benchmark pass of its own
+    against a server's prefix cache, with the same token count in every pass)."""
     from .llm import ChatRequest
     from .prompts import render
 
     reqs = []
-    for di, (doc, summ) in enumerate(_documents(k, doc_tokens, tok)):
-        base = render("madisse/table26_zero_shot", doc=doc, summary=summ)
+    for di, (doc, summ) in enumerate(_documents(k, doc_tokens, cut)):
+        base = salt + render("madisse/table26_zero_shot", doc=doc, summary=summ)
         for agent in range(4):
             text = f"{base}\n\nYou are agent {agent + 1}. Your initial belief: {STANCES[agent % 2]}"
             reqs.append(ChatRequest(messages=[{"role": "user", "content": text}], max_new_tokens=max_new_tokens,
@@ -175,7 +194,7 @@ def run(args) -> dict:
         be = HFBackend.from_loaded(model_or_path, tok, name="random-llama3-8b-shape", token_budget=args.token_budget)
     be.eos_ids = []  # decode exactly max_new_tokens in both paths
     be.decoder.eos = set()
-    reqs = build_requests(be.tokenizer, args.docs, args.doc_tokens, args.max_new_tokens)
+    reqs = build_requests(tokenizer_cut(be.tokenizer), args.docs, args.doc_tokens, args.max_new_tokens)
 
     # (a) one generate call per request
     gen_cfg = greedy_config(be, args.max_new_tokens)
@@ -240,6 +259,50 @@ def run(args) -> dict:
     return result
 
 
+def run_openai(args) -> dict:
+    """The same workload against an OpenAI-compatible server (``--backend openai``): every request sent one at a
+    time and awaited, as a loop over the papers' prompts would, vs all of them through the engine at once (the
+    server batches them). Each pass starts its prompts with its own short marker, so neither reuses the other's
+    prefix cache; within a pass the 4 agents of a document share its prefix as in a MADISSE round. vLLM is
+    asked to ignore end-of-sequence tokens so that both passes decode exactly ``max_new_tokens`` per request."""
+    from .llm import NullCache
+    from .llm.engine import LLM, run_sync
+    from .llm.openai import OpenAIBackend
+    from .runs import server_stats
+
+    be = OpenAIBackend(args.model, base_url=args.base_url, concurrency=args.concurrency, extra_body={"ignore_eos": True})
+    cut = counted_cut(be.count_tokens) if be.tokenizes else (lambda t, n: " ".join(t.split()[: int(n * 0.75)]))
+    llm = LLM(be, cache=NullCache())
+
+    async def one_at_a_time(reqs):
+        return [await llm.chat(r) for r in reqs]
+
+    passes = {}
+    for k, (name, fn) in enumerate((("sequential", one_at_a_time), ("engine", llm.chat_many)), start=1):
+        reqs = build_requests(cut, args.docs, args.doc_tokens, args.max_new_tokens, salt=f"[bench pass {k}]\n")
+        before = be.server_counters()
+        t0 = time.perf_counter()
+        resps = run_sync(fn(reqs))
+        dt = time.perf_counter() - t0
+        passes[name] = {"s": dt, "resps": resps, "server": server_stats(before, be.server_counters())}
+    seq, eng = passes["sequential"], passes["engine"]
+    prompt_tokens = sum(r.prompt_tokens for r in eng["resps"])
+    completion_tokens = sum(r.completion_tokens for r in eng["resps"])
+    rate = (lambda p: p["server"]["prefix_cache_hit_rate"] if p["server"] else None)  # noqa: E731
+    return {
+        "backend": "openai", "server": be.where, "model": args.model, "server_model": be.info.server_model,
+        "requests": len(eng["resps"]), "docs": args.docs, "agents_per_doc": 4, "concurrency": args.concurrency,
+        "mean_prompt_tokens": round(prompt_tokens / len(eng["resps"]), 1), "max_new_tokens": args.max_new_tokens,
+        "sequential_s": round(seq["s"], 3), "engine_s": round(eng["s"], 3), "speedup": round(seq["s"] / eng["s"], 2),
+        "engine_prompt_tokens_per_s": round(prompt_tokens / eng["s"], 1),
+        "engine_completion_tokens_per_s": round(completion_tokens / eng["s"], 1),
+        "sequential_completion_tokens_per_s": round(sum(r.completion_tokens for r in seq["resps"]) / seq["s"], 1),
+        "prefix_cache_hit_rate_sequential": rate(seq), "prefix_cache_hit_rate_engine": rate(eng),
+        # the server batches the engine's requests: its kernels may break near-ties otherwise than one by one
+        "identical_count": sum(a.text == b.text for a, b in zip(seq["resps"], eng["resps"])),
+    }
+
+
 def passed(result: dict) -> bool:
     """fp32 must be identical; reduced precision may diverge only at numerical near-ties."""
     if result["dtype"] == "float32":
@@ -248,6 +311,13 @@ def passed(result: dict) -> bool:
 
 
 def main(args) -> int:
+    if getattr(args, "backend", "hf") == "openai":
+        if not args.model or not args.base_url:
+            from .llm import ConfigError
+
+            raise ConfigError("bench --backend openai needs --base-url and --model (the name the server serves)")
+        print(json.dumps(run_openai(args), indent=2))
+        return 0
     result = run(args)
     print(json.dumps(result, indent=2))
     return 0 if passed(result) else 1

@@ -85,9 +85,9 @@ def _cmd_mesa_feedback(a) -> int:
 
 
 def _cmd_tiny(a) -> int:
-    from .llm.models import build_tiny_model
+    from .llm.models import TINY_SHAPE, TINY_SHAPE_HEAD32, build_tiny_model
 
-    print(build_tiny_model(a.dir, seed=a.seed))
+    print(build_tiny_model(a.dir, seed=a.seed, shape=TINY_SHAPE_HEAD32 if a.head_dim == 32 else TINY_SHAPE))
     return 0
 
 
@@ -218,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tiny-model", help="build a tiny random Llama-architecture model with the Llama-3 tokenizer")
     t.add_argument("dir", type=Path)
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--head-dim", type=int, choices=(16, 32), default=16,
+                   help="attention head size: 16 (the default tiny model) or 32 (servable by vLLM on CPU)")
     t.set_defaults(fn=_cmd_tiny)
 
     c = sub.add_parser("cache", help="response cache")
@@ -238,7 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="engine vs one-generate-per-request benchmark (prints JSON)")
     b.add_argument("--shape", default="tiny", choices=("tiny", "llama3-8b"))
-    b.add_argument("--model", help="a real model instead of --shape: smoke | a local folder | a Hugging Face id")
+    b.add_argument("--model", help="a real model instead of --shape: smoke | a local folder | a Hugging Face id; "
+                                   "with --backend openai, the name the server serves")
+    b.add_argument("--backend", default="hf", choices=("hf", "openai"),
+                   help="openai: the workload against the server at --base-url (one request at a time vs the engine)")
+    b.add_argument("--base-url", help="with --backend openai, e.g. http://host:8000/v1")
+    b.add_argument("--concurrency", type=int, default=32, help="with --backend openai: requests in flight at most")
     b.add_argument("--device", default="cpu")
     b.add_argument("--docs", type=int, default=8, help="K documents (x 4 agents)")
     b.add_argument("--doc-tokens", type=int, default=600)

@@ -59,8 +59,8 @@ def madisse_table2():
     ours = {"annotated_sentences": st["examples"], "ambiguous_sentences": st["ambiguous"],
             "pct_implicit_reasoning": pct.get("implicit_reasoning"), "pct_meaning": pct.get("meaning"),
             "pct_context": pct.get("context"), "pct_other": pct.get("other")}
-    note = ("percentages count every category of a sentence (4 sentences carry two), over the 131 ambiguous "
-            "sentences")
+    note = (f"shares of the {st['ambiguity_category_mentions']} category mentions of the 131 ambiguous sentences "
+            "(a sentence with two categories counts in both), which gives the paper's percentages")
     return pd.DataFrame([{"statistic": k, "paper": paper[k], "ours": ours[k], "note": note if k.startswith("pct") else ""}
                          for k in paper])
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .notebook import run_name
-from .report import MADISSE_DATASET_COLUMNS, paper_value
+from .report import MADISSE_DATASET_COLUMNS, paper_results, paper_value
 from .run_metrics import parse_columns
 
 # (paper row, method, settings, variant of the run's metrics or None)
@@ -31,8 +31,10 @@ ROW_NAMES = {"zero-shot": "Zero-shot single LLM", "cot": "Zero-shot Chain of Tho
 
 def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithful_agents: int = 2,
                    unfaithful_agents: int = 2, sessions: int = 3, adjudicators: int = 3,
-                   samples: int = 5, rows: list[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Metrics per paper row (the run folder under ``'run_dir'``); ``rows`` picks some (default: all seven)."""
+                   samples: int = 41, rows: list[str] | None = None,
+                   prompts: str = "code") -> dict[str, dict[str, Any]]:
+    """Metrics per paper row (the run folder under ``'run_dir'``); ``rows`` picks some (default: all seven);
+    ``prompts`` the prompt source (code: the authors' prompts.py, the default; printed: the paper's tables)."""
     unknown = set(rows or []) - {r for r, *_ in EVALUATORS}
     if unknown:
         raise ValueError(f"evaluators: unknown row(s) {', '.join(sorted(unknown))}; known: "
@@ -45,6 +47,8 @@ def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithf
         if rows is not None and row not in rows:
             continue
         cfg = {k: (sessions if v == "SESSIONS" else v) for k, v in settings.items()}
+        if prompts != "code":
+            cfg["prompts"] = prompts
         if method == "madisse":
             cfg = {**debate, **cfg}
         if method == "self-consistency":
@@ -63,18 +67,37 @@ def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str
     (Table 35, summary level), each with the paper's value."""
     col = MADISSE_DATASET_COLUMNS.get(dataset, dataset)
     table = "table33_sentence" if level == "sentence" else "table3"
+    note = (paper_results("madisse")[table].get("notes") or {}).get(col)
     rows = []
     for row, m in results.items():
         cell = paper_value("madisse", table, row, col) or [None, None]
         rates = (paper_value("madisse", "table35", row, col) if level == "summary" else None) or [None, None]
         common = {"evaluator": ROW_NAMES[row], "dataset": dataset, "level": level, "model": model,
                   "n": m["n_examples"], "unparsed": m.get("unparsed"), **parse_columns(m),
-                  "calls_per_example": round(m["cost"]["calls_per_example"], 1)}
+                  "calls_per_example": round(m["cost"]["calls_per_example"], 1),
+                  "note": note if row.startswith("madisse") and row != "madisse-no-init" else None}
         pct = (lambda v: None if v is None else 100 * v)
         rows += [{**common, "metric": "BAcc (%)", "paper": cell[0], "reproduced": pct(m.get("bacc"))},
                  {**common, "metric": "K-alpha", "paper": cell[1], "reproduced": m.get("k_alpha")},
                  {**common, "metric": "FPR (%)", "paper": rates[0], "reproduced": pct(m.get("fpr"))},
                  {**common, "metric": "FNR (%)", "paper": rates[1], "reproduced": pct(m.get("fnr"))}]
+    return rows
+
+
+def printed_vs_run_rows(as_run: dict[str, dict[str, Any]], printed: dict[str, dict[str, Any]], dataset: str,
+                        level: str, model: str) -> list[dict]:
+    """The same evaluators on the same examples with the prompts the authors' code sends (the default) and with
+    the paper's printed tables (prompts=printed): BAcc, K-alpha and how often the answers could be read."""
+    col = MADISSE_DATASET_COLUMNS.get(dataset, dataset)
+    table = "table33_sentence" if level == "sentence" else "table3"
+    rows = []
+    for row in printed:
+        cell = paper_value("madisse", table, row, col) or [None, None]  # the paper's numbers are the code's run
+        for source, m in (("as run (prompts=code)", as_run[row]), ("as printed (prompts=printed)", printed[row])):
+            rows.append({"evaluator": ROW_NAMES[row], "prompts": source, "dataset": dataset, "level": level,
+                         "paper_bacc": cell[0], "bacc": None if m.get("bacc") is None else 100 * m["bacc"],
+                         "paper_k_alpha": cell[1], "k_alpha": m.get("k_alpha"),
+                         "n": m["n_examples"], "unparsed": m.get("unparsed"), **parse_columns(m), "model": model})
     return rows
 
 

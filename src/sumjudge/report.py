@@ -94,8 +94,11 @@ def transcript_html(calls: list[dict[str, Any]], scope: str, max_chars: int = 15
     return "".join(parts)
 
 
+# The paper's columns are LLM-AggreFact's subsets (AggreFact-CNN/-XSum are AggreFact-FtSota's, not QAGS-C/X,
+# which have no MADISSE values); TofuEval MeetingBank/MediaSum are the same data as LLM-AggreFact's TofuEval parts.
 MADISSE_DATASET_COLUMNS = {"tofueval-meetingbank": "meetingbank", "tofueval-mediasum": "mediasum",
-                           "qags-cnndm": "cnn", "qags-xsum": "xsum"}
+                           "llm-aggrefact-meetingbank": "meetingbank", "llm-aggrefact-mediasum": "mediasum",
+                           "llm-aggrefact-cnn": "cnn", "llm-aggrefact-xsum": "xsum"}
 
 
 def madisse_reported(method: str, dataset: str, level: str) -> tuple[float | None, float | None]:

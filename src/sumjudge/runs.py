@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import platform
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 from . import __version__
 from .data import registry as data_registry
-from .llm import ConfigError, make_llm
+from .llm import BackendRequestError, ConfigError, OptionScoringError, SumjudgeError, make_llm
 from .llm.engine import LLM
 from .methods import get_method, make_config
 from .methods.base import Judgement
@@ -129,6 +130,17 @@ def read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+# An example whose request the server refused (4xx) or whose options could not be scored fails alone: it is
+# recorded with the message and counted in metrics.json. Once at least FAIL_STOP_MIN examples have failed and
+# they are most of the examples finished, the run stops (a wrong setting, not a bad example).
+EXAMPLE_FAILURES = (BackendRequestError, OptionScoringError)
+FAIL_STOP_MIN = 5
+
+
+class MostExamplesFailed(SumjudgeError):
+    pass
+
+
 async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int = 512,
                     progress: bool = True) -> list[Judgement]:
     """Run ``spec.judge`` over all examples concurrently (each with its own usage scope)."""
@@ -136,11 +148,23 @@ async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int 
 
     sem = asyncio.Semaphore(max_concurrent)
     bar = tqdm(total=len(examples), desc=spec.name, unit="ex", disable=not progress or len(examples) < 2)
+    tally = {"done": 0, "failed": 0}
 
     async def one(ex):
         async with sem:
             scope = llm.scoped(ex.id)
-            j = await spec.judge(ex, scope, cfg)
+            try:
+                j = await spec.judge(ex, scope, cfg)
+            except EXAMPLE_FAILURES as e:
+                j = Judgement(example_id=ex.id, label=None, parsed=False, label_source="failed",
+                              details={"error": f"{type(e).__name__}: {e}"})
+                tally["failed"] += 1
+                if llm.log:
+                    llm.log.write({"event": "example_failed", "example": ex.id, "error": str(e)})
+            tally["done"] += 1
+            if tally["failed"] >= FAIL_STOP_MIN and tally["failed"] > tally["done"] / 2:
+                raise MostExamplesFailed(f"{tally['failed']} of the {tally['done']} examples judged so far failed; "
+                                         f"the last: {ex.id}: {j.details['error']}")
             j.usage = scope.usage.as_dict()
             bar.update(1)
             return j
@@ -149,6 +173,25 @@ async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int 
         return list(await asyncio.gather(*(one(ex) for ex in examples)))
     finally:
         bar.close()
+
+
+def failure_summary(judgements: list[Judgement]) -> dict[str, Any]:
+    """Examples that failed (a server refusal, option scoring impossible): how many, and each one's message."""
+    failed = [j for j in judgements if j.label_source == "failed"]
+    return {"n": len(failed), "examples": [{"example": j.example_id, "error": j.details.get("error", "")}
+                                           for j in failed[:50]]}
+
+
+def server_stats(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, Any] | None:
+    """What the server counted during the run (vLLM's prefix cache: tokens queried and found). The counters are
+    the server's, so requests of other clients in the same time are counted too."""
+    if before is None or after is None:
+        return None
+    from .llm.openai import PREFIX_CACHE_COUNTERS
+
+    queries, hits = (after[k] - before.get(k, 0.0) for k in PREFIX_CACHE_COUNTERS)
+    return {"prefix_cache_queried_tokens": queries, "prefix_cache_hit_tokens": hits,
+            "prefix_cache_hit_rate": hits / queries if queries else None}
 
 
 def cost_summary(judgements: list[Judgement]) -> dict[str, float]:
@@ -163,13 +206,14 @@ def parse_rates(judgements: list[Judgement]) -> dict[str, Any]:
     for unreadable answers (``fallback_calls``) and the examples whose verdict used one. Re-read from cached
     answers on a resumed run, so the numbers cover the whole run."""
     tot = {k: sum(int(j.usage.get(k, 0)) for j in judgements)
-           for k in ("parse_calls", "parsed_first_try", "parsed_after_retries", "parse_failures", "fallbacks")}
+           for k in ("parse_calls", "parsed_first_try", "parsed_after_retries", "parse_failures", "fallbacks",
+                     "cut_answers")}
     n = tot["parse_calls"]
     return {"parse_calls": n, "parsed_first_try": tot["parsed_first_try"],
             "parsed_after_retries": tot["parsed_after_retries"], "unreadable": tot["parse_failures"],
             "first_try": tot["parsed_first_try"] / n if n else None,
             "after_retries": (tot["parsed_first_try"] + tot["parsed_after_retries"]) / n if n else None,
-            "fallback_calls": tot["fallbacks"],
+            "cut_answers": tot["cut_answers"], "fallback_calls": tot["fallbacks"],
             "examples_with_fallback": sum(int(j.usage.get("fallbacks", 0)) > 0 for j in judgements)}
 
 
@@ -225,12 +269,17 @@ def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cf
              progress: bool) -> dict[str, Any]:
     ds = data_registry.get(rc.dataset)
     provenance = ds.provenance(rc.split or ds.splits[0]) if ds.provenance else None
+    warnings = cfg.warnings() if hasattr(cfg, "warnings") else []  # e.g. greedy decoding of a sampled protocol
+    for w in warnings:
+        print(f"warning ({rc.method}): {w}", file=sys.stderr)
     write_atomic(cfg_path, json.dumps({**record, "backend_info": dataclasses.asdict(llm.info),
-                                       "dataset_provenance": provenance,
+                                       "dataset_provenance": provenance, "warnings": warnings,
                                        "sumjudge": __version__, "python": platform.python_version()}, indent=2))
     from .llm.engine import run_sync
 
     before = llm.usage.as_dict()
+    counters = getattr(llm.backend, "server_counters", None)
+    server_before = counters() if counters else None
     if llm.log is not None:  # where this process's calls begin (a resumed run has several processes)
         llm.log.write({"event": "process_start", "pid": os.getpid(), "host": platform.node(), "time": time.time(),
                        "sumjudge": __version__})
@@ -241,9 +290,14 @@ def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cf
             for ex, j in zip(examples, judgements)]
     write_jsonl_atomic(out / "results.jsonl", rows)
     level = rc.level or data_registry.get(rc.dataset).levels[0]  # rated examples carry no level of their own
+    # metrics over the examples that were judged; failed ones (server refusals) are counted apart
+    judged = [(ex, j) for ex, j in zip(examples, judgements) if j.label_source != "failed"]
     metrics = {"method": rc.method, "dataset": rc.dataset, "level": getattr(examples[0], "level", level) if examples else level,
-               "n_examples": len(examples), **METRICS_BY_KIND[spec.kind](examples, judgements),
+               "n_examples": len(examples),
+               **METRICS_BY_KIND[spec.kind]([ex for ex, _ in judged], [j for _, j in judged]),
+               "failed_examples": failure_summary(judgements),
                "parse_rates": parse_rates(judgements), "cost": cost_summary(judgements), "engine": engine_stats(llm, before),
+               "server": server_stats(server_before, counters() if counters else None),
                "usage_all_processes": usage_from_log(out / "calls.jsonl"), "wall_s": time.time() - t0}
     write_atomic(out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
     return metrics

@@ -20,6 +20,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from .cache import NullCache, ResponseCache
 from .errors import SumjudgeError
+from .loops import run_sync
 from .parsing import ParseError
 from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key
 
@@ -51,6 +52,7 @@ class Usage:
     parsed_after_retries: int = 0
     parse_failures: int = 0  # unreadable after every retry
     parse_retries: int = 0
+    cut_answers: int = 0  # answers that stopped at max_new_tokens (finish_reason=length)
     fallbacks: int = 0  # option-scoring calls that stood in for an unreadable answer
     batches: int = 0
     errors: int = 0
@@ -140,12 +142,16 @@ class LLM:
         for k, v in deltas.items():
             setattr(self.usage, k, getattr(self.usage, k) + v)
 
-    async def chat_parsed(self, req: ChatRequest, parse: Callable[[str], T], retries: int | None = None) -> Parsed[T]:
+    async def chat_parsed(self, req: ChatRequest, parse: Callable[[str], T], retries: int | None = None,
+                          cut_parse: Callable[[str], T] | None = None) -> Parsed[T]:
         """Chat, parse; on ``ParseError`` retry (sampling with a derived seed), then report the failure.
 
-        A retry of a greedy request samples at ``retry_temperature`` with seed ``seed + 100000*attempt``
-        (repeating a greedy call would return the same text). Failures are counted in ``usage`` and
-        returned with ``ok=False``: callers decide what an unparsed answer means and record it.
+        An answer cut at ``max_new_tokens`` (``finish_reason="length"``) is unreadable (it stopped before it
+        was done: ``<label>1<`` is no statement) unless the method gives ``cut_parse``, a parser that reads only
+        what a cut answer has completed (e.g. a closed ``<label>`` tag before the cut explanation); counted in
+        ``usage.cut_answers``. A retry of a greedy request samples at ``retry_temperature`` with seed
+        ``seed + 100000*attempt`` (repeating a greedy call would return the same text). Failures are counted
+        in ``usage`` and returned with ``ok=False``: callers decide what an unparsed answer means and record it.
         """
         retries = self.parse_retries if retries is None else retries
         responses = []
@@ -157,8 +163,13 @@ class LLM:
                             seed=(req.seed or 0) + 100_000 * attempt, tag=f"{req.tag}#retry{attempt}")
             resp = await self.chat(r)
             responses.append(resp)
+            cut = resp.finish_reason == "length"
+            if cut:
+                self._count(cut_answers=1)
             try:
-                value = parse(resp.text)
+                if cut and cut_parse is None:
+                    raise ParseError(f"the answer was cut at max_new_tokens={r.max_new_tokens} (finish_reason=length)")
+                value = (cut_parse if cut else parse)(resp.text)
             except ParseError as e:
                 err = str(e)
                 continue
@@ -288,14 +299,15 @@ class LLM:
                             "request": req.to_json(), "response": resp.to_json(), "time": time.time()})
 
     def count_tokens(self, text: str) -> int | None:
-        """Tokens of ``text`` under the backend's tokenizer, or None when the backend has none (openai)."""
+        """Tokens of ``text`` under the backend's tokenizer, or None when the backend has none (a server
+        without a tokenize route)."""
         fn = getattr(self.backend, "count_tokens", None)
         return fn(text) if fn else None
 
     def prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
         """Tokens the backend will feed for ``messages`` (chat template included), or None when unknown."""
         fn = getattr(self.backend, "encode", None)
-        if fn is not None:
+        if fn is not None and getattr(self.backend, "tokenizes", True):
             return len(fn(messages))
         n = [self.count_tokens(m["content"]) for m in messages]
         return None if None in n else sum(n)
@@ -348,28 +360,6 @@ class ScopedLLM(LLM):
 
     def prompt_tokens(self, messages) -> int | None:
         return self.parent.prompt_tokens(messages)
-
-
-def run_sync(coro):
-    """Run a coroutine from synchronous code, also inside Jupyter (which already runs an event loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    result: dict[str, Any] = {}
-
-    def target():
-        try:
-            result["value"] = asyncio.run(coro)
-        except BaseException as e:  # re-raised in the caller's thread
-            result["error"] = e
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join()
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
 
 
 __all__ = ["LLM", "CallLog", "Parsed", "Usage", "run_sync", "SumjudgeError"]

@@ -21,6 +21,9 @@ LLAMA3_EOS_TOKENS = ("<|eot_id|>", "<|end_of_text|>")
 # Architecture of the tiny test model: Llama-3 vocabulary, everything else minimal.
 TINY_SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, max_position_embeddings=8192)
+# The tiny shape with 32-dimensional attention heads (hidden 128 over 4 heads): vLLM's CPU attention takes head
+# sizes 32, 64, 80, 96, 112, 128, ... only, so a server test model needs this one (``tiny-model --head-dim 32``).
+TINY_SHAPE_HEAD32 = dict(TINY_SHAPE, hidden_size=128, intermediate_size=256)
 # Random-weight stand-in for Llama-3-8B (benchmarks on a GPU machine only).
 LLAMA3_8B_SHAPE = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                        num_key_value_heads=8, max_position_embeddings=8192, rope_theta=500000.0)

@@ -2,22 +2,45 @@
 
 The engine hands over every pending request at once; they go out concurrently (bounded by
 ``concurrency``) and the server batches them (vLLM: continuous batching and prefix caching, which
-is why every prompt puts the document first). Rate limits, server errors, timeouts and dropped
-connections are retried with exponential backoff and jitter; usage is read from the responses.
+is why every prompt about one document shares its prefix). Rate limits, server errors, timeouts and
+dropped connections are retried with exponential backoff and jitter; usage is read from the responses.
+
+On construction the backend asks the server what it serves (``GET /models``: the model's ``id``,
+``root`` and ``max_model_len`` on vLLM) and whether it tokenizes (vLLM's ``POST /tokenize``). With a
+context length and a tokenizer it behaves as the hf backend does: prompts are counted with the
+server's own tokenizer (chat template included), so ``truncate=error|truncate`` fits documents the
+same way, and a request whose prompt + ``max_new_tokens`` exceeds the context is refused here,
+naming the example, instead of being cut short by the server. Option scoring is exact where the
+server returns ``prompt_logprobs`` (vLLM's completions endpoint): every option is scored as a
+continuation of the chat-template tokens, exactly as the hf backend does, so hf and vLLM numbers
+are comparable; servers without it fall back to the first token's ``top_logprobs``, whose coverage
+is recorded and must reach ``min_coverage``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import random
+import re
 import time
+from collections import OrderedDict
+from typing import Any
 
-from .errors import BackendRequestError, BackendUnavailableError, OptionScoringError
+from .errors import (
+    BackendRequestError,
+    BackendUnavailableError,
+    ConfigError,
+    OptionScoringError,
+    PromptTooLongError,
+)
+from .loops import on_loop_close
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, server_identity
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
 
 
 class MalformedAnswer(Exception):
@@ -42,20 +65,49 @@ def retry_after(e: Exception) -> float | None:
             return None
 
 
+def server_root(base_url: str) -> str:
+    """The server's root for its non-OpenAI routes (vLLM's ``/tokenize``, ``/metrics``, ``/health``):
+    the base URL without a trailing ``/v1``."""
+    return re.sub(r"/v1/?$", "", base_url.rstrip("/"))
+
+
+def prometheus_totals(text: str, names: tuple[str, ...]) -> dict[str, float]:
+    """Sum of each named counter over its label sets in a Prometheus text page (``/metrics``)."""
+    out = dict.fromkeys(names, 0.0)
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})?\s+([-+0-9.eE]+|NaN|[+-]?Inf)\s*$", line)
+        if m and m.group(1) in out:
+            out[m.group(1)] += float(m.group(2))
+    return out
+
+
+# vLLM's prefix-cache counters (tokens queried / found in the cache), read before and after a run
+PREFIX_CACHE_COUNTERS = ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total")
+
+
 class OpenAIBackend:
     name = "openai"
     max_inflight = 1_000_000  # dispatch every batch at once; the semaphore bounds requests on the wire
+    streams_results = True  # each response is reported as soon as it arrives
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  concurrency: int = 32, max_retries: int = 6, timeout: float = 600.0, backoff: float = 1.0,
                  max_backoff: float = 60.0, top_logprobs: int = 20, connect_retries: int = 2,
-                 max_retry_time: float = 900.0):
+                 max_retry_time: float = 900.0, context_length: int | None = None, tokenizer: str | None = None,
+                 option_scoring: str = "auto", min_coverage: float = 0.5, discover: bool = True,
+                 extra_body: dict[str, Any] | None = None):
+        import httpx
         import openai
 
+        if option_scoring not in OPTION_SCORING:
+            raise ConfigError(f"option_scoring={option_scoring!r}: choose one of {', '.join(OPTION_SCORING)}")
         self._openai = openai
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers take any key
-        self.client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key, max_retries=0, timeout=timeout)
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self._key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"  # local servers take any key
+        self._client_args = dict(base_url=self.base_url, api_key=self._key, max_retries=0, timeout=timeout)
+        self._client_obj = None
         self.model = model
         self.concurrency = concurrency
         self.max_retries = max_retries
@@ -63,26 +115,196 @@ class OpenAIBackend:
         self.max_backoff = max_backoff
         self.max_retry_time = max_retry_time  # bound on the time one request spends waiting to be retried
         self.top_logprobs = top_logprobs
+        self.min_coverage = min_coverage
+        self.timeout = timeout
+        self.extra_body = dict(extra_body or {})  # server extensions sent with every chat request (bench: ignore_eos)
         self._sem: asyncio.Semaphore | None = None
         self._sem_loop = None
-        server = server_identity(self.base_url or "https://api.openai.com/v1")
+        server = server_identity(self.base_url)
         self.where = server  # in every message: never the credentials a URL may carry
-        self.info = BackendInfo(name="openai", model=model, revision="", extra={"base_url": server}, server=server)
+        self.root = server_root(self.base_url)
+        self._http = httpx.Client(timeout=min(timeout, 60.0), headers={"Authorization": f"Bearer {self._key}"})
         self.retries = 0  # accounting: retried HTTP calls
         self.connect_retries = connect_retries
         self.connected = False  # set by the first answer; before it, connection errors fail fast
+        self.served: dict[str, Any] = {}  # what GET /models says of the model (id, root, max_model_len)
+        self.server_tokenizes = False
+        self._local_tokenizer = None
+        self._token_cache: OrderedDict[str, list[int]] = OrderedDict()
+        if discover:
+            self._discover()
+        if tokenizer:  # the model's own tokenizer, for servers without /tokenize
+            from transformers import AutoTokenizer
 
+            self._local_tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+        served_ctx = self.served.get("max_model_len")
+        self.context_length = min(x for x in (context_length, served_ctx) if x) if (context_length or served_ctx) else None
+        exact = self.tokenizes and option_scoring in ("auto", "prompt_logprobs")
+        if option_scoring == "prompt_logprobs" and not self.tokenizes:
+            raise ConfigError(f"option_scoring=prompt_logprobs needs token ids: {self.where} has no /tokenize "
+                              "(vLLM has) and no --set tokenizer=... was given")
+        if exact and option_scoring == "auto" and discover:
+            exact = self._probe_prompt_logprobs()
+        self.option_scoring = "prompt_logprobs" if exact else "top_logprobs"
+        self.info = BackendInfo(name="openai", model=model, revision="", server=server,
+                                server_model={k: self.served[k] for k in ("id", "root", "max_model_len")
+                                              if self.served.get(k) is not None},
+                                option_scoring=self.option_scoring,
+                                extra={"base_url": server, "context_length": self.context_length,
+                                       "tokenizer": "server" if self.server_tokenizes else (tokenizer or None),
+                                       "option_scoring": self.option_scoring})
+
+    # ---- what the server says about itself ------------------------------------------------------
+    def _get_json(self, url: str) -> tuple[int, Any]:
+        import httpx
+
+        try:
+            r = self._http.get(url)
+        except httpx.HTTPError as e:
+            raise BackendUnavailableError(f"{self.where} is not reachable ({type(e).__name__}: {e}); is the server "
+                                          "up and the --base-url right?") from None
+        try:
+            return r.status_code, r.json()
+        except ValueError:
+            return r.status_code, None
+
+    def _discover(self) -> None:
+        """Ask ``GET /models`` what the server serves: the model must be among them; its ``root`` and
+        ``max_model_len`` (vLLM) join the cache key, so two servers, or one server restarted with another
+        model or context under the same name, never share answers. Then see whether ``/tokenize`` works."""
+        status, body = self._get_json(self.base_url.rstrip("/") + "/models")
+        if status in (401, 403):
+            raise BackendRequestError(f"{self.where} refused the credentials (HTTP {status}) when listing models")
+        if status == 200 and isinstance(body, dict) and isinstance(body.get("data"), list):
+            models = [m for m in body["data"] if isinstance(m, dict)]
+            match = [m for m in models if m.get("id") == self.model]
+            if models and not match:
+                raise ConfigError(f"{self.where} does not serve model {self.model!r}; it serves: "
+                                  f"{', '.join(str(m.get('id')) for m in models[:10])}")
+            if match:
+                self.served = match[0]
+        try:
+            self._server_tokenize({"prompt": "a", "add_special_tokens": False}, retries=self.connect_retries)
+            self.server_tokenizes = True
+        except (BackendRequestError, BackendUnavailableError):
+            self.server_tokenizes = False
+
+    def _probe_prompt_logprobs(self) -> bool:
+        """Does the completions endpoint return ``prompt_logprobs`` for token-id prompts (vLLM does)?"""
+        import httpx
+
+        ids = self._tokens_of_text("a")
+        body = {"model": self.model, "prompt": [ids or [0]], "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0}
+        try:
+            r = self._http.post(self.base_url.rstrip("/") + "/completions", json=body)
+            choice = (r.json().get("choices") or [{}])[0] if r.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return False
+        return isinstance(choice, dict) and isinstance(choice.get("prompt_logprobs"), list)
+
+    def server_counters(self) -> dict[str, float] | None:
+        """The server's prefix-cache counters (vLLM ``/metrics``), or None when it has none."""
+        import httpx
+
+        try:
+            r = self._http.get(self.root + "/metrics")
+        except httpx.HTTPError:
+            return None
+        if r.status_code != 200 or "vllm:" not in r.text:
+            return None
+        return prometheus_totals(r.text, PREFIX_CACHE_COUNTERS)
+
+    # ---- tokenization -----------------------------------------------------------------------------
+    @property
+    def tokenizes(self) -> bool:
+        return self.server_tokenizes or self._local_tokenizer is not None
+
+    def _server_tokenize(self, payload: dict, retries: int | None = None) -> list[int]:
+        """vLLM's ``POST /tokenize``; transient faults (connection, 408/409/429/5xx) are retried as model calls
+        are, a refusal raises BackendRequestError."""
+        import httpx
+
+        retries = self.max_retries if retries is None else retries
+        for attempt in range(retries + 1):
+            try:
+                r = self._http.post(self.root + "/tokenize", json={"model": self.model, **payload})
+            except httpx.HTTPError as e:
+                problem = f"{type(e).__name__}: {e}"
+            else:
+                if r.status_code == 200:
+                    try:
+                        return [int(t) for t in r.json()["tokens"]]
+                    except (ValueError, KeyError, TypeError):
+                        problem = f"an answer without tokens: {r.text[:200]}"
+                elif r.status_code in RETRYABLE_STATUS:
+                    problem = f"HTTP {r.status_code}"
+                else:
+                    raise BackendRequestError(f"{self.where}/tokenize refused (HTTP {r.status_code}): {r.text[:200]}")
+            if attempt < retries:
+                time.sleep(min(self.max_backoff, self.backoff * 2 ** attempt))
+        raise BackendUnavailableError(f"{self.where}/tokenize did not answer after {retries + 1} attempts: {problem}")
+
+    def _cached_tokens(self, key: dict, compute) -> list[int]:
+        k = json.dumps(key, sort_keys=True, ensure_ascii=False)
+        hit = self._token_cache.get(k)
+        if hit is None:
+            hit = compute()
+            self._token_cache[k] = hit
+            if len(self._token_cache) > 4096:
+                self._token_cache.popitem(last=False)
+        else:
+            self._token_cache.move_to_end(k)
+        return hit
+
+    def encode(self, messages: list[dict[str, str]]) -> list[int]:
+        """The prompt's token ids as the server feeds them: chat template applied, generation prompt added."""
+        if not self.tokenizes:
+            raise ConfigError(f"{self.where} does not tokenize (no /tokenize); give --set tokenizer=...")
+
+        def compute():
+            if self.server_tokenizes:
+                return self._server_tokenize({"messages": messages, "add_generation_prompt": True})
+            tok = self._local_tokenizer
+            text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            return tok(text, add_special_tokens=False).input_ids
+
+        return self._cached_tokens({"m": messages}, compute)
+
+    def _tokens_of_text(self, text: str) -> list[int]:
+        def compute():
+            if self.server_tokenizes:
+                return self._server_tokenize({"prompt": text, "add_special_tokens": False})
+            return self._local_tokenizer(text, add_special_tokens=False).input_ids
+
+        return self._cached_tokens({"t": text}, compute)
+
+    def count_tokens(self, text: str) -> int | None:
+        return len(self._tokens_of_text(text)) if self.tokenizes else None
+
+    # ---- requests -----------------------------------------------------------------------------------
     def _semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._sem is None or self._sem_loop is not loop:
-            self._sem, self._sem_loop = asyncio.Semaphore(self.concurrency), loop
+        self._bind_loop()
         return self._sem
 
-    async def _call(self, check=None, **kwargs):
-        """One completion, retried on transport faults: timeouts, dropped connections, 408/409/429/5xx (waiting
-        what ``Retry-After`` asks), and 200 answers that ``check`` finds malformed. A refusal (another 4xx)
-        raises BackendRequestError at once; running out of attempts or of ``max_retry_time`` raises
-        BackendUnavailableError. Nothing a server got wrong is returned as an answer."""
+    @property
+    def client(self):
+        """The async client of the running event loop: its connections belong to that loop, and every
+        ``run_sync`` (a notebook cell, a run) runs a loop of its own."""
+        self._bind_loop()
+        return self._client_obj
+
+    def _bind_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._sem_loop is not loop:
+            self._sem, self._sem_loop = asyncio.Semaphore(self.concurrency), loop
+            self._client_obj = self._openai.AsyncOpenAI(**self._client_args)
+            on_loop_close(self._client_obj.close)
+
+    async def _call(self, create, check=None, **kwargs):
+        """One request through ``create`` (chat or completions), retried on transport faults: timeouts, dropped
+        connections, 408/409/429/5xx (waiting what ``Retry-After`` asks), and 200 answers that ``check`` finds
+        malformed. A refusal (another 4xx) raises BackendRequestError at once; running out of attempts or of
+        ``max_retry_time`` raises BackendUnavailableError. Nothing a server got wrong is returned as an answer."""
         oa = self._openai
         last: Exception | None = None
         start = time.monotonic()
@@ -90,7 +312,7 @@ class OpenAIBackend:
             wait = None
             try:
                 async with self._semaphore():
-                    resp = await self.client.chat.completions.create(model=self.model, **kwargs)
+                    resp = await create(model=self.model, **kwargs)
                 self.connected = True
                 if check is not None:
                     check(resp)
@@ -136,8 +358,15 @@ class OpenAIBackend:
         if not getattr(resp, "choices", None):
             raise MalformedAnswer("the answer has no choices")
 
+    def _check_fits(self, tag: str, prompt_tokens: int, max_new_tokens: int) -> None:
+        if self.context_length and prompt_tokens + max_new_tokens > self.context_length:
+            raise PromptTooLongError(tag, prompt_tokens, max_new_tokens, self.context_length)
+
     async def _one(self, r: ChatRequest) -> ChatResponse:
         t0 = time.perf_counter()
+        if self.tokenizes and self.context_length:
+            n = len(await asyncio.to_thread(self.encode, r.messages))
+            self._check_fits(r.tag, n, r.max_new_tokens)  # never let the server cut the answer short
         kw = dict(messages=r.messages, temperature=r.temperature, max_tokens=r.max_new_tokens, n=1)
         if not r.greedy:
             kw["top_p"] = r.top_p
@@ -145,15 +374,15 @@ class OpenAIBackend:
             kw["seed"] = ((r.seed or 0) * 1_000_003 + r.sample_index) % (2 ** 31)
         if r.stop:
             kw["stop"] = list(r.stop)[:4]
-        resp = await self._call(check=self._check_chat, **kw)
+        if self.extra_body:
+            kw["extra_body"] = self.extra_body
+        resp = await self._call(self.client.chat.completions.create, check=self._check_chat, **kw)
         ch = resp.choices[0]
         usage = resp.usage
         return ChatResponse(text=ch.message.content, finish_reason=ch.finish_reason or "stop",
                             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
                             latency_s=time.perf_counter() - t0, backend="openai", model=self.model)
-
-    streams_results = True  # each response is reported as soon as it arrives
 
     async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
         return await self._each(self._one, reqs, on_results)
@@ -171,18 +400,63 @@ class OpenAIBackend:
 
         return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(reqs))))
 
-    async def _score_one(self, r: OptionRequest) -> OptionScores:
-        """First-token probabilities from ``top_logprobs``: an option's mass is the sum over returned
-        tokens whose text (stripped) equals it. Options outside the top list get probability 0;
-        ``coverage`` says how much of the distribution the options hold."""
+    # ---- option scoring -----------------------------------------------------------------------------
+    def option_sequences(self, r: OptionRequest) -> tuple[list[list[int]], int]:
+        """Token ids of prompt + prefix + option for each option, and where the option tokens start; the
+        boundary rule is the hf backend's (an option merged into the prefix by tokenization is tokenized
+        on its own after the prefix)."""
+        prompt = self.encode(r.messages)
+        pre = self._tokens_of_text(r.prefix) if r.prefix else []
+        seqs = []
+        for opt in r.options:
+            full = self._tokens_of_text(r.prefix + opt)
+            if full[: len(pre)] != pre:
+                full = pre + self._tokens_of_text(opt)
+            seqs.append(prompt + full)
+        return seqs, len(prompt) + len(pre)
+
+    async def _score_exact(self, r: OptionRequest) -> OptionScores:
+        """log p(option | prompt, prefix) summed over the option's tokens, from ``prompt_logprobs`` of the
+        completions endpoint: one request per option set (one prompt per option; vLLM's prefix cache
+        computes the shared prompt once)."""
+        t0 = time.perf_counter()
+        seqs, start = await asyncio.to_thread(self.option_sequences, r)
+        for ids in seqs:
+            self._check_fits(r.tag, len(ids), 1)
+        resp = await self._call(self.client.completions.create, check=self._check_any, prompt=seqs, max_tokens=1,
+                                temperature=0.0, extra_body={"prompt_logprobs": 0})
+        raw: dict[str, float] = {}
+        by_index = {getattr(c, "index", i): c for i, c in enumerate(resp.choices)}
+        for k, (opt, ids) in enumerate(zip(r.options, seqs)):
+            plp = getattr(by_index.get(k), "prompt_logprobs", None)
+            if not isinstance(plp, list) or len(plp) != len(ids):
+                raise OptionScoringError(f"{self.where} returned no prompt_logprobs for option {opt!r} of {r.tag!r}")
+            total = 0.0
+            for pos in range(start, len(ids)):
+                entry = (plp[pos] or {}).get(str(ids[pos]))
+                if not isinstance(entry, dict) or "logprob" not in entry:
+                    raise OptionScoringError(f"{self.where} left out the logprob of token {ids[pos]} of option "
+                                             f"{opt!r} of {r.tag!r}")
+                total += float(entry["logprob"])
+            raw[opt] = total
+        from .hf import normalise_logprobs
+
+        return OptionScores(probs=normalise_logprobs(raw), logprobs=raw, method="prompt_logprobs", backend="openai",
+                            model=self.model, latency_s=time.perf_counter() - t0,
+                            coverage=min(1.0, sum(math.exp(v) for v in raw.values())))
+
+    async def _score_top(self, r: OptionRequest) -> OptionScores:
+        """First-token probabilities from ``top_logprobs`` (servers without ``prompt_logprobs``): an option's
+        mass is the sum over returned tokens whose text (stripped) equals it. Options outside the top list get
+        probability 0, so ``coverage`` (the options' mass) must reach ``min_coverage`` or the scoring fails."""
         t0 = time.perf_counter()
         messages = list(r.messages)
         extra = {}
         if r.prefix:  # continue a partial assistant turn (vLLM extension)
             messages = messages + [{"role": "assistant", "content": r.prefix}]
             extra = {"extra_body": {"continue_final_message": True, "add_generation_prompt": False}}
-        resp = await self._call(check=self._check_any, messages=messages, temperature=0.0, max_tokens=1,
-                                logprobs=True, top_logprobs=self.top_logprobs, **extra)
+        resp = await self._call(self.client.chat.completions.create, check=self._check_any, messages=messages,
+                                temperature=0.0, max_tokens=1, logprobs=True, top_logprobs=self.top_logprobs, **extra)
         content = resp.choices[0].logprobs.content if resp.choices[0].logprobs else None
         if not content:
             raise OptionScoringError(f"{self.where} returned no logprobs for {r.tag!r}")
@@ -192,12 +466,14 @@ class OpenAIBackend:
             if tok in mass:
                 mass[tok] += math.exp(t.logprob)
         cov = sum(mass.values())
-        if cov == 0:
-            raise OptionScoringError(f"none of the options {r.options} is among the top {self.top_logprobs} "
-                                          f"tokens for {r.tag!r}; use the sampling variant")
+        if cov < self.min_coverage or cov == 0:
+            raise OptionScoringError(f"the options {r.options} hold {cov:.3g} of the probability among the top "
+                                     f"{self.top_logprobs} tokens for {r.tag!r} (min_coverage {self.min_coverage}); "
+                                     "renormalising that would not be a probability")
         raw = {o: (math.log(p) if p > 0 else None) for o, p in mass.items()}
         return OptionScores(probs={o: p / cov for o, p in mass.items()}, logprobs=raw, method="top_logprobs",
                             backend="openai", model=self.model, latency_s=time.perf_counter() - t0, coverage=cov)
 
     async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
-        return await self._each(self._score_one, reqs, on_results)
+        fn = self._score_exact if self.option_scoring == "prompt_logprobs" else self._score_top
+        return await self._each(fn, reqs, on_results)

@@ -15,8 +15,9 @@ class ParseError(ValueError):
     """The output does not contain the requested field in any accepted form."""
 
 
-def xml_tag(text: str, tag: str, *, last: bool = True) -> str:
-    """Content of ``<tag>...</tag>``; tolerates a missing closing tag at the end of the output.
+def xml_tag(text: str, tag: str, *, last: bool = True, closed_only: bool = False) -> str:
+    """Content of ``<tag>...</tag>``; tolerates a missing closing tag at the end of the output unless
+    ``closed_only`` (an answer cut at its token limit, whose open tag stopped mid-way).
 
     Models often repeat the tag name in their reasoning, so the last complete occurrence wins by default.
     """
@@ -26,10 +27,26 @@ def xml_tag(text: str, tag: str, *, last: bool = True) -> str:
     found = pat.findall(text)
     if found:
         return (found[-1] if last else found[0]).strip()
+    if closed_only:
+        raise ParseError(f"no closed <{tag}> field in output")
     open_ = re.search(rf"<\s*{re.escape(tag)}\s*>(.*)\Z", text, re.S | re.I)
     if open_ and open_.group(1).strip():
         return open_.group(1).strip()
     raise ParseError(f"no <{tag}> field in output")
+
+
+def complete_lines(parse):
+    """A parser for answers cut at their token limit: ``parse`` reads only the complete lines (the last line
+    stopped mid-way: ``Score: 4`` there may have gone on ``.5``). Methods whose answer states its value on a
+    line of its own pass this as the engine's ``cut_parse``."""
+
+    def read(text: str):
+        head, sep, _ = text.rpartition("\n")
+        if not sep or not head.strip():
+            raise ParseError("the answer was cut in its first line")
+        return parse(head)
+
+    return read
 
 
 def tag_bodies(text: str, tag: str) -> list[tuple[str, bool]]:
@@ -55,7 +72,7 @@ _HEDGES = {"partially", "partly", "mostly", "mainly", "largely", "somewhat", "ex
            "unclear", "unsure", "maybe", "perhaps", "possibly", "ambiguous", "either"}
 
 
-def binary_label(text: str, tag: str = "label") -> int:
+def binary_label(text: str, tag: str = "label", *, closed_only: bool = False) -> int:
     """The 0/1 label an answer states in ``<label>...</label>`` (1 faithful/consistent, 0 not).
 
     Read only when the text states it:
@@ -67,9 +84,16 @@ def binary_label(text: str, tag: str = "label") -> int:
       (``consistent``, ``unfaithful``); both digits (the instruction echoed: ``1 (consistent) or 0
       (inconsistent)``), a digit contradicted by its words (``1 (inconsistent)``), any negation (``not
       consistent``), a hedge (``mostly consistent``) or another number (``-1``, ``0.5``, ``2``) is unreadable.
+
+    ``closed_only`` (an answer cut at its token limit): only a closed tag is a statement; a final unclosed tag
+    was cut where it stands (``<label>1`` may have gone on ``0``) and, like any tag opened after the last
+    closed one, makes the answer unreadable.
     """
     bodies = tag_bodies(text, tag)
-    if bodies and not bodies[-1][1] and re.fullmatch(r"\s*[01]\s*", bodies[-1][0]):
+    if closed_only:
+        if bodies and not bodies[-1][1]:
+            raise ParseError(f"<{tag}> was cut before it closed: {bodies[-1][0].strip()[:40]!r}")
+    elif bodies and not bodies[-1][1] and re.fullmatch(r"\s*[01]\s*", bodies[-1][0]):
         return int(bodies[-1][0].strip())
     closed = [b for b, c in bodies if c]
     if not closed:

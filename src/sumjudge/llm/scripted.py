@@ -19,6 +19,7 @@ from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, Option
 class Rule:
     match: str | Callable[[ChatRequest], bool]
     reply: str | Callable[[ChatRequest], str]
+    finish: str = "stop"  # "length": the reply stands for an answer cut at max_new_tokens
 
     def accepts(self, req) -> bool:
         if callable(self.match):
@@ -38,8 +39,8 @@ class ScriptedBackend:
         self.requests: list[ChatRequest] = []  # every request received, in arrival order
         self.batches: list[int] = []  # size of each generate() call
 
-    def add(self, match, reply) -> "ScriptedBackend":
-        self.rules.append(Rule(match, reply))
+    def add(self, match, reply, finish: str = "stop") -> "ScriptedBackend":
+        self.rules.append(Rule(match, reply, finish))
         return self
 
     def count_tokens(self, text: str) -> int:
@@ -56,7 +57,7 @@ class ScriptedBackend:
                                        f"{r.messages[-1]['content'][:120]!r}"))
                 continue
             text = rule.reply(r) if callable(rule.reply) else rule.reply
-            out.append(ChatResponse(text=text, finish_reason="stop", prompt_tokens=sum(len(m["content"].split()) for m in r.messages),
+            out.append(ChatResponse(text=text, finish_reason=rule.finish, prompt_tokens=sum(len(m["content"].split()) for m in r.messages),
                                     completion_tokens=len(text.split()), latency_s=0.0, backend="scripted",
                                     model=self.info.model))
         return out

@@ -151,6 +151,8 @@ class BackendInfo:
     revision: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     server: str = ""  # openai: the normalised base URL, credentials removed ("" for local backends)
+    server_model: dict[str, Any] = field(default_factory=dict)  # openai: what GET /models says (id, root, max_model_len)
+    option_scoring: str = ""  # openai: prompt_logprobs (exact) | top_logprobs (first token, top-k); hf: ""
 
 
 def server_identity(base_url: str | None) -> str:
@@ -170,5 +172,9 @@ def cache_key(kind: str, info: BackendInfo, fields: dict[str, Any]) -> str:
     payload = {"kind": kind, "backend": info.name, "model": info.model, "revision": info.revision, **fields}
     if info.server:  # two servers never share answers (local backends keep their earlier keys)
         payload["server"] = info.server
+    if info.server_model:  # nor one server serving another model, or the same one with another context
+        payload["server_model"] = info.server_model
+    if kind == "options" and info.option_scoring:  # exact and top-k option scores are different numbers
+        payload["option_scoring"] = info.option_scoring
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()

@@ -1,27 +1,29 @@
 """MADISSE ambiguity detectors (Section 4.3, Table 4). Label 1 = ambiguous, 0 = not ambiguous.
 
-- ``ambiguity-sc``: self-consistency variation. The zero-shot faithfulness judge (Table 26) is sampled
-  ``samples`` times (41 in the paper); a summary is ambiguous when the percentages of "faithful" and
-  "unfaithful" answers differ by less than ``threshold`` points (20 in the paper).
-- ``ambiguity-taxonomy``: zero-shot with the ambiguity taxonomy (Table 31).
+- ``ambiguity-sc``: self-consistency variation. It reads the ``samples`` chain-of-thought answers of the
+  ``self-consistency`` baseline (41, temperature 1.0: the same requests, so a run after self-consistency
+  draws nothing new); a summary is ambiguous when the percentages of "faithful" and "unfaithful" answers
+  differ by less than ``threshold`` points (20 in the paper).
+- ``ambiguity-taxonomy``: zero-shot with the ambiguity taxonomy (Table 31; ``prompts=code``: the code's
+  closing, which also asks for the category, recorded per example).
 - ``ambiguity-debate``: from a MADISSE debate with the same settings as a ``madisse`` run (its calls are
   cache hits, nothing is debated again): *debate disagreement* (no agent left its initial stance
-  after all rounds; ``scores['disagreement']``) and *debate arguments* (Table 32 over the agents'
-  arguments; ``label`` and ``scores['arguments']``).
+  after all rounds; ``scores['disagreement']``) and *debate arguments* (Table 32 over the final arguments
+  of every session's agents, as the code reads them; ``label`` and ``scores['arguments']``).
 """
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ..data.records import FaithExample
 from ..llm.engine import LLM
+from ..llm.parsing import tag_bodies
 from ..prompts import load as load_template
 from ..prompts import variant
-from .base import Judgement, MethodSpec, fit_fields, register, request
-from .baselines import ZeroShotConfig, label_with_fallback
-from .madisse import MadisseConfig, Turn, _argument, guidelines_text, madisse
+from .base import Judgement, MethodSpec, fit_fields, register
+from .baselines import SelfConsistencyConfig, ZeroShotConfig, cot_samples, label_with_fallback
+from .madisse import MadisseConfig, Turn, guidelines_text, madisse, madisse_prompts
 
 
 def taxonomy_text() -> str:
@@ -29,20 +31,12 @@ def taxonomy_text() -> str:
 
 
 @dataclass
-class AmbiguitySCConfig(ZeroShotConfig):
-    samples: int = 41
+class AmbiguitySCConfig(SelfConsistencyConfig):
     threshold: float = 20.0  # percentage points
-    temperature: float = 0.7
 
 
 async def ambiguity_sc(example: FaithExample, llm: LLM, config: AmbiguitySCConfig) -> Judgement:
-    name = variant(config.template, config.doc_first)
-    fields, fit = fit_fields(llm, name, {"doc": example.document, "summary": example.summary},
-                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
-    prompt = load_template(name).render(**fields)
-    reqs = [request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
-                    sample_index=i, tag=f"{example.id}/ambiguity-sc#{i}") for i in range(config.samples)]
-    answers = await asyncio.gather(*(label_with_fallback(llm, r, config.fallback) for r in reqs))
+    answers, fit = await cot_samples(example, llm, config)
     labels = [a[0] for a in answers if a[0] is not None]
     if not labels:
         return Judgement(example_id=example.id, label=None, parsed=False, label_source="unparsed",
@@ -53,21 +47,31 @@ async def ambiguity_sc(example: FaithExample, llm: LLM, config: AmbiguitySCConfi
                      details={"pct_faithful": pf, "readable": len(labels), "samples": config.samples, **fit})
 
 
+def category(raw: str) -> str:
+    """The ambiguity type an answer names in ``<category>`` (prompts=code asks for it); "" when absent."""
+    return " ".join(b.strip() for b, closed in tag_bodies(raw, "category") if closed and b.strip())
+
+
+async def ask_ambiguity(example: FaithExample, llm: LLM, config: ZeroShotConfig, template: str, fields: dict,
+                        tag: str) -> tuple[int | None, str, str, dict]:
+    name = variant(template, config.doc_first, config.prompts)
+    fitted, fit = fit_fields(llm, name, {"doc": example.document, "summary": example.summary, **fields},
+                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
+    (req,) = config.requests(example, load_template(name).render(**fitted), 1, tag)
+    label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
+    return label, expl, source, {**details, "category": category(details.get("raw", "")), **fit}
+
+
 @dataclass
 class AmbiguityTaxonomyConfig(ZeroShotConfig):
     template: str = "madisse/table31_ambiguity_baseline"
 
 
 async def ambiguity_taxonomy(example: FaithExample, llm: LLM, config: AmbiguityTaxonomyConfig) -> Judgement:
-    name = variant(config.template, config.doc_first)
-    fields, fit = fit_fields(llm, name,
-                             {"doc": example.document, "summary": example.summary, "taxonomy": taxonomy_text()},
-                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
-    req = request(load_template(name).render(**fields), max_new_tokens=config.max_new_tokens,
-                  temperature=config.temperature, seed=config.seed, tag=f"{example.id}/ambiguity-taxonomy")
-    label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
+    label, expl, source, details = await ask_ambiguity(example, llm, config, config.template,
+                                                       {"taxonomy": taxonomy_text()}, "ambiguity-taxonomy")
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=source == "parsed",
-                     label_source=source, details={**details, **fit})
+                     label_source=source, details=details)
 
 
 @dataclass
@@ -80,22 +84,24 @@ async def ambiguity_debate(example: FaithExample, llm: LLM, config: AmbiguityDeb
     sessions = debate.details["sessions"]
     disagreement = int(all(no_change for no_change in debate.details["no_agent_changed_stance"])
                        and not any(debate.details["consensus"])) if config.init == "stance" else None
-    arguments = " ".join(_argument(Turn(**t), me=0) for rnd in sessions[0]["rounds"] for t in rnd)
-    name = variant(config.arguments_template, config.doc_first)
-    fields, fit = fit_fields(llm, name,
-                             {"doc": example.document, "summary": example.summary, "arguments": arguments,
-                              "guidelines": guidelines_text(config), "taxonomy": taxonomy_text()},
-                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
-    req = request(load_template(name).render(**fields), max_new_tokens=config.max_new_tokens,
-                  temperature=config.temperature, seed=config.seed, tag=f"{example.id}/ambiguity-arguments")
-    label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
+    p = madisse_prompts(config)
+    final = [Turn(**t) for s in sessions for t in s["rounds"][-1]]  # every session's final arguments
+    arguments = p.separator.join(p.argument(Turn(**{**asdict(t), "agent": j}), me=0)
+                                 for j, t in enumerate(final, start=1))
+    asking = ZeroShotConfig(prompts=config.prompts, max_new_tokens=config.max_new_tokens,
+                            temperature=config.temperature, top_p=config.top_p, seed=config.seed,
+                            truncate=config.truncate, fallback=config.fallback, doc_first=config.doc_first)
+    label, expl, source, details = await ask_ambiguity(
+        example, llm, asking, config.arguments_template,
+        {"arguments": arguments, "guidelines": guidelines_text(config), "taxonomy": taxonomy_text()},
+        "ambiguity-arguments")
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=source == "parsed",
                      label_source=source, scores={"disagreement": disagreement, "arguments": label},
-                     details={"debate_label": debate.label, "arguments_fit": fit, **details})
+                     details={"debate_label": debate.label, **details})
 
 
 for _name, _cfg, _fn, _desc in (
-        ("ambiguity-sc", AmbiguitySCConfig, ambiguity_sc, "Ambiguity: self-consistency variation (41 samples)"),
+        ("ambiguity-sc", AmbiguitySCConfig, ambiguity_sc, "Ambiguity: self-consistency variation (self-consistency's 41 samples)"),
         ("ambiguity-taxonomy", AmbiguityTaxonomyConfig, ambiguity_taxonomy,
          "Ambiguity: zero-shot with the taxonomy (Table 31)"),
         ("ambiguity-debate", AmbiguityDebateConfig, ambiguity_debate,

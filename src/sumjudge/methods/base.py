@@ -137,6 +137,20 @@ def user(text: str) -> list[dict[str, str]]:
 
 
 def request(text: str, *, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None,
-            tag: str = "", sample_index: int = 0) -> ChatRequest:
+            tag: str = "", sample_index: int = 0, top_p: float = 1.0) -> ChatRequest:
     return ChatRequest(messages=user(text), max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                       tag=tag, sample_index=sample_index)
+                       tag=tag, sample_index=sample_index, top_p=top_p)
+
+
+def derive_seed(*parts: object) -> int:
+    """A sampling seed from the parts that name one call (run seed, example id, session, round, agent, ...):
+    reproducible across reruns, distinct for every agent, round and session, so that sampled calls never
+    share a cache entry by accident."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:4], "big") % (2 ** 31)
+
+
+GREEDY_WARNING = ("temperature=0 (greedy): agents without stances send identical prompts and get one answer, "
+                  "sessions that draw the same order repeat each other, and samples do not differ; the papers "
+                  "sampled (MADISSE: temperature 1.0, top_p 0.9)")

@@ -1,43 +1,65 @@
 """Single-LLM baselines, MADISSE Section 5.2: (1) zero-shot (Table 26 prompt), (2) chain of thought
-(Table 27), (3) self-consistency (n sampled chains of thought, majority vote)."""
+(Table 27), (3) self-consistency (n sampled chains of thought, majority vote).
+
+Defaults are the authors' run (``faithfulness_evaluation.py`` @ ddb8276): every call sampled at temperature
+1.0, top_p 0.9, up to 1000 tokens; the prompts of ``prompts.py`` (``prompts=code``; ``printed``: the
+paper's Tables 26/27); self-consistency over 41 samples, a tie going to faithful. The sampling seed of an
+example is derived from (run seed, example id) and every sample has its own ``sample_index``, so chain of
+thought is self-consistency's first sample and the self-consistency-variation ambiguity detector reads the
+same samples (cache hits, nothing drawn twice).
+"""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from dataclasses import dataclass
 
 from ..data.records import FaithExample
 from ..llm.engine import LLM
-from ..llm.parsing import ParseError, binary_label, xml_tag
+from ..llm.parsing import binary_label, tag_bodies
 from ..prompts import variant
-from .base import Judgement, MethodSpec, fit_prompt, register, request
+from .base import GREEDY_WARNING, Judgement, MethodSpec, derive_seed, fit_prompt, register, request
 
 
 @dataclass
 class ZeroShotConfig:
     template: str = "madisse/table26_zero_shot"
-    max_new_tokens: int = 512
-    temperature: float = 0.0
+    prompts: str = "code"  # code: the authors' prompts.py wording where it differs | printed: the paper's table
+    max_new_tokens: int = 1000  # the code's max_gen_len
+    temperature: float = 1.0  # the code samples (llama_prediction)
+    top_p: float = 0.9
     seed: int = 0
     truncate: str = "error"  # error | truncate (cut the document's end to fit the context)
     fallback: str = "none"  # none | option_scores: an unparseable answer gets the likelier of "0"/"1" after "<label>"
-    doc_first: bool = True  # the paper's <doc> block first (same wording), so prompts share a prefix
+    doc_first: bool = False  # True: the <doc> block first (same wording), a speed option for prefix caching
+
+    def warnings(self) -> list[str]:
+        return [GREEDY_WARNING] if self.temperature == 0 else []
+
+    def template_name(self) -> str:
+        return variant(self.template, self.doc_first, self.prompts)
+
+    def requests(self, example, prompt: str, n: int, tag: str) -> list:
+        """``n`` samples of ``prompt`` for ``example`` (sample_index 0..n-1, one seed per example)."""
+        return [request(prompt, max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p,
+                        seed=derive_seed(self.seed, example.id), sample_index=i, tag=f"{example.id}/{tag}" +
+                        (f"#{i}" if n > 1 else "")) for i in range(n)]
 
 
-def parse_label_and_explanation(text: str) -> tuple[int, str]:
-    label = binary_label(text)
-    try:
-        expl = xml_tag(text, "explanation")
-    except ParseError:
-        expl = ""
-    return label, expl
+def parse_label_and_explanation(text: str, closed_only: bool = False, tag: str = "explanation") -> tuple[int, str]:
+    """The label (``binary_label``) and the text of every ``<tag>`` (explanation, or the code's argument)."""
+    label = binary_label(text, closed_only=closed_only)
+    bodies = [b.strip() for b, closed in tag_bodies(text, tag) if closed or not closed_only]
+    return label, " ".join(" ".join(b.split()) for b in bodies if b)
 
 
-async def label_with_fallback(llm: LLM, req, fallback: str) -> tuple[int | None, str, str, dict]:
+async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str = "explanation"
+                              ) -> tuple[int | None, str, str, dict]:
     """Ask, parse (with the engine's retries); optionally fall back to option scoring. Returns
     (label, explanation, label_source, details)."""
-    res = await llm.chat_parsed(req, parse_label_and_explanation)
+    # an answer cut at max_new_tokens keeps a label it closed before the cut (its explanation is cut short)
+    res = await llm.chat_parsed(req, lambda t: parse_label_and_explanation(t, tag=explanation_tag),
+                                cut_parse=lambda t: parse_label_and_explanation(t, True, explanation_tag))
     details = {"attempts": res.attempts, "raw": res.response.text}
     if res.ok:
         label, expl = res.value
@@ -51,11 +73,9 @@ async def label_with_fallback(llm: LLM, req, fallback: str) -> tuple[int | None,
 
 
 async def zero_shot(example: FaithExample, llm: LLM, config: ZeroShotConfig) -> Judgement:
-    prompt, fit = fit_prompt(llm, variant(config.template, config.doc_first),
-                             {"doc": example.document, "summary": example.summary},
+    prompt, fit = fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
-    req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
-                  tag=f"{example.id}/zero-shot")
+    (req,) = config.requests(example, prompt, 1, "zero-shot")
     label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=source == "parsed",
                      label_source=source, details={**details, **fit})
@@ -68,7 +88,6 @@ register(MethodSpec(name="zero-shot", paper="madisse", kind="faithfulness", conf
 @dataclass
 class CoTConfig(ZeroShotConfig):
     template: str = "madisse/table27_cot"
-    max_new_tokens: int = 1024
 
 
 register(MethodSpec(name="cot", paper="madisse", kind="faithfulness", config_cls=CoTConfig, judge=zero_shot,
@@ -77,32 +96,32 @@ register(MethodSpec(name="cot", paper="madisse", kind="faithfulness", config_cls
 
 @dataclass
 class SelfConsistencyConfig(CoTConfig):
-    samples: int = 5  # n paths; the paper does not give its n
-    temperature: float = 0.7
+    samples: int = 41  # the code's --num_rep_cot (§6 also uses 41)
 
 
-def majority(labels: list[int | None], rng: random.Random) -> tuple[int | None, dict[int, int]]:
-    """Majority of the readable labels; a tie is broken by a seeded coin (recorded by the caller's seed).
-    None when no label is readable."""
+def majority(labels: list[int | None]) -> tuple[int | None, dict[int, int]]:
+    """Majority of the readable labels, a tie going to faithful (the code's ``count(1) >= count(0)``); None
+    when no label is readable."""
     counts = Counter(x for x in labels if x is not None)
     if not counts:
         return None, {}
-    top = max(counts.values())
-    best = sorted(k for k, v in counts.items() if v == top)
-    return (best[0] if len(best) == 1 else rng.choice(best)), dict(counts)
+    return (1 if counts[1] >= counts[0] else 0), dict(counts)
+
+
+async def cot_samples(example: FaithExample, llm: LLM, config: SelfConsistencyConfig):
+    """The ``samples`` chain-of-thought answers of ``example``: [(label, explanation, source, details)], fit."""
+    import asyncio
+
+    prompt, fit = fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
+                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
+    reqs = config.requests(example, prompt, config.samples, "self-consistency")
+    return list(await asyncio.gather(*(label_with_fallback(llm, r, config.fallback) for r in reqs))), fit
 
 
 async def self_consistency(example: FaithExample, llm: LLM, config: SelfConsistencyConfig) -> Judgement:
-    prompt, fit = fit_prompt(llm, variant(config.template, config.doc_first),
-                             {"doc": example.document, "summary": example.summary},
-                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
-    reqs = [request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
-                    sample_index=i, tag=f"{example.id}/self-consistency#{i}") for i in range(config.samples)]
-    import asyncio
-
-    results = await asyncio.gather(*(label_with_fallback(llm, r, config.fallback) for r in reqs))
+    results, fit = await cot_samples(example, llm, config)
     labels = [r[0] for r in results]
-    label, counts = majority(labels, random.Random(f"{config.seed}|{example.id}"))
+    label, counts = majority(labels)
     expl = next((r[1] for r in results if r[0] == label and r[1]), "")
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=label is not None,
                      label_source="majority" if label is not None else "unparsed",
@@ -111,4 +130,5 @@ async def self_consistency(example: FaithExample, llm: LLM, config: SelfConsiste
 
 
 register(MethodSpec(name="self-consistency", paper="madisse", kind="faithfulness", config_cls=SelfConsistencyConfig,
-                    judge=self_consistency, description="Self-consistency: n sampled chains of thought, majority vote"))
+                    judge=self_consistency,
+                    description="Self-consistency: n sampled chains of thought (Table 27), majority vote"))

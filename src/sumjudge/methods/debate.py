@@ -37,7 +37,7 @@ from typing import Any
 from ..data.records import RatedExample
 from ..llm import ConfigError
 from ..llm.engine import LLM
-from ..llm.parsing import scale_score
+from ..llm.parsing import complete_lines, scale_score
 from ..llm.types import ChatRequest
 from ..prompts import load as load_template
 from .aspects import KIND, Aspect, score_aspects
@@ -192,7 +192,8 @@ class Commander:
 
 async def score_turn(cmd: Commander, messages, role: str, iteration: int) -> DebateTurn:
     a = cmd.a
-    res = await cmd.llm.chat_parsed(cmd.request(messages, role, iteration), lambda t: scale_score(t, a.lo, a.hi, a.name))
+    parse = (lambda t: scale_score(t, a.lo, a.hi, a.name))  # noqa: E731
+    res = await cmd.llm.chat_parsed(cmd.request(messages, role, iteration), parse, cut_parse=complete_lines(parse))
     cmd.asked[role] = messages
     return DebateTurn(speaker=role, iteration=iteration, text=res.response.text, score=res.value if res.ok else None)
 

@@ -32,7 +32,7 @@ from typing import Any
 from ..data.factax_types import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
 from ..data.records import FaithExample
 from ..llm.engine import LLM
-from ..llm.parsing import ParseError
+from ..llm.parsing import ParseError, complete_lines
 from .alignment import align
 from .base import Judgement, MethodSpec, fit_prompt, register, request
 from .windows import sentences, windows
@@ -138,7 +138,7 @@ async def judge_window(example: FaithExample, text: str, i: int, llm: LLM, confi
                              policy=config.truncate, tag=tag, shrink="document")
     req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
                   tag=f"{tag}/factax")
-    res = await llm.chat_parsed(req, parse_factax)
+    res = await llm.chat_parsed(req, parse_factax, cut_parse=complete_lines(parse_factax))
     out: dict[str, Any] = {"window": text, "alignment": info, **fit, "raw": res.response.text}
     if res.ok:
         labels, why = res.value

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..data.records import FaithExample
 from ..llm.engine import LLM
-from ..llm.parsing import star_rating
+from ..llm.parsing import complete_lines, star_rating
 from .aspects import Aspect
 from .base import Judgement, MethodSpec, fit_prompt, register, request
 from .geval import GEvalConfig, geval_aspect
@@ -43,7 +43,7 @@ async def star(example: FaithExample, llm: LLM, config: StarConfig) -> Judgement
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
                   tag=f"{example.id}/star")
-    res = await llm.chat_parsed(req, parse_stars)
+    res = await llm.chat_parsed(req, parse_stars, cut_parse=complete_lines(parse_stars))
     stars, source = (res.value, "parsed") if res.ok else (None, "unparsed")
     if stars is None and config.fallback == "option_scores":
         sc = await llm.score_fallback(req.messages, ["1", "2", "3", "4", "5"], tag=req.tag)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..data.records import FaithExample
 from ..llm import ConfigError
 from ..llm.engine import LLM
-from ..llm.parsing import ParseError
+from ..llm.parsing import ParseError, complete_lines
 from .base import Judgement, MethodSpec, fit_prompt, register, request
 from .factax import LABELS, parse_factax
 
@@ -55,7 +55,7 @@ async def factax_sft(example: FaithExample, llm: LLM, config: SFTInferenceConfig
         parse = parse_binary
     else:
         parse = lambda t: parse_factax("- Label: " + t)[0]  # noqa: E731
-    res = await llm.chat_parsed(req, parse)
+    res = await llm.chat_parsed(req, parse, cut_parse=complete_lines(parse))
     types: list[str] = []
     if res.ok:
         label = res.value if config.inference == "binary" else int(res.value == ["Factually_Correct"])

@@ -55,7 +55,7 @@ def split_numbered(text: str) -> list[str]:
 async def negate(llm: LLM, guideline: str, config: MadisseConfig, tag: str) -> str | None:
     prompt = load_template("madisse/a11_negate_guideline").render(guideline=guideline)
     resp = await llm.chat_parsed(request(prompt, max_new_tokens=128, seed=config.seed, tag=tag),
-                                 lambda t: xml_tag(t, "guideline"))
+                                 lambda t: xml_tag(t, "guideline"), cut_parse=lambda t: xml_tag(t, "guideline", closed_only=True))
     return resp.value.strip() if resp.ok and resp.value.strip() else None
 
 

@@ -1,28 +1,42 @@
 """MADISSE (arXiv 2502.08514): evaluator agents with imposed initial stances debate, adjudicators decide.
 
-One session (Figure 1): (1) stance initialisation: ``faithful_agents`` agents start believing "The
-summary is faithful", ``unfaithful_agents`` "The summary is unfaithful" (``init=none``: no stances);
-(2) up to ``rounds`` rounds of debate (Table 28 prompt in round 1 with the stances as chat history,
-Table 29 afterwards with the previous rounds' arguments, each round shuffled); the debate stops as
-soon as every agent gives the same label (Appendix A.1.2); (3) otherwise ``adjudicators`` agents
-(Table 30) each read the final arguments in their own random order; majority vote, explanation drawn
-at random from the majority. ``sessions`` > 1 runs independent sessions and aggregates by *debates
-vote* (majority of session labels) and *agents vote* (majority of all agents' final labels); both
-come out of one run (``Judgement.scores``); ``label`` is the debates vote.
+Defaults are what produced the paper's numbers: the authors' released code (github.com/amazon-science/madisse
+@ ddb8276, ``faithfulness_evaluation.py``), where the paper is silent or prints a glitch. The README's
+"MADISSE: what the paper leaves open" lists every choice.
 
-Ties (documented rule): a tied adjudicator vote is decided by the majority of the agents' final
-labels; a tie there, or an even split of sessions/agents, falls to 0 (unfaithful, the "contains an
-error" side the papers treat as positive). Every random choice (stance order, shuffles, adjudicator
-orders, explanation draw) comes from ``random.Random`` seeded by (seed, example id, session) and is
-recorded in the judgement.
+One session (Figure 1): (1) stance initialisation: ``faithful_agents`` agents start believing the summary
+faithful, ``unfaithful_agents`` unfaithful (``init=none``: no stances); an agent whose first answer
+contradicts its stance is asked again (``stance_retries``, once in the code). (2) up to ``rounds`` rounds of
+debate (the first with the stances as chat history, later ones with every previous round's arguments,
+each agent seeing each round in its own random order); from round ``intervention_after + 1`` on the
+agents get the code's mediator text; the debate stops as soon as every agent gives the same label. An
+agent whose label cannot be read keeps its previous one (its stance in round 1). (3) a tied session
+(``adjudicate=tie``, the code; ``disagreement``: any disagreement, as §3.3 reads) goes to adjudicators,
+each reading the final arguments in its own distinct order; majority vote, a tie of readable votes
+going to "faithful" (the code's rule), the explanation drawn from the majority. An untied session
+takes its agents' majority.
 
-Prefix reuse: everything before the chat history (instructions, guidelines, document, summary) is the
-same for all agents of an example, so shared-prefix prefill (hf) and prefix caching (vLLM) reuse it.
+``sessions`` > 1 runs simultaneous debates: the *agents vote* (majority of every session's final
+labels; a tie goes to ``adjudicators`` over all sessions' final arguments, as the code does) is the
+label, as in the code; the *debates vote* (majority of the session labels; a tie falls back to the
+agents vote) comes out of the same run (``Judgement.scores``). With several sessions a tied session is
+decided by ``session_adjudicators`` (1 in the code). With one session the agents vote is the session's
+label, so a tie there is decided by ``adjudicators``.
+
+Every call samples (temperature 1.0, top_p 0.9, as ``llama_prediction``) with a seed derived from (run
+seed, example, session, round, agent, attempt), recorded per turn: reruns are identical, and no two
+agents, rounds or sessions share a cache entry. Every other random choice (stance order, shuffles,
+adjudicator orders, explanation draws) comes from ``random.Random`` seeded by (seed, example, session).
+
+``prompts=code`` (default) sends the code's prompts (one evaluator prompt for every round, answers in
+``<argument>``/``<label>`` tags, the mediator text, the code's stance wording, history one line per agent);
+``prompts=printed`` the paper's Tables 28-30 (glitches fixed, answers in ``<explanation>``/``<label>``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import re
 from collections import Counter
@@ -35,11 +49,10 @@ from ..llm.engine import LLM
 from ..llm.parsing import ParseError, xml_tag
 from ..prompts import load as load_template
 from ..prompts import variant
-from .base import Judgement, MethodSpec, fit_fields, register, request
+from .base import GREEDY_WARNING, Judgement, MethodSpec, derive_seed, fit_fields, register, request
 from .baselines import label_with_fallback
 
-STANCE_TEXT = {"faithful": "The summary is faithful.", "unfaithful": "The summary is unfaithful."}
-UNFAITHFUL = 0
+FAITHFUL, UNFAITHFUL = 1, 0
 
 
 @dataclass
@@ -47,32 +60,42 @@ class MadisseConfig:
     init: str = "stance"  # stance | none (MADISSE wo initialization)
     faithful_agents: int = 2
     unfaithful_agents: int = 2
-    rounds: int = 3
+    rounds: int = 3  # the code: a first round and num_rounds=2 debate turns
     adjudicators: int = 3
     sessions: int = 1
-    intervention_after: int = 0  # 0 = off; N: from round N+1 on, agents are asked to be more open (A.1.2)
+    session_adjudicators: int = 1  # sessions > 1: adjudicators of a tied session (the code uses one)
+    adjudicate: str = "tie"  # tie (the code: only an even split) | disagreement (any, as §3.3 reads)
+    intervention_after: int = 2  # the mediator text from round N+1 on (the code: from the third round); 0 = off
+    stance_retries: int = 1  # round 1: ask again when the answer contradicts the imposed stance (the code: once)
+    prompts: str = "code"  # code (the authors' prompts.py) | printed (the paper's Tables 28-30)
     guidelines: str = ""  # a guidelines file (e.g. learned ones); empty = the paper's 13 guidelines
     guideline_list: tuple[str, ...] | None = None  # inline guidelines (learning phase; may be empty): win over the file
-    max_new_tokens: int = 1024
+    max_new_tokens: int = 1000  # the code's max_gen_len
     history_tokens: int | None = None  # context reserved for the chat history when fitting the document
     # (None: a third of the model context). A round whose history still overflows drops its oldest rounds
-    # (recorded as history_rounds_dropped); the paper does not say what it did.
-    temperature: float = 0.0
+    # (recorded as history_rounds_dropped); neither the paper nor the code cuts anything (8k context).
+    temperature: float = 1.0  # the code samples every call (llama_prediction)
+    top_p: float = 0.9
     seed: int = 0
     truncate: str = "error"
     fallback: str = "none"  # none | option_scores, for an agent's or adjudicator's unreadable label
     learning: bool = False  # guideline learning phase: agents also state the guidelines they used
-    doc_first: bool = True  # the paper's <doc> block first (same wording), so all prompts share a prefix
+    doc_first: bool = False  # True: the <doc> block first (same wording), a speed option for prefix caching
+
+    def warnings(self) -> list[str]:
+        return [GREEDY_WARNING] if self.temperature == 0 else []
 
 
 @dataclass
 class Turn:
     agent: int  # 1-based
     round: int
-    label: int | None
-    explanation: str
-    source: str  # parsed | option_scores | unparsed
+    label: int | None  # as read, or carried forward from the agent's previous label (source "carried")
+    explanation: str  # the argument (prompts=code) or explanation (printed) the others see
+    source: str  # parsed | carried | option_scores | unparsed
     guidelines_used: list[str] = field(default_factory=list)  # learning phase only
+    seed: int | None = None
+    attempts: int = 1  # round 1: 2 when the agent was asked again for contradicting its stance
 
 
 @dataclass
@@ -84,7 +107,7 @@ class Session:
     adjudication: list[dict] = field(default_factory=list)
     label: int | None = None
     explanation: str = ""
-    label_source: str = ""  # consensus | adjudication | agents | unparsed
+    label_source: str = ""  # consensus | majority | adjudication | unparsed
     history_rounds_dropped: int = 0
 
     @property
@@ -93,8 +116,54 @@ class Session:
 
     def changed_stance(self) -> bool:
         """Did any agent end with a label other than its imposed stance? (debate disagreement, Section 4.3)"""
-        want = {"faithful": 1, "unfaithful": 0}
+        want = {"faithful": FAITHFUL, "unfaithful": UNFAITHFUL}
         return any(s is not None and t.label != want[s] for s, t in zip(self.stances, self.final_turns))
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The templates and formats of one prompt source (``prompts=code|printed``)."""
+
+    first: str  # the round-1 template
+    later: str
+    adjudicator: str
+    answer_tag: str  # where the agents' reasoning is: argument (code) | explanation (printed)
+    separator: str  # between chat-history entries: one line each (code) | a space (printed, as Table 28)
+    stances: dict[str, str]
+    own_first: bool  # the code lists the agent's own entry first in each history block
+
+    def intervention(self) -> str:
+        """The mediator text as the template's slot takes it: inside the code's closing sentence (with its
+        leading space), or as a paragraph of its own before the printed closing instruction."""
+        text = load_template("madisse/a12_intervention").body
+        return text if self.answer_tag == "argument" else text.strip() + "\n\n"
+
+    def entry(self, t: Turn, me: int) -> tuple[str, str]:
+        """(speaker, what the others see of this turn)."""
+        who = f"You (Agent {t.agent})" if t.agent == me else f"Agent {t.agent}"
+        if self.answer_tag == "argument":  # the code shows the argument text only
+            return who, t.explanation
+        if t.label is None or t.source == "carried":  # a carried label was not stated in this answer
+            return who, f"(no readable label) {t.explanation}"
+        return who, f"<label>{t.label}</label> <explanation>{t.explanation}</explanation>"
+
+    def argument(self, t: Turn, me: int) -> str:
+        who, text = self.entry(t, me)
+        return f"{who}: {text}".rstrip()
+
+
+def madisse_prompts(config: MadisseConfig) -> Prompts:
+    code = config.prompts == "code"
+    first = variant("madisse/table29_evaluator" if code else "madisse/table28_evaluator_round1", config.doc_first,
+                    config.prompts)
+    stances = {}
+    for line in load_template(variant("madisse/table28_stances", False, config.prompts)).body.splitlines():
+        key, _, text = line.partition(":")
+        stances[key.strip()] = text.strip()
+    return Prompts(first=first, later=variant("madisse/table29_evaluator", config.doc_first, config.prompts),
+                   adjudicator=variant("madisse/table30_adjudicator", config.doc_first, config.prompts),
+                   answer_tag="argument" if code else "explanation", separator="\n" if code else " ",
+                   stances=stances, own_first=code)
 
 
 def guidelines_text(config: MadisseConfig) -> str:
@@ -105,15 +174,19 @@ def guidelines_text(config: MadisseConfig) -> str:
     return load_template("madisse/table28_guidelines").body
 
 
-def majority_with_rule(labels: list[int | None], *fallbacks: int | None) -> int | None:
-    """Majority of readable labels; a tie goes to the first readable fallback, then to 0 (unfaithful)."""
+def majority(labels: list[int | None], tie: int | None = None) -> int | None:
+    """Majority of the readable labels; ``tie`` on an even split; None when none is readable."""
     counts = Counter(x for x in labels if x is not None)
     if not counts:
-        return next((f for f in fallbacks if f is not None), None)
-    top = counts.most_common()
-    if len(top) == 1 or top[0][1] > top[1][1]:
-        return top[0][0]
-    return next((f for f in fallbacks if f is not None), UNFAITHFUL)
+        return None
+    if counts[FAITHFUL] == counts[UNFAITHFUL]:
+        return tie
+    return counts.most_common(1)[0][0]
+
+
+def is_tie(labels: list[int | None]) -> bool:
+    counts = Counter(x for x in labels if x is not None)
+    return bool(counts) and counts[FAITHFUL] == counts[UNFAITHFUL]
 
 
 def learning_text(on: bool) -> str:
@@ -133,40 +206,47 @@ def history_reserve(llm: LLM, config: MadisseConfig) -> int:
     return max(one_round, min(one_round * max(1, config.rounds - 1), ctx // 3))
 
 
-def _argument(t: Turn, me: int) -> str:
-    who = f"You (Agent {t.agent})" if t.agent == me else f"Agent {t.agent}"
-    if t.label is None:
-        return f"{who}: (no readable label) {t.explanation}".rstrip()
-    return f"{who}: <label>{t.label}</label> <explanation>{t.explanation}</explanation>"
-
-
-def stance_history(stances: list[str | None], me: int) -> str:
+def stance_history(p: Prompts, stances: list[str | None], me: int) -> str:
     if all(s is None for s in stances):
         return ""
-    return " ".join(f"{'You (Agent %d)' % i if i == me else 'Agent %d' % i}: {STANCE_TEXT[s]}"
-                    for i, s in enumerate(stances, start=1))
+    entries = [(i, f"{'You (Agent %d)' % i if i == me else 'Agent %d' % i}: {p.stances[s]}")
+               for i, s in enumerate(stances, start=1)]
+    if p.own_first:
+        entries.sort(key=lambda e: e[0] != me)
+    return p.separator.join(text for _, text in entries)
 
 
-def fit_history(llm: LLM, tmpl: str, fields: dict, shown: list[list[Turn]], me: int, intervention: str,
+def shuffled_blocks(p: Prompts, shown: list[list[Turn]], me: int, rng: random.Random) -> list[list[str]]:
+    """Each previous round as agent ``me`` sees it: one entry per agent, in this agent's own random order."""
+    blocks = []
+    for rnd in shown:
+        entries = [p.argument(t, me) for t in sorted(rnd, key=lambda t: (p.own_first and t.agent != me, t.agent))]
+        rng.shuffle(entries)
+        blocks.append(entries)
+    return blocks
+
+
+def fit_history(llm: LLM, tmpl: str, fields: dict, p: Prompts, blocks: list[list[str]], intervention: str,
                 learning: str, max_new_tokens: int) -> tuple[str, int]:
-    """The chat history for agent ``me``: every previous round, or, if that overflows the context, the
-    latest rounds that fit (the number of dropped rounds is returned)."""
+    """The chat history: every previous round, or, if that overflows the context, the latest rounds that
+    fit (the number of dropped rounds is returned)."""
     ctx = llm.context_length
-    for drop in range(len(shown)):
-        hist = " ".join(_argument(t, me) for rnd in shown[drop:] for t in rnd)
+    for drop in range(len(blocks)):
+        hist = p.separator.join(e for block in blocks[drop:] for e in block)
         if ctx is None:
             return hist, 0
         text = load_template(tmpl).render(**fields, chat_history=hist, intervention=intervention, learning=learning)
         if llm.prompt_tokens([{"role": "user", "content": text}]) + max_new_tokens <= ctx:
             return hist, drop
-    return hist, len(shown) - 1  # the latest round alone; the backend reports an overflow if it remains
+    return hist, len(blocks) - 1  # the latest round alone; the backend reports an overflow if it remains
 
 
-async def _ask(llm: LLM, prompt: str, config: MadisseConfig, tag: str, seed: int):
-    req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=seed, tag=tag)
-    label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
-    if source == "unparsed":
-        expl = details.get("raw", "")[:500]
+async def _ask(llm: LLM, prompt: str, config: MadisseConfig, answer_tag: str, tag: str, seed: int):
+    req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=config.top_p,
+                  seed=seed, tag=tag)
+    label, expl, source, details = await label_with_fallback(llm, req, config.fallback, explanation_tag=answer_tag)
+    if source == "unparsed" or not expl:
+        expl = expl or re.sub(r"<\s*/?\s*label\s*>", " ", details.get("raw", "")).strip()[:2000]
     return label, expl, source, stated_guidelines(details.get("raw", "")) if config.learning else []
 
 
@@ -180,8 +260,29 @@ def stated_guidelines(text: str) -> list[str]:
     return [x for x in lines if len(x.split()) >= 3]
 
 
+async def agent_turn(example: FaithExample, llm: LLM, config: MadisseConfig, p: Prompts, prompt: str, index: int,
+                     r: int, agent: int, stance: str | None, previous: int | None) -> Turn:
+    """One agent's answer in round ``r``: asked again (round 1, ``stance_retries``) while it contradicts the
+    imposed stance; an unreadable label keeps the agent's previous one."""
+    want = {"faithful": FAITHFUL, "unfaithful": UNFAITHFUL}.get(stance or "")
+    tries = 1 + (config.stance_retries if r == 1 and want is not None else 0)
+    for attempt in range(tries):
+        seed = derive_seed(config.seed, example.id, index, r, agent, attempt)
+        label, expl, source, used = await _ask(llm, prompt, config, p.answer_tag,
+                                               f"{example.id}/s{index}/r{r}/agent{agent}" + (f"#ask{attempt}" if attempt else ""),
+                                               seed)
+        if label is None or label == want:
+            break
+    turn = Turn(agent=agent, round=r, label=label, explanation=expl, source=source, guidelines_used=used, seed=seed,
+                attempts=attempt + 1)
+    if label is None and previous is not None:
+        turn.label, turn.source = previous, "carried"
+    return turn
+
+
 async def run_session(example: FaithExample, llm: LLM, config: MadisseConfig, index: int, fields: dict) -> Session:
     rng = random.Random(f"{config.seed}|{example.id}|{index}")
+    p = madisse_prompts(config)
     n = config.faithful_agents + config.unfaithful_agents
     if config.init == "stance":
         stances: list[str | None] = ["faithful"] * config.faithful_agents + ["unfaithful"] * config.unfaithful_agents
@@ -192,90 +293,154 @@ async def run_session(example: FaithExample, llm: LLM, config: MadisseConfig, in
         raise ConfigError(f"init must be 'stance' or 'none', got {config.init!r}")
     s = Session(index=index, stances=stances)
     learning = learning_text(config.learning)
-    shown: list[list[Turn]] = []  # each previous round, in the shuffled order the agents saw it
+    want = {"faithful": FAITHFUL, "unfaithful": UNFAITHFUL}
+    previous: list[int | None] = [want.get(st or "") for st in stances]
+    shown: list[list[Turn]] = []  # the previous rounds
     for r in range(1, config.rounds + 1):
         intervention = ""
         if config.intervention_after and r - 1 >= config.intervention_after:
-            intervention = load_template("madisse/a12_intervention").render(rounds=r - 1)
+            intervention = p.intervention()
         prompts = []
         for i in range(1, n + 1):
             if r == 1:
-                hist = stance_history(stances, i)
-                tmpl = variant("madisse/table28_evaluator_round1", config.doc_first)
+                hist, tmpl = stance_history(p, stances, i), p.first
             else:
-                tmpl = variant("madisse/table29_evaluator", config.doc_first)
-                hist, dropped = fit_history(llm, tmpl, fields, shown, i, intervention, learning,
-                                            config.max_new_tokens)
+                tmpl = p.later
+                hist, dropped = fit_history(llm, tmpl, fields, p, shuffled_blocks(p, shown, i, rng), intervention,
+                                            learning, config.max_new_tokens)
                 s.history_rounds_dropped = max(s.history_rounds_dropped, dropped)
             prompts.append(load_template(tmpl).render(**fields, chat_history=hist, intervention=intervention,
                                                       learning=learning))
-        answers = await asyncio.gather(*(
-            _ask(llm, p, config, f"{example.id}/s{index}/r{r}/agent{i}", config.seed + 1000 * index + i)
-            for i, p in enumerate(prompts, start=1)))
-        turns = [Turn(agent=i, round=r, label=a[0], explanation=a[1], source=a[2], guidelines_used=a[3])
-                 for i, a in enumerate(answers, 1)]
+        turns = list(await asyncio.gather(*(
+            agent_turn(example, llm, config, p, prompt, index, r, i, stances[i - 1], previous[i - 1])
+            for i, prompt in enumerate(prompts, start=1))))
         s.rounds.append(turns)
-        labels = [t.label for t in turns]
-        if None not in labels and len(set(labels)) == 1:
-            s.consensus_round, s.label, s.label_source = r, labels[0], "consensus"
+        previous = [t.label for t in turns]
+        if None not in previous and len(set(previous)) == 1:
+            s.consensus_round, s.label, s.label_source = r, previous[0], "consensus"
             s.explanation = rng.choice([t.explanation for t in turns])
             return s
-        order = list(turns)
-        rng.shuffle(order)
-        shown.append(order)
-    await adjudicate(example, llm, config, s, fields, rng)
+        shown.append(turns)
+    final = s.final_turns
+    if config.adjudicate == "disagreement" or is_tie([t.label for t in final]):
+        k = config.adjudicators if config.sessions == 1 else config.session_adjudicators
+        s.label, s.explanation, s.adjudication = await adjudicate(example, llm, config, p, final, fields, rng, k,
+                                                                  f"s{index}")
+        s.label_source = "adjudication" if s.label is not None else "unparsed"
+    else:
+        s.label = majority([t.label for t in final])
+        s.label_source = "majority" if s.label is not None else "unparsed"
+        s.explanation = rng.choice([t.explanation for t in final if t.label == s.label] or [""])
     return s
 
 
-async def adjudicate(example: FaithExample, llm: LLM, config: MadisseConfig, s: Session, fields: dict,
-                     rng: random.Random) -> None:
-    final = s.final_turns
-    orders = [rng.sample(range(len(final)), len(final)) for _ in range(config.adjudicators)]
-    tmpl = load_template(variant("madisse/table30_adjudicator", config.doc_first))
+def distinct_orders(n: int, k: int, rng: random.Random) -> list[list[int]]:
+    """``k`` orders of ``n`` arguments, all different while there are enough of them (n! >= k)."""
+    if n <= 6:
+        perms = [list(x) for x in itertools.permutations(range(n))]
+        picked = rng.sample(perms, min(k, len(perms)))
+        return picked + [rng.choice(perms) for _ in range(k - len(picked))]
+    seen: set[tuple[int, ...]] = set()
+    out: list[list[int]] = []
+    while len(out) < k:
+        order = rng.sample(range(n), n)
+        if tuple(order) not in seen:
+            seen.add(tuple(order))
+            out.append(order)
+    return out
+
+
+async def adjudicate(example: FaithExample, llm: LLM, config: MadisseConfig, p: Prompts, final: list[Turn],
+                     fields: dict, rng: random.Random, k: int, scope: str) -> tuple[int | None, str, list[dict]]:
+    """``k`` adjudicators, each reading ``final`` (numbered Agent 1..n) in its own order: (label, explanation,
+    records). Majority of the readable votes; a tie goes to faithful (the code's rule); None when no vote
+    is readable."""
+    numbered = [Turn(**{**asdict(t), "agent": j}) for j, t in enumerate(final, start=1)]
+    orders = distinct_orders(len(numbered), k, rng)
+    tmpl = load_template(p.adjudicator)
+    histories = []
+    for order in orders:
+        entries = [p.entry(numbered[j], me=0) for j in order]
+        histories.append(fit_entries(llm, tmpl, fields, p, entries, config.max_new_tokens))
     answers = await asyncio.gather(*(
-        _ask(llm, tmpl.render(**fields, chat_history=" ".join(_argument(final[j], me=0) for j in order)), config,
-             f"{example.id}/s{s.index}/adjudicator{k}", config.seed + 1000 * s.index + 100 + k)
-        for k, order in enumerate(orders, start=1)))
-    s.adjudication = [{"adjudicator": k, "order": [final[j].agent for j in order], "label": a[0],
-                       "explanation": a[1], "source": a[2]} for k, (order, a) in enumerate(zip(orders, answers), 1)]
-    agents_majority = majority_with_rule([t.label for t in final], None)
-    s.label = majority_with_rule([a[0] for a in answers], agents_majority)
-    readable = [a for a in answers if a[0] is not None]
-    s.label_source = "adjudication" if readable else ("agents" if s.label is not None else "unparsed")
-    pool = [a[1] for a in readable if a[0] == s.label] or [t.explanation for t in final if t.label == s.label]
-    s.explanation = rng.choice(pool) if pool else ""
+        _ask(llm, tmpl.render(**fields, chat_history=hist), config, "explanation", f"{example.id}/{scope}/adjudicator{a}",
+             derive_seed(config.seed, example.id, scope, "adj", a))
+        for a, (hist, _) in enumerate(histories, start=1)))
+    records = [{"adjudicator": a, "order": [numbered[j].agent for j in order], "label": ans[0], "explanation": ans[1],
+                "source": ans[2], "argument_words_cut": cut}
+               for a, (order, ans, (_, cut)) in enumerate(zip(orders, answers, histories), 1)]
+    label = majority([ans[0] for ans in answers], tie=FAITHFUL)
+    pool = [ans[1] for ans in answers if ans[0] is not None and ans[0] == label]
+    return label, (rng.choice(pool) if pool else ""), records
+
+
+def fitted_fields(example: FaithExample, llm: LLM, config: MadisseConfig, p: Prompts) -> tuple[dict, dict]:
+    """The document cut (``truncate=truncate``) so that every prompt this configuration sends fits: round 1
+    with the stances, later rounds (when there are any) with room for the chat history and the mediator
+    text, the adjudicators with room for one round of arguments."""
+    one_round = (config.faithful_agents + config.unfaithful_agents) * (config.max_new_tokens + 24)
+    stances = ["faithful"] * config.faithful_agents + ["unfaithful"] * config.unfaithful_agents
+    checks = [(p.first, {"chat_history": stance_history(p, stances if config.init == "stance" else [None], 1),
+                         "intervention": ""}, config.max_new_tokens)]
+    if config.rounds > 1:
+        late = config.intervention_after and config.rounds > config.intervention_after
+        checks.append((p.later, {"chat_history": "", "intervention": p.intervention() if late else ""},
+                       config.max_new_tokens + history_reserve(llm, config)))
+    checks.append((p.adjudicator, {"chat_history": ""}, config.max_new_tokens + one_round))
+    fields = {"doc": example.document, "summary": example.summary, "guidelines": guidelines_text(config),
+              "learning": learning_text(config.learning)}
+    for tmpl, extra, reserve in checks:
+        fitted, _ = fit_fields(llm, tmpl, {**fields, **extra}, max_new_tokens=reserve, policy=config.truncate,
+                               tag=example.id)
+        fields["doc"] = fitted["doc"]
+    cut = len(example.document.split()) - len(fields["doc"].split())
+    return {k: fields[k] for k in ("doc", "summary", "guidelines")}, ({"truncated_words": cut} if cut else {})
+
+
+def fit_entries(llm: LLM, tmpl, fields: dict, p: Prompts, entries: list[tuple[str, str]], max_new_tokens: int
+                ) -> tuple[str, int]:
+    """The chat history of ``entries`` ((speaker, text)); when it would overflow the context, every text is cut
+    to the same number of words, the most that fits (the number of words cut is returned)."""
+    def history(limit: int | None) -> str:
+        return p.separator.join(f"{who}: {' '.join(text.split()[:limit]) if limit is not None else text}".rstrip()
+                                for who, text in entries)
+
+    def fits(hist: str) -> bool:
+        text = tmpl.render(**fields, chat_history=hist)
+        return llm.prompt_tokens([{"role": "user", "content": text}]) + max_new_tokens <= llm.context_length
+
+    if llm.context_length is None or fits(history(None)):
+        return history(None), 0
+    lo, hi = 0, max(len(t.split()) for _, t in entries)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(history(mid)) else (lo, mid - 1)
+    return history(lo), sum(max(0, len(t.split()) - lo) for _, t in entries)
 
 
 async def madisse(example: FaithExample, llm: LLM, config: MadisseConfig) -> Judgement:
-    # Budget the document on the longest prompt an agent sees: the last round's, with the chat history.
-    fields, fit = fit_fields(llm, variant("madisse/table29_evaluator", config.doc_first),
-                             {"doc": example.document, "summary": example.summary, "guidelines": guidelines_text(config),
-                              "chat_history": "", "intervention": "", "learning": learning_text(config.learning)},
-                             max_new_tokens=config.max_new_tokens + history_reserve(llm, config), policy=config.truncate,
-                             tag=example.id)
-    if config.init == "stance":  # round 1 shows the imposed stances instead: its prompt must fit as well
-        stances = ["faithful"] * config.faithful_agents + ["unfaithful"] * config.unfaithful_agents
-        fields, fit1 = fit_fields(llm, variant("madisse/table28_evaluator_round1", config.doc_first),
-                                  {**fields, "chat_history": stance_history(stances, 1)},
-                                  max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
-        if fit1:
-            fit = {"truncated_words": fit.get("truncated_words", 0) + fit1["truncated_words"]}
-    fields = {k: fields[k] for k in ("doc", "summary", "guidelines")}
+    p = madisse_prompts(config)
+    fields, fit = fitted_fields(example, llm, config, p)
     sessions = await asyncio.gather(*(run_session(example, llm, config, m, fields) for m in range(config.sessions)))
-    all_final = [t.label for s in sessions for t in s.final_turns]
-    session_labels = [s.label for s in sessions]
-    agents_vote = majority_with_rule(all_final, None)
-    debates_vote = majority_with_rule(session_labels, agents_vote)
-    label = sessions[0].label if config.sessions == 1 else debates_vote
-    source = sessions[0].label_source if config.sessions == 1 else "debates_vote"
-    expl = next((s.explanation for s in sessions if s.label == label), "")
-    scores = {"agents_vote": agents_vote, "debates_vote": debates_vote} if config.sessions > 1 else {}
-    return Judgement(example_id=example.id, label=label, explanation=expl, parsed=label is not None,
-                     label_source=source if label is not None else "unparsed", scores=scores,
-                     details={"sessions": [asdict(s) for s in sessions],
-                              "rounds_used": [len(s.rounds) for s in sessions],
-                              "consensus": [s.consensus_round is not None for s in sessions],
-                              "no_agent_changed_stance": [not s.changed_stance() for s in sessions], **fit})
+    details = {"sessions": [asdict(s) for s in sessions], "rounds_used": [len(s.rounds) for s in sessions],
+               "consensus": [s.consensus_round is not None for s in sessions],
+               "no_agent_changed_stance": [not s.changed_stance() for s in sessions], **fit}
+    if config.sessions == 1:
+        s = sessions[0]
+        return Judgement(example_id=example.id, label=s.label, explanation=s.explanation, parsed=s.label is not None,
+                         label_source=s.label_source, details=details)
+    all_final = [t for s in sessions for t in s.final_turns]
+    agents_vote, source, expl = majority([t.label for t in all_final]), "agents_vote", ""
+    if is_tie([t.label for t in all_final]):  # the code: adjudicators over every session's final arguments
+        rng = random.Random(f"{config.seed}|{example.id}|all-sessions")
+        agents_vote, expl, details["adjudication"] = await adjudicate(example, llm, config, p, all_final, fields, rng,
+                                                                      config.adjudicators, "all")
+        source = "agents_vote_adjudicated"
+    debates_vote = majority([s.label for s in sessions], tie=agents_vote)
+    expl = expl or next((s.explanation for s in sessions if s.label == agents_vote), "")
+    return Judgement(example_id=example.id, label=agents_vote, explanation=expl, parsed=agents_vote is not None,
+                     label_source=source if agents_vote is not None else "unparsed",
+                     scores={"agents_vote": agents_vote, "debates_vote": debates_vote}, details=details)
 
 
 register(MethodSpec(name="madisse", paper="madisse", kind="faithfulness", config_cls=MadisseConfig, judge=madisse,

@@ -49,9 +49,38 @@ DOC_FIRST = "@doc-first"
 _DOC_LINE = re.compile(r"^<doc> \{\{doc\}\} </doc>\n\n", re.M)
 
 
-def variant(name: str, doc_first: bool) -> str:
-    """The template name for the document-first variant (or ``name`` itself)."""
+AS_RUN = "_as_run"
+PROMPT_SOURCES = ("code", "printed")
+
+
+def variant(name: str, doc_first: bool, prompts: str = "printed") -> str:
+    """The template name to render: with ``prompts="code"`` the wording the authors' released code sends
+    (``name + "_as_run"``) where it differs from the paper's printed text (``prompts="printed"``, the file
+    ``name`` itself); then the document-first variant when ``doc_first``."""
+    if prompts not in PROMPT_SOURCES:
+        raise ValueError(f"prompts={prompts!r}: choose one of {', '.join(PROMPT_SOURCES)}")
+    if prompts == "code" and not name.endswith((AS_RUN, DOC_FIRST)) and exists(name + AS_RUN):
+        name += AS_RUN
     return name + DOC_FIRST if doc_first and not name.endswith(DOC_FIRST) else name
+
+
+def exists(name: str) -> bool:
+    try:
+        _file(name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _file(name: str):
+    path = files("sumjudge.prompts")
+    for part in name.split("/")[:-1]:
+        path = path.joinpath(part)
+    leaf = name.split("/")[-1]
+    f = path.joinpath(leaf if leaf.endswith(".txt") else leaf + ".txt")
+    if not f.is_file():
+        raise FileNotFoundError(f"no prompt template {name!r} under sumjudge/prompts")
+    return f
 
 
 @lru_cache(maxsize=None)
@@ -66,14 +95,7 @@ def load(name: str) -> Template:
             return base  # no document block: nothing to move
         body = "<doc> {{doc}} </doc>\n\n" + _DOC_LINE.sub("", base.body, count=1)
         return Template(name=name, body=body, meta={**base.meta, "order": "document first"})
-    path = files("sumjudge.prompts")
-    for part in name.split("/")[:-1]:
-        path = path.joinpath(part)
-    leaf = name.split("/")[-1]
-    f = path.joinpath(leaf if leaf.endswith(".txt") else leaf + ".txt")
-    if not f.is_file():
-        raise FileNotFoundError(f"no prompt template {name!r} under sumjudge/prompts")
-    return _parse(name, f.read_text(encoding="utf-8"))
+    return _parse(name, _file(name).read_text(encoding="utf-8"))
 
 
 def render(name: str, **values: object) -> str:
