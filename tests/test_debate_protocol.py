@@ -101,9 +101,14 @@ def test_tie_breaker_decides_only_when_the_critic_never_says_no_issue():
     ("plain", "original", "debate/g1_critic_plain")])
 def test_critic_persona_selects_the_papers_system_message(critic, prompt_type, template):
     be = ScriptedBackend().add(is_("scorer"), "Score: 3").add(is_("critic"), "NO_ISSUES")
-    _, be = run(be, critic=critic, prompt_type=prompt_type)
+    _, be = run(be, critic=critic, prompt_type=prompt_type, critic_stop="paper")
     assert be.requests[1].messages[0] == {"role": "system", "content": load_template(template).body}
     assert CRITICS[critic][prompt_type] == template
+    _, be = run(ScriptedBackend(rules=be.rules), critic=critic, prompt_type=prompt_type)  # critic_stop=instructed
+    told = load_template(template).body
+    if template == "debate/s2_devils_advocate":  # the only prompt that never says how to end the debate
+        told += " " + load_template("debate/g1_no_issues_instruction").body
+    assert be.requests[1].messages[0]["content"] == told
 
 
 def test_multiagent_is_debate_with_the_plain_critic_and_bad_personas_fail_before_any_call():
@@ -133,8 +138,10 @@ def test_aspects_and_examples_reach_the_backend_together():
     js = run_sync(both())
     assert be.batches == [6, 6]  # round 1: every Scorer at once; round 2: every Critic at once
     assert all(set(j.scores) == {"coherence", "fluency", "relevance"} for j in js)
-    fluency = [r for r in be.requests if "Fluency (1-3)" in r.messages[1]["content"]]
-    assert fluency and all("Score: <a number from 1 to 3>" in r.messages[1]["content"] for r in fluency[:1])
+    fluency = [r for r in be.requests if "Fluency (1-5)" in r.messages[1]["content"]]  # DEBATE's fluency scale
+    assert fluency and all("Score: <a number from 1 to 5>" in r.messages[1]["content"] for r in fluency[:1])
+    assert js[0].details["aspects"]["fluency"]["scale"] == [1, 5]
+    assert js[0].details["aspects"]["fluency"]["template"] == "debate/g2_format_summeval_fluency_1to5"
 
 
 def test_unreadable_final_score_is_counted_not_guessed_unless_option_scores_is_asked_for():
@@ -195,3 +202,104 @@ def test_topical_chat_aspects_use_dialogue_fields_and_their_scales():
     assert j.scores == {"groundedness": 0.75}
     with pytest.raises(ConfigError):
         run(ScriptedBackend(), method="g-eval", example=ex, aspects="fluency")
+
+
+def told_to_stop(req) -> bool:
+    return "just say NO_ISSUES" in req.messages[0]["content"]
+
+
+def test_critic_stop_instructed_lets_the_devils_advocate_end_the_debate_and_tables_report_it():
+    """A Critic that says NO_ISSUES only when its system message tells it how: the Section 2 prompt as printed
+    runs every debate to the cap, the instructed one (default) ends it; the metrics report both facts."""
+    from sumjudge.debate_tables import correlation_rows
+    from sumjudge.run_metrics import rated_metrics
+
+    rules = ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(
+        is_("critic"), lambda r: "NO_ISSUES" if told_to_stop(r) else "The score is too high.").rules
+    j_paper, _ = run(ScriptedBackend(rules=rules), critic_stop="paper", iterations=3)
+    j_told, _ = run(ScriptedBackend(rules=rules), iterations=3)
+    assert j_paper.details["aspects"]["coherence"]["stopped"] == "cap" and j_paper.scores["coherence"] == 5.0
+    assert j_told.details["aspects"]["coherence"]["stopped"] == "no_issue" and j_told.scores["coherence"] == 2.0
+    ex2 = RatedExample(id="d1|m2", dataset="summeval", group_id="d1", source=EX.source, output="x",
+                       scores={**EX.scores, "coherence": 2.0})
+    m = {"dataset": "summeval", "n_examples": 2, **rated_metrics([EX, ex2], [j_paper, j_told])}
+    d = m["aspects"]["coherence"]["debate"]
+    assert d["no_issue_share"] == 0.5 and d["mean_iterations"] == 2.0 and d["debates"] == 2
+    row = next(r for r in correlation_rows("DEBATE", m, experiment="t", model="m") if r["aspect"] == "coherence")
+    assert row["no_issue_pct"] == 50.0 and row["mean_iterations"] == 2.0 and row["scale"] == "1-5"
+
+
+def test_an_unreadable_score_is_asked_again_at_temperature_zero_with_a_format_reminder():
+    def scorer(req):
+        if "State your score on a line of its own" in req.messages[-1]["content"]:
+            return "Having reconsidered: Score: 4"
+        return "The summary is quite coherent."
+
+    be = ScriptedBackend().add(is_("scorer"), scorer).add(is_("critic"), "NO ISSUE")
+    j, be = run(be)
+    first, again = be.requests[0], be.requests[1]
+    assert again.temperature == 0.0 == first.temperature and again.seed == first.seed
+    assert again.tag.endswith("#remind1") and again.messages[:-1] == first.messages[:-1]
+    assert again.messages[-1]["content"].startswith(first.messages[-1]["content"])
+    assert again.messages[-1]["content"].endswith('"Score: X", where X is a number from 1 to 5.')
+    d = j.details["aspects"]["coherence"]
+    assert j.scores["coherence"] == 4.0 and d["turns"][0]["reminded"] and d["turns"][0]["text"].startswith("Having")
+    critic_saw = be.requests[2].messages[1]["content"]
+    assert "Having reconsidered: Score: 4" in critic_saw  # the reminded answer is the one the debate goes on with
+
+
+def test_an_unreadable_final_score_reports_an_earlier_readable_one_without_using_it():
+    from sumjudge.run_metrics import rated_metrics
+
+    be = ScriptedBackend().add(lambda r: is_("scorer")(r) and not any(m["role"] == "assistant" for m in r.messages),
+                               "Score: 3").add(is_("scorer"), "Hard to say.").add(is_("critic"), "Too high.")
+    j, _ = run(be, iterations=1)
+    d = j.details["aspects"]["coherence"]
+    assert j.scores["coherence"] is None and d["final_source"] == "unparsed" and d["earlier_score"] == 3.0
+    m = rated_metrics([EX], [j])["aspects"]["coherence"]["debate"]
+    assert m["final_unreadable"] == 1 and m["final_unreadable_with_earlier_score"] == 1
+
+
+@pytest.mark.parametrize("protocol,temperature,tokens,role_name,mean,unparsed", [
+    ("paper", 1.0, 16, "user", 4.0, 1),          # unreadable left out: (3 + 4 + 5) / 3
+    ("repository", 2.0, 5, "system", 3.0, 1)])   # unreadable scored 0 and kept: (3 + 4 + 5 + 0) / 4
+def test_geval_sampling_protocols(protocol, temperature, tokens, role_name, mean, unparsed):
+    replies = iter(["3", " 4", "Coherence: 5", "no idea"])
+    be = ScriptedBackend().add(lambda r: True, lambda r: next(replies))
+    j, be = run(be, method="g-eval", mode="samples", samples=4, protocol=protocol)
+    d = j.details["aspects"]["coherence"]
+    assert j.scores["coherence"] == mean and d["unparsed_samples"] == unparsed and d["protocol"] == protocol
+    r = be.requests[0]
+    assert (r.temperature, r.max_new_tokens, r.messages[0]["role"], len(r.messages)) == (temperature, tokens, role_name, 1)
+    assert d["temperature"] == temperature and d["message_role"] == role_name
+
+
+def test_geval_probabilities_below_the_coverage_floor_are_not_a_score():
+    low = ScriptedBackend(options=lambda r: ({o: (1.0 if o == "5" else 0.0) for o in r.options}, 1.45e-05))
+    j, _ = run(low, method="g-eval", mode="probs")
+    d = j.details["aspects"]["coherence"]
+    assert j.scores["coherence"] is None and d["low_coverage"] and d["coverage"] == 1.45e-05 and d["source"] == "unparsed"
+    low.add(lambda r: True, "Coherence: 2")
+    j, _ = run(low, method="g-eval", samples=2)  # auto: sample instead
+    d = j.details["aspects"]["coherence"]
+    assert j.scores["coherence"] == 2.0 and d["source"] == "samples" and d["low_coverage"]
+    ok = ScriptedBackend(options=lambda r: ({o: (1.0 if o == "5" else 0.0) for o in r.options}, 0.6))
+    j, _ = run(ok, method="g-eval", mode="probs")
+    assert j.scores["coherence"] == 5.0
+    from sumjudge.run_metrics import rated_metrics
+
+    cov = rated_metrics([EX], [j])["aspects"]["coherence"]["coverage"]
+    assert cov["mean"] == 0.6 and cov["below_floor"] == 0
+
+
+def test_table2_compares_only_like_scales():
+    from sumjudge.debate_tables import distribution_rows
+
+    def metrics(lo, hi):
+        dist = {str(p): 100 / (hi - lo + 1) for p in range(lo, hi + 1)}
+        return {"aspects": {"fluency": {"scale": [lo, hi], "distribution": {"human": dist, "method": dist}}}}
+
+    rows = [r for r in distribution_rows(metrics(1, 3), "summeval") if r["who"] == "DEBATE"]
+    assert all(r["paper"] is None and "not compared" in r["note"] for r in rows)
+    rows = [r for r in distribution_rows(metrics(1, 5), "summeval") if r["who"] == "DEBATE"]
+    assert [r["paper"] for r in rows] == [7.71, 2.32, 0.51, 1.23, 88.22] and all(r["note"] is None for r in rows)

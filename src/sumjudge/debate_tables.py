@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from .notebook import run_name
-from .report import paper_results, paper_value
+from .prompts import load as load_template
+from .report import paper_results, paper_value, read_results
 from .run_metrics import parse_columns
 
 EVALUATORS: tuple[tuple[str, str, dict[str, Any]], ...] = (
@@ -49,6 +50,55 @@ def run_evaluators(session, dataset: str, aspects: list[str], iterations: int = 
     return out
 
 
+def geval_protocol_rows(session, dataset: str, aspects: list[str], *, samples: int, protocols: list[str],
+                        limit: int | None = None) -> list[dict[str, Any]]:
+    """G-Eval's sampling estimate under each protocol (``paper``: temperature 1, the prompt as the user
+    message, unreadable answers left out; ``repository``: temperature 2, system message, 5 tokens,
+    unreadable scored 0), on the same examples: the correlations, and how many samples could not be read."""
+    rows = []
+    for protocol in protocols:
+        m, run_dir = run_method(session, "g-eval", dataset, {"aspects": list(aspects), "mode": "samples",
+                                                             "samples": samples, "protocol": protocol}, limit)
+        res = read_results(run_dir)
+        bad = sum(d.get("unparsed_samples", 0) for r in res for d in r["judgement"]["details"]["aspects"].values())
+        total = sum(len(d.get("samples") or []) for r in res for d in r["judgement"]["details"]["aspects"].values())
+        for r in correlation_rows(f"G-Eval ({protocol} protocol)", m, experiment="G-Eval protocols",
+                                  model=session.llm.info.model):
+            rows.append({**r, "protocol": protocol, "samples_per_score": samples,
+                         "unreadable_samples": f"{bad}/{total}"})
+    return rows
+
+
+def repeatability_rows(session, dataset: str, aspect: str, *, examples: int, repeats: int,
+                       iterations: int = 3) -> list[dict[str, Any]]:
+    """Appendix E.1's due-diligence check: DEBATE on ``examples`` texts, ``repeats`` times each, at temperature 0,
+    every repeat computed by the backend (the response cache is bypassed: a cached repeat proves nothing).
+    Per text: the distinct final scores and whether every transcript was identical."""
+    from .data import registry
+    from .llm import NullCache
+    from .llm.engine import LLM, run_sync
+    from .methods import get_method, make_config
+
+    spec = get_method("debate")
+    cfg = make_config(spec.config_cls, session.method_settings("debate", aspects=aspect, iterations=iterations),
+                      seed=session.prof.seed)
+    exs = registry.load(dataset, limit=examples, seed=session.prof.seed)[:examples]
+    rows = []
+    for ex in exs:
+        finals, transcripts = [], set()
+        for _ in range(repeats):
+            j = run_sync(spec.judge(ex, LLM(session.llm.backend, cache=NullCache()).scoped(ex.id), cfg))
+            d = j.details["aspects"][aspect]
+            finals.append(j.scores[aspect])
+            transcripts.add(tuple(t["text"] for t in d["turns"]))
+        rows.append({"experiment": "E.1 repeatability", "example": ex.id, "aspect": aspect, "repeats": repeats,
+                     "distinct_final_scores": sorted({f for f in finals if f is not None}),
+                     "unreadable": sum(f is None for f in finals), "identical_transcripts": len(transcripts) == 1,
+                     "paper": "results do not vary (20 repeats of 5 examples, GPT-4, temperature 0)",
+                     "model": session.llm.info.model})
+    return rows
+
+
 def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, model: str,
                      paper_table: str | None = None, paper_row: str | None = None) -> list[dict[str, Any]]:
     """One row per (aspect or average, correlation) of a rated run, with the paper's value where given."""
@@ -64,12 +114,25 @@ def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, mo
                 rep = a[m]["mean"]
                 ci = a[m]["ci"]
                 extra = {"ci95": f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else None, "groups": a[m]["n_groups"],
-                         "undefined_groups": a[m]["undefined_groups"], "unparsed": a["unparsed"]}
+                         "undefined_groups": a[m]["undefined_groups"], "unparsed": a["unparsed"],
+                         "scale": f"{a['scale'][0]}-{a['scale'][1]}", **debate_columns(a)}
             rows.append({"experiment": experiment, "evaluator": label, "dataset": metrics["dataset"], "aspect": col,
                          "metric": SYMBOL[m], "paper": cell[i] if cell else None, "reproduced": rep,
                          "paper_row": paper_row if cell else None, "model": model, "n": metrics["n_examples"], **extra,
                          **parse_columns(metrics)})
     return rows
+
+
+def debate_columns(aspect_metrics: dict[str, Any]) -> dict[str, Any]:
+    """How a debate ended (DEBATE's and MultiAgent's aspects): the share of debates the Critic ended with NO
+    ISSUE and the mean number of Critic reviews, beside the correlations; G-Eval's mean coverage."""
+    d, cov = aspect_metrics.get("debate"), aspect_metrics.get("coverage")
+    out: dict[str, Any] = {}
+    if d:
+        out.update(no_issue_pct=round(100 * d["no_issue_share"], 1), mean_iterations=round(d["mean_iterations"], 2))
+    if cov:
+        out["mean_coverage"] = round(cov["mean"], 3)
+    return out
 
 
 def table1_rows(results: dict[str, tuple[dict[str, Any], Path]], dataset: str, model: str) -> list[dict[str, Any]]:
@@ -78,11 +141,39 @@ def table1_rows(results: dict[str, tuple[dict[str, Any], Path]], dataset: str, m
                                       paper_row=f"{label} ({PAPER_MODEL})")]
 
 
-def rouge_l_metrics(session, dataset: str, aspects: list[str], limit: int | None = None) -> dict[str, Any]:
-    """ROUGE-L F1 of each SummEval summary against its CNN/DM reference (``rouge-score``), correlated with the
-    human scores exactly like the LLM evaluators (same examples: the profile's n and seed)."""
+# The setting that reproduces the paper's ROUGE-L row (Table 1, taken from G-Eval's table): summary-level
+# ROUGE-L (ROUGE-Lsum: LCS over sentences split at " . ", as ROUGE-1.5.5 scores summaries), Porter stemming,
+# F1 averaged over the 11 references of each SummEval document. Measured on all 1600 summaries: coherence
+# .129/.100 (paper .128/.099), consistency .114/.091 (.115/.092), fluency .104/.084 (.105/.084), relevance
+# .310/.237 (.311/.237). The plain sentence-less ROUGE-L F1 against the one CNN/DM reference gives relevance
+# .192/.146: that was this repository's earlier setting (``variant="rougeL-single"``).
+ROUGE_VARIANTS = {"rougeLsum-11refs": ("rougeLsum", True, "mean"), "rougeL-single": ("rougeL", False, "single")}
+
+
+def rouge_l_scores(examples, variant: str = "rougeLsum-11refs") -> list[float]:
+    """ROUGE-L F1 of each SummEval summary under ``variant`` (``ROUGE_VARIANTS``)."""
     from rouge_score import rouge_scorer
 
+    if variant not in ROUGE_VARIANTS:
+        raise ValueError(f"unknown ROUGE-L variant {variant!r}; known: {', '.join(ROUGE_VARIANTS)}")
+    kind, stem, refs = ROUGE_VARIANTS[variant]
+    scorer = rouge_scorer.RougeScorer([kind], use_stemmer=stem)
+    split = (lambda t: t.replace(" . ", " .\n")) if kind == "rougeLsum" else (lambda t: t)
+    out = []
+    for ex in examples:
+        targets = ex.meta["references"] if refs == "mean" else [ex.meta["reference"]]
+        if not targets:
+            raise ValueError(f"{ex.id}: no reference summaries")
+        fs = [scorer.score(split(r), split(ex.output))[kind].fmeasure for r in targets]
+        out.append(sum(fs) / len(fs))
+    return out
+
+
+def rouge_l_metrics(session, dataset: str, aspects: list[str], limit: int | None = None,
+                    variant: str = "rougeLsum-11refs") -> dict[str, Any]:
+    """ROUGE-L of each SummEval summary (``ROUGE_VARIANTS``; the default reproduces the paper's row),
+    correlated with the human scores exactly like the LLM evaluators (same examples: the profile's n and
+    seed)."""
     from .data import registry
     from .methods.base import Judgement
     from .run_metrics import rated_metrics
@@ -91,12 +182,10 @@ def rouge_l_metrics(session, dataset: str, aspects: list[str], limit: int | None
         raise ValueError("ROUGE-L needs a reference text: SummEval only (Topical-Chat's reference is one of its "
                          "six rated responses)")
     examples = registry.load(dataset, limit=session.prof.n if limit is None else limit, seed=session.prof.seed)
-    scorer = rouge_scorer.RougeScorer(["rougeL"])
-    js = []
-    for ex in examples:
-        f = scorer.score(ex.meta["reference"], ex.output)["rougeL"].fmeasure
-        js.append(Judgement(example_id=ex.id, scores={a: f for a in aspects}))
-    return {"method": "rouge-l", "dataset": dataset, "n_examples": len(examples), **rated_metrics(examples, js)}
+    js = [Judgement(example_id=ex.id, scores={a: f for a in aspects})
+          for ex, f in zip(examples, rouge_l_scores(examples, variant))]
+    return {"method": "rouge-l", "variant": variant, "dataset": dataset, "n_examples": len(examples),
+            **rated_metrics(examples, js)}
 
 
 def paper_only_rows(dataset: str, computed: tuple[str, ...] = ()) -> list[dict[str, Any]]:
@@ -116,23 +205,33 @@ def paper_only_rows(dataset: str, computed: tuple[str, ...] = ()) -> list[dict[s
     return rows
 
 
+# The scale of every aspect in the paper's Table 2 (SummEval 1-5; Topical-Chat 1-3)
+PAPER_SCALE = {"summeval": (1, 5), "topical-chat": (1, 3)}
+
+
 def distribution_rows(metrics: dict[str, Any], dataset: str, label: str = "DEBATE") -> list[dict[str, Any]]:
     """Table 2: % of scores at each point, human and DEBATE, paper beside reproduced (groundedness is left
-    out, as in the paper: another scale)."""
+    out, as in the paper: another scale). A method's points are compared with the paper's only when the
+    method scored the aspect on the paper's scale; otherwise the paper column is left empty and the row says
+    so."""
     paper = paper_results("debate")["table2"].get(dataset, {})
     rows = []
     for name, a in metrics["aspects"].items():
         if name == "groundedness":
             continue
         ref = paper.get(name, {})
+        same_scale = tuple(a["scale"]) == PAPER_SCALE.get(dataset)
         points = sorted({int(k) for k in a["distribution"]["human"]} | {int(k) for k in a["distribution"]["method"]})
         for p in points:
             for who, key, pkey in (("human", "human", "human"), (label, "method", "debate")):
-                vals = ref.get(pkey)
+                vals = ref.get(pkey) if who == "human" or same_scale else None
                 rows.append({"experiment": "Table 2", "dataset": dataset, "aspect": name, "score": p, "who": who,
                              "paper": vals[p - 1] if vals and 1 <= p <= len(vals) else None,
                              "reproduced": a["distribution"][key].get(str(p), a["distribution"][key].get(p)),
-                             "scale": f"{a['scale'][0]}-{a['scale'][1]}" if who != "human" else "human (rounded)"})
+                             "scale": f"{a['scale'][0]}-{a['scale'][1]}" if who != "human" else "human (rounded)",
+                             "note": None if who == "human" or same_scale else
+                             f"scored {a['scale'][0]}-{a['scale'][1]}, the paper's DEBATE scored "
+                             f"{PAPER_SCALE[dataset][0]}-{PAPER_SCALE[dataset][1]}: not compared"})
     return rows
 
 
@@ -221,9 +320,13 @@ def debate_turns_html(result: dict[str, Any], aspect: str, max_chars: int = 900)
         return "".join(parts)
     parts.append(f"<p>Critic: {esc(d['critic'])}; {d['iterations']} review(s); stopped: {esc(d['stopped'])}"
                  + (f"; {d['turns_dropped']} old turn(s) left out to fit the context" if d["turns_dropped"] else "")
-                 + "</p><table border=1 cellpadding=4><tr><th>agent</th><th>iteration</th><th>score</th><th>text</th></tr>")
+                 + "</p><table border=1 cellpadding=4><tr><th>agent</th><th>iteration</th><th>score</th><th>text</th></tr>"
+                 # the Commander is the protocol code; its G.1 role text stands for it in the transcript
+                 + f"<tr><td>commander</td><td></td><td></td><td>{esc(load_template('debate/g1_commander').body)} "
+                   "<i>(relays the task and every message; the scale's template is the task)</i></td></tr>")
     for t in d["turns"]:
-        mark = " <b>[NO ISSUE]</b>" if t["no_issue"] else ""
+        mark = (" <b>[NO ISSUE]</b>" if t["no_issue"] else "") + (" <i>[asked again with a format reminder]</i>"
+                                                                  if t.get("reminded") else "")
         parts.append(f"<tr><td>{esc(t['speaker'])}</td><td>{t['iteration']}</td><td>{t['score']}</td>"
                      f"<td>{esc(t['text'][:max_chars])}{mark}</td></tr>")
     parts.append("</table></div>")

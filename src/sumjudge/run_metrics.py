@@ -89,8 +89,10 @@ def _count(items) -> dict[str, int]:
 def rated_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
     """Per aspect: the dataset's summary-level correlations (DEBATE Table 1: SummEval Spearman and
     Kendall per document, Topical-Chat Pearson and Spearman per dialogue context, averaged over groups;
-    undefined groups counted), unparsed scores, and the score distributions of humans and the method
-    (Table 2, each on its own scale); ``average``: the mean over aspects, as Table 1's Average column."""
+    undefined groups counted), unparsed scores, the score distributions of humans and the method
+    (Table 2, each on its own scale: the method's scale is the one its judgements record), and what the
+    method's details show (``protocol_stats``: DEBATE's stops and iterations, G-Eval's coverage);
+    ``average``: the mean over aspects, as Table 1's Average column."""
     from .methods.aspects import aspect
     from .metrics import grouped_correlation, score_distribution
 
@@ -99,6 +101,8 @@ def rated_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
     per: dict[str, Any] = {}
     for name in names:
         a = aspect(examples[0].dataset, name)
+        details = [j.details.get("aspects", {}).get(name, {}) for j in judgements]
+        lo, hi = next((tuple(d["scale"]) for d in details if d.get("scale")), (a.lo, a.hi))
         human = [ex.scores[name] for ex in examples]
         pred = [j.scores.get(name) for j in judgements]
         groups = [ex.group_id for ex in examples]
@@ -106,14 +110,40 @@ def rated_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
         h_lo, h_hi = int(min(hs)) if hs else a.lo, int(max(hs)) if hs else a.hi
         per[name] = {**{m: grouped_correlation(groups, human, pred, m).as_dict() for m in methods},
                      "n": sum(p is not None for p in pred), "unparsed": sum(p is None for p in pred),
-                     "scale": [a.lo, a.hi],
+                     "scale": [lo, hi], **protocol_stats(details),
                      "distribution": {"human": score_distribution(human, min(h_lo, a.lo), max(h_hi, a.hi)),
-                                      "method": score_distribution(pred, a.lo, a.hi)}}
+                                      "method": score_distribution(pred, lo, hi)}}
     average = {m: _mean([per[n][m]["mean"] for n in names]) for m in methods}
     return {"correlations": list(methods), "aspects": per, "average": average,
             "n_groups": len({ex.group_id for ex in examples}), "unparsed": sum(per[n]["unparsed"] for n in names),
             "score_sources": _count(str(d.get("final_source", d.get("source"))) for j in judgements
                                     for d in j.details.get("aspects", {}).values())}
+
+
+def protocol_stats(details: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a rated method's per-aspect details say about how its scores came about: DEBATE's share of debates
+    the Critic ended with NO ISSUE, the mean number of Critic reviews, reminded answers and unreadable final
+    scores (with how many had a readable earlier score); G-Eval's mean coverage of the scale's points and
+    how many fell below the floor."""
+    out: dict[str, Any] = {}
+    debates = [d for d in details if "stopped" in d]
+    if debates:
+        out["debate"] = {"debates": len(debates),
+                         "no_issue_share": sum(d["stopped"] == "no_issue" for d in debates) / len(debates),
+                         "mean_iterations": sum(d.get("iterations", 0) for d in debates) / len(debates),
+                         "reminded_turns": sum(bool(t.get("reminded")) for d in debates for t in d.get("turns", [])),
+                         "final_unreadable": sum(d.get("final_source") == "unparsed" for d in debates),
+                         "final_unreadable_with_earlier_score": sum(d.get("final_source") == "unparsed"
+                                                                    and d.get("earlier_score") is not None
+                                                                    for d in debates)}
+    covered = [d["coverage"] for d in details if d.get("coverage") is not None]
+    if covered:
+        out["coverage"] = {"mean": sum(covered) / len(covered), "min": min(covered), "n": len(covered),
+                           "below_floor": sum(bool(d.get("low_coverage")) for d in details)}
+    protocols = sorted({d["protocol"] for d in details if d.get("protocol")})
+    if protocols:
+        out["protocol"] = protocols
+    return out
 
 
 def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:

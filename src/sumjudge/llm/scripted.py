@@ -68,7 +68,8 @@ class ScriptedBackend:
             if self.options_fn is None:
                 out.append(LookupError("scripted backend: no option-scoring function given"))
                 continue
-            probs = self.options_fn(r)
+            got = self.options_fn(r)  # probabilities, or (probabilities, coverage)
+            probs, coverage = got if isinstance(got, tuple) else (got, 1.0)
             out.append(OptionScores(probs=probs, logprobs={k: None for k in probs}, method="scripted",
-                                    backend="scripted", model=self.info.model))
+                                    backend="scripted", model=self.info.model, coverage=coverage))
         return out

@@ -38,6 +38,8 @@ FIELDS: dict[str, dict[str, str]] = {
     "faithfulness": {"document": "document", "summary": "summary"},  # FacTax's G-Eval baseline
 }
 KIND: dict[str, str] = {"summeval": "summary", "topical-chat": "dialogue"}  # what the Tie-breaker is told it reads
+# DEBATE and MultiAgent score SummEval fluency on 1-5 (DEBATE Table 2, Appendix H.1); G-Eval keeps its 1-3 prompt
+DEBATE_TEMPLATES: dict[str, dict[str, str]] = {"summeval": {"fluency": "debate/g2_format_summeval_fluency_1to5"}}
 
 
 @dataclass(frozen=True)
@@ -71,12 +73,13 @@ class Aspect:
         return next(k for k in FIELDS[self.dataset] if k in used)
 
 
-def aspect(dataset: str, name: str) -> Aspect:
+def aspect(dataset: str, name: str, overrides: dict[str, dict[str, str]] | None = None) -> Aspect:
+    """The aspect ``name`` of ``dataset``: its template (a method's ``overrides`` first) and scale."""
     if dataset not in TEMPLATES:
         raise ConfigError(f"no rated aspects are defined for dataset {dataset!r} (known: {', '.join(TEMPLATES)})")
     if name not in TEMPLATES[dataset]:
         raise ConfigError(f"unknown aspect {name!r} for {dataset}; known: {', '.join(TEMPLATES[dataset])}")
-    tmpl = load_template(TEMPLATES[dataset][name])
+    tmpl = load_template((overrides or {}).get(dataset, {}).get(name) or TEMPLATES[dataset][name])
     try:
         lo, hi = (int(x) for x in tmpl.meta["scale"].split("-"))
     except (KeyError, ValueError):
@@ -84,7 +87,8 @@ def aspect(dataset: str, name: str) -> Aspect:
     return Aspect(dataset=dataset, name=name, template=tmpl.name, lo=lo, hi=hi)
 
 
-def aspects_for(dataset: str, names: str | list[str] | tuple[str, ...] | None) -> list[Aspect]:
+def aspects_for(dataset: str, names: str | list[str] | tuple[str, ...] | None,
+                overrides: dict[str, dict[str, str]] | None = None) -> list[Aspect]:
     """The aspects to score: ``None``/``"all"`` = every aspect of the dataset (Table 1 order); else a
     list or a comma-separated string of names."""
     if dataset not in TEMPLATES:
@@ -95,17 +99,19 @@ def aspects_for(dataset: str, names: str | list[str] | tuple[str, ...] | None) -
         names = [n.strip() for n in names.split(",") if n.strip()]
     if not names:
         raise ConfigError("aspects: give at least one aspect (or 'all')")
-    return [aspect(dataset, n) for n in names]
+    return [aspect(dataset, n, overrides) for n in names]
 
 
-async def score_aspects(example: RatedExample, names, one: Callable[[Aspect], Awaitable[tuple[float | None, dict]]]
-                        ) -> Judgement:
+async def score_aspects(example: RatedExample, names, one: Callable[[Aspect], Awaitable[tuple[float | None, dict]]],
+                        overrides: dict[str, dict[str, str]] | None = None) -> Judgement:
     """Score every requested aspect of ``example`` concurrently (their calls reach the backend together);
-    ``one(aspect)`` returns (score or None, details). ``score`` is set when a single aspect is scored."""
-    asp = aspects_for(example.dataset, names)
+    ``one(aspect)`` returns (score or None, details). ``score`` is set when a single aspect is scored. Each
+    aspect's details record its scale and template (a method may score an aspect on its own scale)."""
+    asp = aspects_for(example.dataset, names, overrides)
     results = await asyncio.gather(*(one(a) for a in asp))
     scores = {a.name: s for a, (s, _) in zip(asp, results)}
-    details: dict[str, Any] = {a.name: d for a, (_, d) in zip(asp, results)}
+    details: dict[str, Any] = {a.name: {**d, "scale": [a.lo, a.hi], "template": a.template}
+                               for a, (_, d) in zip(asp, results)}
     return Judgement(example_id=example.id, score=scores[asp[0].name] if len(asp) == 1 else None, scores=scores,
                      parsed=all(v is not None for v in scores.values()),
                      label_source="parsed" if all(v is not None for v in scores.values()) else "unparsed",

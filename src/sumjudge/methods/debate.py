@@ -20,10 +20,18 @@ that wording is sumjudge's and says so in the files). The paper used AutoGen; no
 
 Critic personas (Figure 2, middle): ``strictly-negative`` (DEBATE, Section 2 text; ``prompt_type``
 ``sophisticated`` = Appendix C, Table 3), ``moderately-negative``, ``weakly-negative``, ``plain`` (the
-MultiAgent baseline). Scores are read with ``scale_score`` on the aspect's scale; an unreadable score is
-retried (engine ``parse_retries``), and an unreadable *final* score (the Scorer's latest, or the
-Tie-breaker's) is None (counted) unless ``fallback=option_scores``: then the likeliest score after the
-agent's own answer + "Score: ", recorded as ``option_scores (<agent>)``.
+MultiAgent baseline). The Section 2 prompt never tells the Critic how to end a debate; ``critic_stop``
+``instructed`` (default) appends G.1's "If you find the score absolutely acceptable, just say NO_ISSUES."
+as every other persona has it (the paper's transcripts, Appendix H, end with NO ISSUE), ``paper`` sends the
+Section 2 text as printed. SummEval fluency is scored 1-5 (DEBATE's Table 2; G-Eval keeps its 1-3 prompt).
+
+Scores are read with ``scale_score`` on the aspect's scale. An unreadable score is asked again at the
+debate's own temperature (0) with a one-line format reminder appended to the agent's last message
+(``d1_retry_score_reminder``; engine ``parse_retries``), and the transcript marks the turn as reminded; a
+sampled retry would change the debate the paper ran greedily. An unreadable *final* score (the Scorer's
+latest, or the Tie-breaker's) is None (counted, with whether an earlier score was readable) unless
+``fallback=option_scores``: then the likeliest score after the agent's own answer + "Score: ", recorded as
+``option_scores (<agent>)``.
 If a chat outgrows the model context, the oldest exchanges after P are left out (recorded per aspect as
 ``turns_dropped``); the document itself is fitted once, leaving ``history_tokens`` for the debate.
 """
@@ -40,7 +48,7 @@ from ..llm.engine import LLM
 from ..llm.parsing import complete_lines, scale_score
 from ..llm.types import ChatRequest
 from ..prompts import load as load_template
-from .aspects import KIND, Aspect, score_aspects
+from .aspects import DEBATE_TEMPLATES, KIND, Aspect, score_aspects
 from .base import MethodSpec, fit_fields, register
 
 CRITICS: dict[str, dict[str, str]] = {
@@ -65,6 +73,7 @@ class DebateConfig:
     iterations: int = 3  # n, the maximum number of Critic reviews (Figure 2 left: 1..5)
     critic: str = "strictly-negative"  # strictly-negative | moderately-negative | weakly-negative | plain
     prompt_type: str = "original"  # original | sophisticated (Appendix C; strictly-negative only)
+    critic_stop: str = "instructed"  # instructed: + G.1's NO_ISSUES sentence | paper: the Section 2 text as printed
     tie_breaker: bool = False  # Appendix E.3
     max_new_tokens: int = 512
     history_tokens: int | None = None  # context kept for the debate when fitting the text (None: a third)
@@ -93,6 +102,7 @@ class DebateTurn:
     text: str
     score: float | None = None
     no_issue: bool = False
+    reminded: bool = False  # the score was unreadable and the agent was asked again with a format reminder
 
 
 @dataclass
@@ -108,6 +118,7 @@ class AspectDebate:
     final_source: str = ""  # scorer | tie-breaker | option_scores (<agent>) | unparsed
     turns_dropped: int = 0
     truncated_words: int = 0
+    earlier_score: float | None = None  # an unreadable final score: the latest readable one before it (not used)
 
 
 def history_reserve(llm: LLM, config: DebateConfig) -> int:
@@ -131,6 +142,8 @@ class Commander:
         self.scale = {"aspect": a.name, "lo": a.lo, "hi": a.hi}
         self.prompt = load_template("debate/d1_step2_commander_to_scorer").render(task=self.task, **self.scale)
         self.critic_system = load_template(config.critic_template()).body
+        if config.critic_stop == "instructed" and not NO_ISSUE.search(self.critic_system):
+            self.critic_system += " " + load_template("debate/g1_no_issues_instruction").body
         self.turns: list[DebateTurn] = []
         self.asked: dict[str, list[dict[str, str]]] = {}  # each role's latest request (for the fallback)
         self.dropped = 0
@@ -190,12 +203,22 @@ class Commander:
                            tag=f"{self.tag}/{role}#{iteration}")
 
 
+def reminded(req: ChatRequest, attempt: int, lo: int, hi: int) -> ChatRequest:
+    """The same request at its own temperature, a format reminder appended to the last message."""
+    note = load_template("debate/d1_retry_score_reminder").render(lo=lo, hi=hi)
+    last = {**req.messages[-1], "content": req.messages[-1]["content"] + "\n\n" + note}
+    return ChatRequest(messages=req.messages[:-1] + [last], max_new_tokens=req.max_new_tokens,
+                       temperature=req.temperature, top_p=req.top_p, seed=req.seed, tag=f"{req.tag}#remind{attempt}")
+
+
 async def score_turn(cmd: Commander, messages, role: str, iteration: int) -> DebateTurn:
     a = cmd.a
     parse = (lambda t: scale_score(t, a.lo, a.hi, a.name))  # noqa: E731
-    res = await cmd.llm.chat_parsed(cmd.request(messages, role, iteration), parse, cut_parse=complete_lines(parse))
+    res = await cmd.llm.chat_parsed(cmd.request(messages, role, iteration), parse, cut_parse=complete_lines(parse),
+                                    reask=lambda r, k: reminded(r, k, a.lo, a.hi))
     cmd.asked[role] = messages
-    return DebateTurn(speaker=role, iteration=iteration, text=res.response.text, score=res.value if res.ok else None)
+    return DebateTurn(speaker=role, iteration=iteration, text=res.response.text, score=res.value if res.ok else None,
+                      reminded=res.attempts > 1)
 
 
 async def debate_aspect(example: RatedExample, a: Aspect, llm: LLM, config: DebateConfig) -> tuple[float | None, dict]:
@@ -220,6 +243,7 @@ async def debate_aspect(example: RatedExample, a: Aspect, llm: LLM, config: Deba
     out.final_score, out.final_source = final.score, final.speaker
     if final.score is None:
         out.final_source = "unparsed"
+        out.earlier_score = next((t.score for t in reversed(cmd.turns) if t.score is not None), None)
         if config.fallback == "option_scores":  # p(score | the agent's own answer + "Score: "), recorded
             sc = await llm.score_fallback(cmd.asked[final.speaker], a.options, prefix=final.text.rstrip() + "\nScore: ",
                                           tag=f"{cmd.tag}/{final.speaker}")
@@ -230,7 +254,8 @@ async def debate_aspect(example: RatedExample, a: Aspect, llm: LLM, config: Deba
 
 async def debate(example: RatedExample, llm: LLM, config: DebateConfig):
     config.critic_template()  # unknown persona / prompt type: fail before any call
-    return await score_aspects(example, config.aspects, lambda a: debate_aspect(example, a, llm, config))
+    return await score_aspects(example, config.aspects, lambda a: debate_aspect(example, a, llm, config),
+                               overrides=DEBATE_TEMPLATES)
 
 
 register(MethodSpec(name="debate", paper="debate", kind="rated", config_cls=DebateConfig, judge=debate,
