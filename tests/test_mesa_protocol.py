@@ -41,11 +41,15 @@ def test_three_steps_feed_each_other_per_error_type():
     steps = [r.tag.rsplit("/", 1)[-1] for r in be.requests]
     assert steps == ["step1", "step2", "step3"]
     s1, s2, s3 = (r.messages[-1]["content"] for r in be.requests)
-    criteria = error_types()["RED"].definition
-    assert all(criteria in s for s in (s1, s2, s3)) and EX.transcript in s1 and EX.summary in s1
+    red = error_types()["RED"]
+    assert red.name == "repetition"  # the authors' criteria file name, shown beside the definition
+    assert all(f"*** repetition: {red.definition} ***" in s for s in (s1, s2, s3))
+    assert EX.transcript in s1 and EX.summary in s1
     assert json.dumps(FOUND) in s2  # step 2 rates step 1's instances
-    kept = json.loads(s3.split("severity scores (0 for no error to 10 meaning severe error): *** ")[1].split(" ***")[0])
-    assert [k["instance"] for k in kept] == ["They bought a blue chair."]  # only instances step 2 kept
+    shown = json.loads(s3.split("severity scores (0 for no error to 10 meaning severe error): *** ")[1].split(" ***")[0])
+    # step 3 reads the whole step-2 answer, the instance judged "no error" included (the paper and the code)
+    assert [k["instance"] for k in shown] == ["They bought a blue chair.", "blue"]
+    assert [k["error_exists"] for k in shown] == [True, False]
     t = j.details["types"]["RED"]
     assert (t["rating"], t["confidence"], t["detected"]) == (3.0, 8.0, True) and j.scores == {"RED": 3.0}
     assert t["rated"][1]["error_exists"] is False and t["rated"][0]["severity"] == 6.0
@@ -66,10 +70,18 @@ def test_no_candidate_instance_skips_step_2_and_step_3_sees_an_empty_list():
     assert j.details["types"]["RED"]["detected"] is False and j.scores["RED"] == 0.0
 
 
-def test_single_step_scores_directly_and_detects_by_rating():
-    be = ScriptedBackend().add("Rate the summary regarding one error type", '```json\n{"reasoning": "x", "confidence": "7", "rating": "2"}\n```')
+SINGLE = r"Rate the summary from 0 to 5 \(0=best, 5=worst\)"
+
+
+def test_single_step_is_the_authors_baseline_and_detects_by_rating():
+    be = ScriptedBackend().add(SINGLE, '```json\n{"reasoning": "x", "confidence": "7", "rating": "2"}\n```')
     j, be = run(be, steps=1, types="HAL")
     assert len(be.requests) == 1 and j.scores == {"HAL": 2.0} and j.details["types"]["HAL"]["detected"] is True
+    system, user = be.requests[0].messages
+    assert system["role"] == "system" and system["content"].startswith("You are an expert in evaluating meeting summaries")
+    hal = error_types()["HAL"]
+    assert f"Criterion: hallucination: {hal.definition}" in user["content"]
+    assert user["content"].startswith(f"Transcript: <{EX.transcript}>\nSummary: <{EX.summary}>")
 
 
 def test_malformed_json_is_retried_then_counted_never_scored():
@@ -105,9 +117,9 @@ def test_impact_and_quality_formula_on_hand_worked_numbers():
 def test_own_error_type_guidelines_replace_the_packaged_ones(tmp_path):
     f = tmp_path / "mine.yaml"
     f.write_text("TONE:\n  name: tone\n  importance: 2\n  definition: The summary is rude.\n")
-    be = ScriptedBackend().add("Rate the summary regarding one error type", '{"reasoning": "", "confidence": 5, "rating": 1}')
+    be = ScriptedBackend().add(SINGLE, '{"reasoning": "", "confidence": 5, "rating": 1}')
     j, be = run(be, steps=1, criteria=str(f))
-    assert "The summary is rude." in be.requests[0].messages[-1]["content"] and set(j.scores) == {"TONE"}
+    assert "Criterion: tone: The summary is rude." in be.requests[0].messages[-1]["content"] and set(j.scores) == {"TONE"}
 
 
 def test_option_score_fallback_only_when_asked_and_recorded():
@@ -124,3 +136,46 @@ def test_option_score_fallback_only_when_asked_and_recorded():
     assert (t["rating"], t["confidence"], t["score_source"], t["unparsed_step"]) == (2.0, 7.0, "option_scores", 1)
     j, _ = run(ScriptedBackend().add(STEP1, "no json"), types="RED")
     assert j.scores == {"RED": None} and j.details["types"]["RED"]["score_source"] == "unparsed"
+
+
+def test_default_prompts_carry_the_authors_definition_of_every_type_with_its_name():
+    """The authors' criteria (read from their files, never copied here): every type's step prompts show
+    "*** <name>: <definition> ***"; criteria=table9 keeps the Table 9-based set."""
+    types = error_types()
+    assert [t.name for t in types.values()] == ["omission", "repetition", "incoherence", "coreference",
+                                                "hallucination", "language", "structure", "irrelevance"]
+    j, be = run(three_step_backend(), types="all")
+    for t in types.values():
+        prompts = [r.messages[-1]["content"] for r in be.requests if r.tag.startswith(f"m1/{t.code}/")]
+        assert len(prompts) == 3 and all(f"*** {t.name}: {t.definition} ***" in p for p in prompts)
+    table9 = error_types("table9")
+    assert table9["RED"].definition != types["RED"].definition and table9["RED"].name == "redundancy"
+    _, be9 = run(three_step_backend(), types="RED", criteria="table9")
+    assert f"*** redundancy: {table9['RED'].definition} ***" in be9.requests[0].messages[-1]["content"]
+
+
+def test_a_folder_of_criteria_in_the_authors_format_works(tmp_path):
+    (tmp_path / "tone.json").write_text(json.dumps({"definition": "The summary is rude."}))
+    (tmp_path / "hallucination.json").write_text(json.dumps({"definition": "Invented content."}))
+    types = error_types(str(tmp_path))
+    assert {c: (t.name, t.definition) for c, t in types.items()} == {"HAL": ("hallucination", "Invented content."),
+                                                                      "TONE": ("tone", "The summary is rude.")}
+
+
+def test_prompts_code_sends_the_authors_step_prompts_with_their_system_prompt():
+    be = (ScriptedBackend().add("Step 1: Collect potential error instances", json.dumps(FOUND))
+          .add("Step 2: Filter actual errors", json.dumps(RATED))
+          .add("Step 3: Rate the summary considering", '{"reasoning": "r", "confidence": 6, "rating": 2}'))
+    j, be = run(be, types="RED", prompts="code")
+    s1, s2, s3 = be.requests
+    assert all(r.messages[0]["content"].startswith("You are a Judge tasked to decide") for r in be.requests)
+    assert EX.transcript not in s2.messages[-1]["content"]  # the code's step 2 sees only criteria and instances
+    assert json.dumps(RATED) not in s3.messages[-1]["content"] and "Error instances: [" in s3.messages[-1]["content"]
+    assert j.scores == {"RED": 2.0} and j.details["types"]["RED"]["detected"] is True
+
+
+def test_a_detection_whose_score_is_unreadable_is_not_counted():
+    be = three_step_backend(step3="I think it is bad.")
+    j, _ = run(be, types="RED")
+    t = j.details["types"]["RED"]
+    assert t["rated"][0]["error_exists"] is True and t["detected"] is None and t["score_source"] == "unparsed"

@@ -15,7 +15,7 @@ from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.methods import get_method, make_config
 from sumjudge.methods.mesa import error_types
-from sumjudge.methods.mesa_feedback import DIFFERENCES, parse_judge, save, self_train
+from sumjudge.methods.mesa_feedback import DIFFERENCES, difference, save, self_train
 from sumjudge.methods.mesa_madp import PERSPECTIVES
 from sumjudge.run_metrics import meeting_error_metrics
 
@@ -47,36 +47,98 @@ def test_multi_aspect_puts_every_type_in_one_prompt_per_step():
     assert t["RED"]["detected"] is True and t["HAL"]["detected"] is False  # HAL's only instance was rejected
     assert [x["instance"] for x in t["HAL"]["instances"]] == ["blue"]
     assert j.details["variant"] == "Single, three-step, multi-aspect"
-    missing = ScriptedBackend().add("Rate the summary regarding several", json.dumps({"RED": json.loads(SCORE)}))
+    # one step: the authors' all-at-once baseline, answering by criterion name
+    both = ScriptedBackend().add("Please return a JSON object mapping each criterion name",
+                                 json.dumps({"repetition": json.loads(SCORE), "hallucination": json.loads(SCORE)}))
+    j = judge(both, types="RED,HAL", aspect_mode="multi", steps=1)
+    system, user = both.requests[0].messages
+    assert system["content"].startswith("You are an expert in meeting summarization quality assessment")
+    assert f"repetition: {error_types()['RED'].definition}" in user["content"] and j.scores == {"RED": 3.0, "HAL": 3.0}
+    missing = ScriptedBackend().add("Please return a JSON object mapping", json.dumps({"repetition": json.loads(SCORE)}))
     j = judge(missing, types="RED,HAL", aspect_mode="multi", steps=1)  # HAL missing: unparsed, never guessed
     assert j.scores == {"RED": None, "HAL": None} and not j.parsed
+
+
+CODE_CHALLENGE = "You are given a headstart"
+CODE_SYNTH = "Produce a final, consolidated version of the draft"
+
+
+def step_answer(text: str) -> str:
+    return (SCORE if "Step 3" in text or "Rate the summary" in text else
+            json.dumps(FOUND[:1]) if "Step 1" in text else json.dumps(RATED[:1]))
 
 
 def madp_backend(model="scripted"):
     return (ScriptedBackend(model=model)
             .add(CHALLENGE, lambda r: f"refined by {model}: " + r.messages[-1]["content"].split("perspective: ")[1][:12])
-            .add(SYNTH, lambda r: SCORE if "Step 3" in r.messages[-1]["content"] or "Rate the summary" in r.messages[-1]["content"] else
-                 json.dumps(FOUND[:1]) if "Step 1" in r.messages[-1]["content"] else json.dumps(RATED[:1]))
+            .add(SYNTH, lambda r: step_answer(r.messages[-1]["content"]))
+            .add(CODE_CHALLENGE, f"improve it, by {model}")
+            .add(CODE_SYNTH, lambda r: step_answer(r.messages[-1]["content"]))
             .add(STEP1, "draft one").add(STEP2, "draft two").add(STEP3, "draft three")
-            .add("Rate the summary regarding one", "draft single"))
+            .add(r"Rate the summary from 0 to 5 \(0=best", "draft single"))
 
 
-def test_madp_message_flow_draft_challengers_synthesis_around_every_step():
+def test_madp_message_flow_draft_challengers_consolidation_as_the_authors_panel():
     be = madp_backend()
-    j = judge(be, types="RED", madp=True)
-    assert be.batches == [1, 3, 1] * 3  # draft, three challengers together, synthesis; for each step
-    roles = [r.tag.rsplit("/", 1)[-1] for r in be.requests[:5]]
-    assert roles == ["madp-draft", "madp-challenger1", "madp-challenger2", "madp-challenger3", "madp-synthesis"]
-    draft, c1, c2, c3, synth = (r.messages[-1]["content"] for r in be.requests[:5])
-    assert draft.startswith("Step 1") and all("draft one" in c and draft in c for c in (c1, c2, c3))
-    assert [p in c for p, c in zip(PERSPECTIVES, (c1, c2, c3))] == [True] * 3  # one perspective each
-    assert all(f"refined by scripted: {p[:12]}" in synth for p in PERSPECTIVES) and "draft one" in synth
+    llm = LLM(be, cache=NullCache())
+    j = judge(be, llm=llm, types="RED", madp=True)
+    # draft, the three challengers, consolidation, for each step. The authors' panel gives its agents one prompt
+    # and runs at temperature 0 (model_handler.py), so the three challengers are one identical request: the
+    # engine sends it once and hands its answer to all three (in-flight de-duplication)
+    assert be.batches == [1, 1, 1] * 3 and llm.usage.calls == 5 * 3 and llm.usage.cache_hits == 2 * 3
+    roles = [r.tag.rsplit("/", 1)[-1] for r in be.requests[:3]]
+    assert roles == ["madp-draft", "madp-challenger1", "madp-synthesis"]
+    draft = be.requests[0].messages[-1]["content"]
+    c1 = be.requests[1]
+    assert draft.startswith("Step 1")
+    assert c1.messages[0]["content"].startswith("Following you will work on this task: *You are a Judge")
+    assert c1.messages[-1]["content"] == (
+        f"This is your task: ***{draft}***. You are given a headstart: *draft one*. Consider it but generate your own "
+        "improved version. Challenge the headstart draft if necessary. First write out what you think should be "
+        "improved, then provide a new draft.")
+    synth = be.requests[2]
+    assert synth.messages[0]["content"].endswith("Now consolidate the feedback from the other agents and produce a final draft.")
+    assert json.dumps(["improve it, by scripted"] * 3) in synth.messages[-1]["content"]
     t = j.details["types"]["RED"]
-    assert t["instances"] == FOUND[:1]  # the synthesis, not the draft, is the step's answer
+    assert t["instances"] == FOUND[:1]  # the consolidation, not the draft, is the step's answer
     assert j.scores == {"RED": 3.0} and set(t["discussion"]) == {"step1", "step2", "step3"}
     assert [d["role"] for d in t["discussion"]["step1"]] == ["moderator draft", "challenger 1", "challenger 2",
                                                             "challenger 3", "moderator synthesis"]
     assert j.details["variant"] == "MADP-S, three-step, single-aspect"
+
+
+def test_madp_with_sumjudges_perspectives_on_request():
+    be = madp_backend()
+    j = judge(be, types="RED", madp=True, madp_prompts="sumjudge")
+    assert be.batches == [1, 3, 1] * 3  # three perspectives: three different requests, sent together
+    draft, c1, c2, c3, synth = (r.messages[-1]["content"] for r in be.requests[:5])
+    assert all("draft one" in c and draft in c for c in (c1, c2, c3))
+    assert [p in c for p, c in zip(PERSPECTIVES, (c1, c2, c3))] == [True] * 3  # one perspective each
+    assert all(f"refined by scripted: {p[:12]}" in synth for p in PERSPECTIVES) and "draft one" in synth
+    assert j.scores == {"RED": 3.0}
+
+
+def test_madp_and_plain_variants_read_the_same_transcript_when_given_one_budget():
+    """Under one ``transcript_tokens`` every variant of a comparison reads the same (cut) transcript; each
+    variant's own budget would cut MADP's far shorter."""
+    from sumjudge.methods.mesa import fit_transcript
+
+    long_ex = MeetingErrorExample(id="long", dataset="x", transcript=" ".join(f"w{i}" for i in range(3000)),
+                                  summary="Short summary.", labels={"RED": 1})
+    be = madp_backend()
+    be.context_length = 3000  # the scripted backend counts words as tokens
+    llm = LLM(be, cache=NullCache())
+    base = {"types": "RED", "truncate": "truncate", "max_new_tokens": 200}
+    cfg = get_method("mesa").config_cls
+    own = [fit_transcript(long_ex, llm, make_config(cfg, c), {})[0] for c in (base, {**base, "madp": True})]
+    assert len(own[1].split()) < len(own[0].split()) < 3000  # each variant's own budget: different texts
+    shared = min(len(t.split()) for t in own)
+    texts = [fit_transcript(long_ex, llm, make_config(cfg, {**c, "transcript_tokens": shared}), {})
+             for c in (base, {**base, "madp": True})]
+    assert texts[0] == texts[1] and texts[0][1]["transcript_words_kept"] == shared
+    j = judge(be, ex=long_ex, llm=llm, **base, madp=True, transcript_tokens=shared)
+    sent = be.requests[0].messages[-1]["content"]
+    assert texts[0][0] in sent and j.details["transcript_words_kept"] == shared and j.details["transcript_words"] == 3000
 
 
 def test_madp_m_sends_challengers_to_the_other_models_in_turn():
@@ -88,7 +150,8 @@ def test_madp_m_sends_challengers_to_the_other_models_in_turn():
     j = judge(main, llm=llm, types="RED", steps=1, madp=True, challenger_models=list(others))
     assert j.details["variant"] == "MADP-M, single-step, single-aspect"
     got = {spec: [r.tag.rsplit("/", 1)[-1] for r in be.requests] for spec, be in others.items()}
-    assert got == {"scripted:a": ["madp-challenger1", "madp-challenger3"], "scripted:b": ["madp-challenger2"]}
+    # challengers 1 and 3 both go to model a with one prompt (temperature 0): a's backend answers once
+    assert got == {"scripted:a": ["madp-challenger1"], "scripted:b": ["madp-challenger2"]}
     scope = llm.scoped("m1")
     run_sync(get_method("mesa").judge(EX, scope, make_config(get_method("mesa").config_cls, {
         "types": "RED", "steps": 1, "madp": True, "challenger_models": list(others)})))
@@ -112,25 +175,31 @@ def test_feedback_is_appended_to_every_step_and_train_meetings_are_refused():
 
 
 def test_self_training_learns_reports_then_steers_the_next_iteration(tmp_path):
+    """The score difference is the authors' rule on the rating gap (no model asked); the LLM compares
+    reasonings where the annotators wrote one, then writes each type's report; the reports steer iteration 2."""
     train = [MeetingErrorExample(id=f"t{i}", dataset="x", transcript=f"meeting {i}: we agreed on plan {i}.",
                                  summary=f"They agreed on plan {i}. Plan {i}.", labels={"RED": 1, "HAL": 0, "IRR": None},
                                  reasoning={"RED": "plan repeated"} if i == 0 else {})
              for i in range(2)]
-    judge_reply = json.dumps({"completeness": 4, "overlap": 2, "logic": 5, "score_difference": "Minor_Difference",
-                              "feedback": "look for repeated plans"})
-    be = (three_step_backend().add("You are judging an automatic evaluator", judge_reply)
-          .add("Detect the patterns", lambda r: "REPORT for " + ("repetition" if "redundan" in r.messages[-1]["content"].lower() else "other")))
+    be = (ScriptedBackend().add("comparing a candidate reasoning to a human reasoning", "Close enough. Rating: 80")
+          .add("Now provide meta-level feedback", lambda r: json.dumps(
+              {"score_similarity": "REPORT for " + ("repetition" if "Presence Agrees" in r.messages[-1]["content"]
+                                                    else "other"), "reasoning_quality": "cite the transcript"})))
+    be.rules += three_step_backend().rules
+    be.rules[0].match = lambda r: "comparing a candidate reasoning" in r.messages[0]["content"]
     llm = LLM(be, cache=NullCache())
     cfg = make_config(get_method("mesa").config_cls, {"types": "RED,HAL,IRR"})
     fb = run_sync(self_train(train, llm, cfg, iterations=2))
     assert fb["iteration"] == 2 and set(fb["reports"]) == {"RED", "HAL"}  # IRR: no human annotation
     assert fb["train_ids"] == ["t0", "t1"] and sorted(fb["train_meetings"]) == sorted(e.meeting for e in train)
-    h1, h2 = fb["history"]
-    assert h1["judged"] == 4 and h1["score_difference"]["minor difference"] == 4 and h1["no_human_annotation"] == ["IRR"]
-    judged = [r.messages[-1]["content"] for r in be.requests if "/judge" in r.tag]
-    assert any("plan repeated" in m for m in judged) and any("unavailable (this dataset has no annotator reasoning)" in m for m in judged)
+    h1, _ = fb["history"]
+    # RED: rating 3 vs an error of unknown impact -> presence agrees; HAL: rating 3 vs "no error" -> discrepancy
+    assert h1["score_difference"]["Presence Agrees"] == 2 and h1["score_difference"]["Error Detection Discrepancy"] == 2
+    assert h1["reasoning_compared"] == 1 and h1["mean_reasoning_quality"] == 80.0 and h1["no_human_annotation"] == ["IRR"]
+    compared = [r for r in be.requests if r.tag.endswith("/reasoning")]
+    assert len(compared) == 2 and "Human reasoning:\nplan repeated" in compared[0].messages[-1]["content"]  # t0 only
     second = [r.messages[-1]["content"] for r in be.requests if r.tag.startswith("t0/RED/step")][3:]
-    assert len(second) == 3 and all(m.endswith("REPORT for repetition") for m in second)  # iteration 2 uses round 1
+    assert len(second) == 3 and all("Score similarity: REPORT for repetition" in m for m in second)
     with pytest.raises(ConfigError):  # never assessed with the reports learned on it
         judge(three_step_backend(), ex=train[0], types="RED", feedback=fb)
     path = save(fb, tmp_path / "fb.json")
@@ -139,13 +208,14 @@ def test_self_training_learns_reports_then_steers_the_next_iteration(tmp_path):
     assert run_sync(self_train(train, llm, cfg, iterations=0)) == {}
 
 
-def test_judge_labels_are_validated():
-    ok = parse_judge('{"completeness": 3, "overlap": 3, "logic": 2, "score_difference": "critical disagreement"}')
-    assert ok["score_difference"] == DIFFERENCES[-1]
-    for bad in ('{"completeness": 3, "overlap": 3, "logic": 2, "score_difference": "huge"}',
-                '{"completeness": 9, "overlap": 3, "logic": 2, "score_difference": "no difference"}', "none"):
-        with pytest.raises(Exception):
-            parse_judge(bad)
+def test_difference_labels_follow_the_rating_gap():
+    assert difference(3, 3, 1)[0] == "No Difference" and difference(2, 3, 1)[0] == "Minor Difference"
+    assert difference(1, 3, 1)[0] == "Moderate Difference" and difference(5, 1, 1)[0] == "Major Difference"
+    assert difference(0, 2, 1)[0] == "Error Detection Discrepancy" and difference(2, 0, 0)[0] == "Error Detection Discrepancy"
+    assert difference(0, None, 0)[0] == "No Difference" and difference(4, None, 0)[0] == "Error Detection Discrepancy"
+    assert difference(4, None, 1)[0] == "Presence Agrees" and difference(0, None, 1)[0] == "Error Detection Discrepancy"
+    assert difference(2, None, None) is None
+    assert set(DIFFERENCES) >= {difference(r, h, 1)[0] for r in range(6) for h in range(1, 6)}
 
 
 def test_meeting_splits_never_divide_a_meeting():

@@ -13,7 +13,7 @@ import sumjudge.llm.parsing as parsing
 from sumjudge.methods.factax import parse_factax
 from sumjudge.methods.factax_sft_inference import parse_binary
 from sumjudge.methods.mesa import parse_instances, parse_rated, parse_score
-from sumjudge.methods.mesa_feedback import parse_judge
+from sumjudge.methods.mesa_feedback import parse_quality, parse_report
 
 CORPUS = Path(parsing.__file__).parent / "parser_corpus"
 UNREADABLE = "unreadable"
@@ -35,9 +35,10 @@ def _parse(family: str, case: dict):
         return [x["error_exists"] for x in parse_rated(text)]
     if p == "score":
         return list(parse_score(text)[:2])
-    if p == "judge":
-        j = parse_judge(text)
-        return [j["completeness"], j["overlap"], j["logic"], j["score_difference"]]
+    if p == "quality":
+        return parse_quality(text)[0]
+    if p == "report":
+        return parse_report(text)
     if p == "factax":
         return parse_factax(text)[0]
     if p == "binary":
@@ -74,5 +75,5 @@ def test_corpus_size_and_no_silently_wrong_value():
              if (got := _outcome(fam, c)) != UNREADABLE and got != c["expect"]]
     assert wrong == [], f"{len(wrong)} answers read as a value their text does not state"
     families = {c.get("parser", fam) for fam, c in cases}
-    assert {"binary_label", "scale_score", "star_rating", "instances", "rated", "score", "judge", "factax",
+    assert {"binary_label", "scale_score", "star_rating", "instances", "rated", "score", "quality", "report", "factax",
             "binary"} <= families

@@ -135,6 +135,14 @@ def _cmd_data(a) -> int:
         print(json.dumps(dataset_stats(a.name, level=a.level), indent=2))
         return 0
     if a.action == "fetch":
+        if a.name in sources.RESOURCES:  # files that are no dataset of their own (MESA's criteria, QMSum)
+            try:
+                for f in sources.RESOURCES[a.name]:
+                    print(f"{a.name}: {sources.fetch(f)}")
+            except sources.DataMissingError as e:
+                print(f"{a.name}: {e}", file=sys.stderr)
+                return EXIT_DATA
+            return 0
         names = sorted(registry.DATASETS) if a.name in (None, "all") else [a.name]
         missing = []
         for n in names:
@@ -147,6 +155,12 @@ def _cmd_data(a) -> int:
                 try:
                     print(f"{n}: {sources.fetch(f)}")
                 except (sources.DataMissingError, KeyError) as e:
+                    missing.append(f"{n}: {e}")
+        for n, rels in (sources.RESOURCES.items() if a.name in (None, "all") else ()):
+            for f in rels:
+                try:
+                    print(f"{n}: {sources.fetch(f)}")
+                except sources.DataMissingError as e:
                     missing.append(f"{n}: {e}")
         for m in missing:
             print(m, file=sys.stderr)

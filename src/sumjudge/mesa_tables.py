@@ -16,7 +16,7 @@ from typing import Any
 
 from .notebook import run_name
 from .report import paper_value, read_results
-from .run_metrics import parse_columns
+from .run_metrics import parse_columns, transcript_columns
 
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
 SETUPS = {"Single": {}, "Multi": {"madp": True}}
@@ -31,6 +31,33 @@ def run_mesa(session, settings: dict[str, Any], *, split: str = "test", limit: i
     return session.run(method, dataset, split=split, limit=limit, settings=settings,
                        name=run_name(method, {k: v for k, v in settings.items() if k != "feedback"}, dataset, split)
                        + ("-feedback" if settings.get("feedback") else ""))
+
+
+REPORT_ROOM = 600  # tokens kept for the self-training report appended to a trained variant's prompts
+
+
+def shared_transcript_tokens(session, variants: list[tuple[dict[str, Any], bool]], *, dataset: str = "meeting-errors",
+                             split: str = "test", limit: int | None = None) -> int | None:
+    """The transcript budget of a comparison: the least, over its MESA variants ((settings, trained) pairs) and
+    its examples, of the transcript tokens every prompt leaves room for. Run with it (``transcript_tokens``), every
+    variant (and G-Eval-4) reads the same transcript text, cut once; None when the engine cannot count tokens
+    or has no context length (nothing is cut then)."""
+    from .data import registry
+    from .methods import get_method, make_config
+    from .methods.mesa import transcript_budget
+
+    llm = session.llm_for("mesa")
+    if not llm.context_length or llm.count_tokens("x") is None:
+        return None
+    examples = registry.load(dataset, split=split, limit=limit if limit is not None else session.prof.n,
+                             seed=session.prof.seed)
+    budgets = []
+    for settings, trained in variants:
+        cfg = make_config(get_method("mesa").config_cls, session.method_settings("mesa", **settings),
+                          seed=session.prof.seed)
+        reports = {t.code: "x " * REPORT_ROOM for t in cfg.selected()} if trained else {}
+        budgets += [transcript_budget(ex, llm, cfg, reports) for ex in examples]
+    return min(b for b in budgets if b is not None) if budgets else None
 
 
 def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit: int | None = None,
@@ -53,7 +80,7 @@ def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit:
     if (out / "feedback.json").exists():
         return json.loads((out / "feedback.json").read_text(encoding="utf-8"))
     out.mkdir(parents=True, exist_ok=True)
-    llm = session.llm
+    llm = session.llm_for("mesa")
     previous, llm.log = llm.log, CallLog(out / "calls.jsonl")
     try:
         fb = run_sync(self_train(train, llm, cfg, iterations))
@@ -64,19 +91,37 @@ def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit:
     return fb
 
 
+def notebook_transcript_tokens(session, types: list[str], *, iterations: int, trained: list[str] | tuple[str, ...],
+                               dataset: str = "meeting-errors", limit: int | None = None) -> int | None:
+    """One transcript budget for every MESA run of notebook 30 (single- and three-step, single- and
+    multi-aspect, with and without MADP, with a self-training report where trained): every table then compares
+    evaluators that read the same transcripts."""
+    variants = [({"types": list(types), "steps": 1}, False), ({"types": list(types), "steps": 1,
+                                                                "aspect_mode": "multi"}, False)]
+    variants += [({"types": list(types), **extra}, iterations > 0 and setup in trained) for setup, extra in SETUPS.items()]
+    return shared_transcript_tokens(session, variants, dataset=dataset, limit=limit)
+
+
 def evaluate_rows(session, types: list[str], *, iterations: int = 1, limit: int | None = None,
                   train_limit: int | None = None, g_eval: bool = True, dataset: str = "meeting-errors",
-                  trained: tuple[str, ...] | list[str] = tuple(SETUPS)) -> dict[str, tuple[dict[str, Any], Path]]:
+                  trained: tuple[str, ...] | list[str] = tuple(SETUPS),
+                  transcript_tokens: int | None = None) -> dict[str, tuple[dict[str, Any], Path]]:
     """(metrics, run folder) per Table 3 row: G-Eval-4, Single-0, Single-n, Multi-0, Multi-n (n = ``iterations``).
     Self-training runs for the setups named in ``trained`` (default both); the others get only their -0 row."""
     unknown = set(trained) - set(SETUPS)
     if unknown:
         raise ValueError(f"unknown MESA setup(s) {sorted(unknown)}; known: {list(SETUPS)}")
     out: dict[str, tuple[dict[str, Any], Path]] = {}
+    # every row reads the same transcript: cut once, to the tightest budget of the rows (MADP's, with a report)
+    cap = transcript_tokens if transcript_tokens is not None else shared_transcript_tokens(
+        session, [({"types": list(types), **extra}, iterations > 0 and setup in trained) for setup, extra in SETUPS.items()],
+        dataset=dataset, limit=limit)
+    shared = {"transcript_tokens": cap} if cap is not None else {}
     if g_eval:
-        out["G-Eval-4"] = run_mesa(session, {"types": list(types)}, limit=limit, method="mesa-g-eval", dataset=dataset)
+        out["G-Eval-4"] = run_mesa(session, {"types": list(types), **shared}, limit=limit, method="mesa-g-eval",
+                                   dataset=dataset)
     for setup, extra in SETUPS.items():
-        base = {"types": list(types), **extra}
+        base = {"types": list(types), **extra, **shared}
         out[f"{setup}-0"] = run_mesa(session, base, limit=limit, dataset=dataset)
         if iterations > 0 and setup in trained:
             fb = learn_feedback(session, base, iterations, limit=train_limit, dataset=dataset)
@@ -86,14 +131,15 @@ def evaluate_rows(session, types: list[str], *, iterations: int = 1, limit: int 
 
 
 def variance_runs(session, types: list[str], seeds: list[int], *, temperature: float, limit: int | None = None,
-                  challenger_models: list[str] | None = None, dataset: str = "meeting-errors"
-                  ) -> dict[str, list[dict[str, Any]]]:
+                  challenger_models: list[str] | None = None, dataset: str = "meeting-errors",
+                  transcript_tokens: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """Table 2's repeated runs: per setup (single, MADP-S, and MADP-M when ``challenger_models`` are given),
     one run per seed at ``temperature`` on the same summaries; metrics per run."""
     setups: dict[str, dict[str, Any]] = {"single": {}, "MADP-S": {"madp": True}}
     if challenger_models:
         setups["MADP-M"] = {"madp": True, "challenger_models": list(challenger_models)}
-    return {name: [run_mesa(session, {"types": list(types), **extra, "seed": s, "temperature": temperature},
+    shared = {"transcript_tokens": transcript_tokens} if transcript_tokens is not None else {}
+    return {name: [run_mesa(session, {"types": list(types), **extra, **shared, "seed": s, "temperature": temperature},
                             limit=limit, dataset=dataset)[0] for s in seeds]
             for name, extra in setups.items()}
 
@@ -111,7 +157,7 @@ def table1_rows(single: dict[str, Any], three: dict[str, Any], model: str) -> li
             rows.append({"experiment": "Table 1", "evaluator": label, "aspect": code, "metric": "BAcc %",
                          "paper": paper_value("mesa", "table1", label, paper_code(code)),
                          "reproduced": None if bacc is None or bacc != bacc else 100 * bacc,
-                         "n": t.get("detected_n"), "errors": t.get("errors"), **parse_columns(m), "model": model,
+                         "n": t.get("detected_n"), "errors": t.get("errors"), **parse_columns(m), **transcript_columns(m), "model": model,
                          "note": None if t.get("available") else t.get("reason")})
     return rows
 
@@ -124,7 +170,7 @@ def table3_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> 
             pb = t.get("point_biserial", {})
             rows.append({"experiment": "Table 3", "evaluator": label, "aspect": code, "metric": "r_pb",
                          "paper": paper_value("mesa", "table3", label, paper_code(code)), "reproduced": pb.get("r"),
-                         "p": _p(pb.get("p")), "n": pb.get("n"), "unscored": t.get("unscored"), **parse_columns(m),
+                         "p": _p(pb.get("p")), "n": pb.get("n"), "unscored": t.get("unscored"), **parse_columns(m), **transcript_columns(m),
                          "model": model,
                          "note": None if t.get("available") else t.get("reason")})
     return rows
@@ -202,14 +248,16 @@ def variance_rows(runs: dict[str, list[dict[str, Any]]], model: str) -> list[dic
 
 
 def aspect_rows(single: dict[str, Any], multi: dict[str, Any], model: str) -> list[dict[str, Any]]:
-    """Section 2.2 (no table in the paper): single- vs multi-aspect, per type: mean rating, BAcc, r_pb."""
+    """Section 2.2 (no table in the paper): single- vs multi-aspect (both single-step, as the paper's §2.2 and
+    the authors' MODE 0/1 compare them), per type: mean rating, BAcc, r_pb, and the transcript share read."""
     rows = []
     for label, m in (("single-aspect", single), ("multi-aspect", multi)):
         for code, t in m["types"].items():
             for metric, val in (("mean rating", t.get("mean_rating")), ("BAcc", t.get("bacc")),
                                 ("r_pb", t.get("point_biserial", {}).get("r"))):
                 rows.append({"experiment": "Section 2.2", "evaluator": label, "aspect": code, "metric": metric,
-                             "paper": None, "reproduced": val, "model": model, "n": t.get("scored")})
+                             "paper": None, "reproduced": val, "model": model, "n": t.get("scored"),
+                             **transcript_columns(m)})
     return rows
 
 
@@ -244,5 +292,6 @@ def assessment_html(run_dir: str | Path, example_id: str | None = None, code: st
 
 
 def feedback_summary(feedback: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per self-training round: judged samples, score-difference labels, mean trace ratings."""
+    """One row per self-training round: compared samples, score-difference labels (the rating gap rule), the
+    reasoning comparisons and their mean quality (0-100)."""
     return [{k: v for k, v in h.items() if k != "samples"} for h in feedback.get("history", [])]

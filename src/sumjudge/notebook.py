@@ -44,6 +44,7 @@ class Session:
     seed: int | None = None
     prof: Profile = field(init=False)
     _llm: LLM | None = field(default=None, init=False, repr=False)
+    _engines: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.prof = profiles.load(self.profile, notebook=self.notebook, backend=self.backend, model=self.model, base_url=self.base_url,
@@ -56,6 +57,19 @@ class Session:
             p = self.prof
             self._llm = make_llm(p.backend, p.model, base_url=p.base_url, **p.engine_options())
         return self._llm
+
+    def llm_for(self, method: str) -> LLM:
+        """The engine that runs ``method``: the profile's, or MESA's own long-context model where the profile
+        names one (``mesa_model``)."""
+        from .methods import get_method
+
+        engine = self.prof.engine_for(get_method(method).paper)
+        if engine == (self.prof.backend, self.prof.model, self.prof.base_url):
+            return self.llm
+        if engine not in self._engines:
+            opts = {k: v for k, v in self.prof.engine_options().items() if k != "context_length"}
+            self._engines[engine] = make_llm(engine[0], engine[1], base_url=engine[2], **opts)
+        return self._engines[engine]
 
     def runs_dir(self) -> Path:
         return project_root() / "build" / "runs" / self.notebook / f"{self.prof.name}-{slug(self.prof.model)}"
@@ -74,9 +88,12 @@ class Session:
         from .runs import RunConfig, run
 
         p = self.prof
+        from .methods import get_method as _get
+
+        backend, model, base_url = p.engine_for(_get(method).paper)
         rc = RunConfig(method=method, dataset=dataset, split=split, level=level,
-                       limit=limit if limit is not None else p.n, backend=p.backend, model=p.model,
-                       base_url=p.base_url, seed=p.seed, settings=self.method_settings(method, **(settings or {})))
+                       limit=limit if limit is not None else p.n, backend=backend, model=model,
+                       base_url=base_url, seed=p.seed, settings=self.method_settings(method, **(settings or {})))
         # the folder name carries a hash of the whole configuration (run + the method's resolved settings,
         # defaults included): another profile, setting or default never collides with an older run
         from dataclasses import asdict
@@ -87,7 +104,7 @@ class Session:
         digest = hashlib.sha256(json.dumps([rc.to_json(), method_cfg], sort_keys=True, default=str).encode()
                                 ).hexdigest()[:8]
         out = self.runs_dir() / f"{name or f'{method}-{dataset}-{level}'}-{digest}"
-        return run(rc, out, llm=self.llm, progress=progress), out
+        return run(rc, out, llm=self.llm_for(method), progress=progress), out
 
     def describe(self) -> str:
         p = self.prof

@@ -179,9 +179,20 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
                   "point_biserial": {"r": r, "p": p, "n": n}, "bacc": rep.bacc, "detected_n": rep.n, **common}
     q = [j.details.get("quality") for j in judgements if j.details.get("quality") is not None]
     return {"types": per, "unparsed": sum(v is None for j in judgements for v in j.scores.values()),
-            "mean_quality": sum(q) / len(q) if q else None,
+            "mean_quality": sum(q) / len(q) if q else None, "transcript": transcript_stats(judgements),
             "score_sources": _count(str(d.get("score_source")) for j in judgements
                                     for d in j.details.get("types", {}).values())}
+
+
+def transcript_stats(judgements: list[Judgement]) -> dict[str, Any]:
+    """How much of the transcripts the method read: mean words, mean share of words kept, examples cut."""
+    pairs = [(j.details["transcript_words"], j.details["transcript_words_kept"]) for j in judgements
+             if j.details.get("transcript_words")]
+    if not pairs:
+        return {"available": False}
+    return {"available": True, "mean_words": sum(w for w, _ in pairs) / len(pairs),
+            "kept_share": sum(k / w for w, k in pairs) / len(pairs), "cut": sum(k < w for w, k in pairs),
+            "n": len(pairs)}
 
 
 def likert_metrics(pairs: list[tuple[float | None, float | None]]) -> dict[str, Any]:
@@ -208,6 +219,12 @@ def _mean(values: list[float]) -> float:
 
 METRICS_BY_KIND = {"faithfulness": faithfulness_metrics, "ambiguity": ambiguity_metrics, "rated": rated_metrics,
                    "meeting-errors": meeting_error_metrics}
+
+
+def transcript_columns(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A MESA run's share of transcript words its prompts kept (``metrics["transcript"]``), as a table column."""
+    t = metrics.get("transcript") or {}
+    return {"transcript_kept_%": round(100 * t["kept_share"], 1) if t.get("available") else None}
 
 
 def parse_columns(metrics: dict[str, Any]) -> dict[str, Any]:

@@ -277,6 +277,8 @@ def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cf
                                        "sumjudge": __version__, "python": platform.python_version()}, indent=2))
     from .llm.engine import run_sync
 
+    if spec.preflight is not None:  # e.g. transcripts the model's context cannot hold: refused before any call
+        spec.preflight(examples, llm, cfg)
     before = llm.usage.as_dict()
     counters = getattr(llm.backend, "server_counters", None)
     server_before = counters() if counters else None

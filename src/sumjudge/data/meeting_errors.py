@@ -5,8 +5,12 @@ MESA type <- column: OM <- "Total omission" or "partial omission / lacking depth
 two); RED <- Redundancy; INC <- Incoherence; COR <- Wrong References; HAL <- Hallucination;
 LAN <- Linguistic Inaccuracy; STR <- Structural Disorganization. IRR (irrelevance) has no label in
 these files: it is ``None`` for every example, and so is OM for the Zephyr file (no omission columns).
-Rows without transcript or summary text are dropped and counted (``read_meeting_errors``); transcripts
-of 32765 characters were cut by a spreadsheet export (``meta['transcript_truncated']``). "Missing Information" and "Incorrect Reasoning" have
+Rows without transcript or summary text are dropped and counted (``read_meeting_errors``). 105 of the 133
+transcripts were cut at 32765 characters by a spreadsheet export, while the annotators judged whole
+meetings: every transcript is the start of one of 31 QMSum test meetings (``speaker : text`` lines), so the
+full transcript is restored from QMSum (``restore_transcripts``; ``meta['transcript_restored']``, the
+published length in ``meta['published_words']``). Without the QMSum files (``sumjudge data fetch qmsum``)
+the published text is kept and flagged. "Missing Information" and "Incorrect Reasoning" have
 no MESA type; they stay in ``meta``. These files have yes/no labels, not MESA's 0-5 Likert scores.
 
 Splits (``split_by_meeting``): ``all`` (every summary, the paper's evaluation set), and ``train`` / ``test``
@@ -75,8 +79,50 @@ def read_meeting_errors() -> tuple[list[MeetingErrorExample], dict[str, int]]:
     return out, dict(dropped)
 
 
+def qmsum_transcript(rel: str) -> str:
+    """A QMSum meeting as the meeting-errors files write transcripts: one ``speaker : text`` line per turn."""
+    import json
+
+    path = resolve(rel)
+    try:
+        turns = json.loads(path.read_text(encoding="utf-8"))["meeting_transcripts"]
+        return "\n".join(f"{t['speaker']} : {t['content']}" for t in turns)
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataFormatError(path, None, "meeting_transcripts", f"not a QMSum meeting file ({e})") from None
+
+
+def restore_transcripts(examples: list[MeetingErrorExample]) -> list[MeetingErrorExample]:
+    """The full QMSum transcript of every example whose published transcript is the start of one (matched on
+    the text, whitespace-normalised); examples stay as published, flagged, when no QMSum file is present."""
+    from dataclasses import replace as dc_replace
+
+    from .sources import RESOURCES
+
+    meetings: dict[str, str] = {}
+    for rel in RESOURCES["qmsum"]:
+        try:
+            meetings[rel] = qmsum_transcript(rel)
+        except DataMissingError:
+            continue
+    norm = {rel: " ".join(t.split()) for rel, t in meetings.items()}
+    out = []
+    for e in examples:
+        head = " ".join(e.transcript.split())
+        found = [rel for rel, t in norm.items() if t.startswith(head)]
+        meta = {**e.meta, "published_words": len(e.transcript.split()), "transcript_restored": False}
+        if len(found) == 1:
+            full = meetings[found[0]]
+            meta.update(transcript_restored=True, qmsum_file=found[0], transcript_truncated=False)
+            out.append(dc_replace(e, transcript=full, meta=meta))
+        else:
+            meta["restore_note"] = ("no QMSum file present (sumjudge data fetch qmsum)" if not meetings else
+                                    f"{len(found)} QMSum meetings start with this transcript")
+            out.append(dc_replace(e, meta=meta))
+    return out
+
+
 def load_meeting_errors() -> list[MeetingErrorExample]:
-    return read_meeting_errors()[0]
+    return restore_transcripts(read_meeting_errors()[0])
 
 
 def split_by_meeting(examples: list[MeetingErrorExample], split: str, seed: int = 0,
@@ -134,3 +180,63 @@ def load_meeting_table(path: str | Path) -> list[MeetingErrorExample]:
             reasoning={c: str(r[f"{c}_reasoning"]) for c in codes if str(r.get(f"{c}_reasoning") or "").strip()},
             meta={"row": i, "meeting": str(r.get("meeting") or meeting_key(transcript)), "gold": str(r.get("gold") or "")}))
     return out
+
+
+# QMSum Mistake (MESA's Likert re-annotation), in the format the authors' code reads (src/mesa.py @ adb7e6f):
+# `HumanJudgment/MistekQMSum.csv`, comma-separated, `Input` (transcript) and `Predicted` (summary), and per error
+# type "<Type> - Existence", "<Type> - Reasoning", "<Type> - Impact" (0-5 Likert). The authors' code reads
+# structure's existence from "Structur - Existence" (a typo in their file): both spellings are accepted.
+MISTEK_FILE = "mesa/MistekQMSum.csv"
+MISTEK_TYPES = {"OM": "Omission", "RED": "Redundancy", "INC": "Incoherence", "COR": "Coreference",
+                "HAL": "Hallucination", "LAN": "Language", "STR": "Structure", "IRR": "Irrelevance"}
+_TRUE = {"yes": 1, "true": 1, "1": 1, "1.0": 1, "no": 0, "false": 0, "0": 0, "0.0": 0}
+
+
+def load_mistek_qmsum(path: str | Path | None = None) -> list[MeetingErrorExample]:
+    """QMSum Mistake with per-type existence, annotator reasoning and 0-5 impact (Likert). ``labels`` is the
+    stated existence (or impact > 0 where existence is empty), ``likert`` the impact, ``reasoning`` the
+    annotators' text; transcripts cut by a spreadsheet export are restored from QMSum as for
+    ``meeting-errors``."""
+    path = Path(path) if path else resolve(MISTEK_FILE)
+    rows = read_csv(path, ("Input", "Predicted"))
+    if not rows:
+        raise DataFormatError(path, None, None, "no rows")
+    header = set(rows[0][1])
+    out = []
+    for i, r in rows:
+        labels: dict[str, int | None] = {}
+        likert: dict[str, float] = {}
+        reasoning: dict[str, str] = {}
+        for code, name in MISTEK_TYPES.items():
+            ex_col = next((c for c in (f"{name} - Existence", f"{name[:-1]} - Existence") if c in header), None)
+            imp_col, why_col = f"{name} - Impact", f"{name} - Reasoning"
+            if ex_col is None and imp_col not in header:
+                raise DataFormatError(path, i, f"{name} - Existence",
+                                      f"no column for error type {name} (expected '{name} - Existence' / '- Impact')")
+            impact = None
+            raw_imp = str(r.get(imp_col) or "").strip()
+            if raw_imp:
+                try:
+                    impact = float(raw_imp)
+                except ValueError:
+                    raise DataFormatError(path, i, imp_col, f"expected a 0-5 impact score, got {raw_imp!r}") from None
+                if not 0 <= impact <= 5:
+                    raise DataFormatError(path, i, imp_col, f"impact {impact:g} is outside 0-5")
+                likert[code] = impact
+            raw_ex = str(r.get(ex_col) or "").strip().lower() if ex_col else ""
+            if raw_ex:
+                if raw_ex not in _TRUE:
+                    raise DataFormatError(path, i, ex_col, f"expected yes/no (or true/false, 1/0), got {raw_ex!r}")
+                labels[code] = _TRUE[raw_ex]
+            else:
+                labels[code] = None if impact is None else int(impact > 0)
+            if str(r.get(why_col) or "").strip():
+                reasoning[code] = str(r[why_col]).strip()
+        transcript = text(r, "Input", path, i)
+        out.append(MeetingErrorExample(
+            id=f"mistek-{i - 1:03d}", dataset="mistek-qmsum", transcript=transcript, summary=text(r, "Predicted", path, i),
+            labels=labels, likert=likert, reasoning=reasoning,
+            meta={"row": i, "meeting": meeting_key(transcript), "gold": str(r.get("Gold") or ""),
+                  "model": str(r.get("Model") or r.get("model") or "")}))
+    return restore_transcripts(out)
+

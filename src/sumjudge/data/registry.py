@@ -11,6 +11,7 @@ from . import (
     generic,
     long_factuality,
     meeting_errors,
+    sources,
     summeval,
     tofueval,
     unieval,
@@ -130,9 +131,17 @@ register(DatasetSpec(
     description="QMSum meeting summaries (5 summarisers) with yes/no labels mapped to MESA's error types "
                 "(IRR has no label here)",
     source="github.com/FKIRSTE/emnlp2024-Meeting-Sum-Metrics",
-    files=tuple(meeting_errors.FILE.format(model=m) for m in meeting_errors.MODELS), levels=("summary",),
-    splits=meeting_errors.SPLITS,
+    files=(*(meeting_errors.FILE.format(model=m) for m in meeting_errors.MODELS), *sources.RESOURCES["qmsum"]),
+    levels=("summary",), splits=meeting_errors.SPLITS,
     loader=lambda split="all", level="summary": meeting_errors.split_by_meeting(meeting_errors.load_meeting_errors(),
+                                                                                split)))
+register(DatasetSpec(
+    name="mistek-qmsum", kind="meeting-errors",
+    description="QMSum Mistake (MESA's data): per error type existence, annotator reasoning and 0-5 impact "
+                "(Likert), all eight types; the authors' HumanJudgment/MistekQMSum.csv",
+    source="github.com/FKIRSTE/coling2025-MESA (HumanJudgment/MistekQMSum.csv)",
+    files=(meeting_errors.MISTEK_FILE,), levels=("summary",), splits=meeting_errors.SPLITS,
+    loader=lambda split="all", level="summary": meeting_errors.split_by_meeting(meeting_errors.load_mistek_qmsum(),
                                                                                 split)))
 register(DatasetSpec(
     name="llm-aggrefact", kind="faithfulness",

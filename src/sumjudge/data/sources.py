@@ -91,6 +91,70 @@ FILES: dict[str, SourceFile] = {f.rel: f for f in [
 ]}
 
 
+# QMSum (github.com/Yale-LILY/QMSum @ 83d7768): the 31 test meetings the meeting-errors summaries were written
+# for (every one of its 133 transcripts is the start of one of these), read to restore the full transcripts.
+_QMSUM = f"{_GH}/Yale-LILY/QMSum/83d7768c1f2b4dfeb091385d3dc7e239b8e5bb7e/data/ALL"
+QMSUM_TEST_MEETINGS = {
+    "Bed003": "959b0a710628f786f64c35f1462717f234b03ba34f2e170d3bb13be72f3321f8",
+    "Bed008": "d05c8b6dbc35244a277147f85778bb02b7ad7eae0f03700ac68d084d296fc84a",
+    "Bed016": "c8f8cb9ad047361dd3f364e28aa44d150d2b9c730434ef88c0dece6ce34a9756",
+    "Bmr006": "0b1fb051ad319a0ff006970b86336425fc2ed987a3616bd07cf9a48c53bbfa69",
+    "Bmr014": "d0e8d99b8a2568beaaedae741c4ac5453a6bcb22f23386e50659690dcc916bd6",
+    "Bmr023": "5fa1ac45bd19972a64f21d7cba3ef1afb73ad7b38c26a5c1ff03139bf0971cb5",
+    "Bro004": "f8a8c92c0574f4d4ed4596b68d94ca236f2ae09bccb283ead925ef3512f64890",
+    "Bro019": "b2f4aee0ced969ee2c3a9d4dc71d24dce227e9513aca8acc539ae3cfda5a2cec",
+    "Bro027": "ba636d2f05985723663e72aa6c8c85bf9f1e8e50fa03790146dbbebc2d1419af",
+    "ES2004a": "911e56db0d8482f1e730bae0a8fcf0ab0095c94abb000ba0516e975fa6e48b31",
+    "ES2004b": "5ed3c79e6784827652a2cdfaf2922c377aa386d8501b4a2039e51fb00a4d294d",
+    "ES2004c": "31815196407111dba01f8b8cbfa31cd07fb8a682e4005bae7846893ab93a6778",
+    "ES2004d": "d3f7235ffcf577909726ebbd95e87b1f5bef62a7a984911abf9d9cb0825fd752",
+    "ES2011a": "1e2ae7b9d3a7e9cf2e6c1dcd62de5c4f4050d7366c5e6a7605bfaf5d790ff35c",
+    "ES2011b": "aa9c1ac75b1092e1bdb22576268831b0321147375de563be51cace51a67636f1",
+    "ES2011c": "0f76f60f6eeae152da331d498d384dbaf9b9b3e2d5aa705abb0ddf4ab742328a",
+    "ES2011d": "a5882a985364529b7c82836f0368af46d738c7bf5a830485614d61c077525519",
+    "IS1003a": "94241cde8ed5e0eda79881f1df343baf331119b540b846436d1d5a16ebf0d4ff",
+    "IS1003b": "1aa2ac4526602ec1ffd25e2624dd5bf72c05cd2dc526ca3f756fb2b6cee8cc0c",
+    "IS1003c": "1a3c18ed141f731763614eb93b616daef627516c9584cca5c4e18acdc494e558",
+    "IS1003d": "c99895f2a1fee6f5602329316047e7dc7448891f697606d65313ceb83570a80d",
+    "TS3004a": "dcd543b2ebe895069a33cd3b1e0bf3e7072010bc32e34c31798d43a9a4616c10",
+    "TS3004b": "5c1e39e5e52154f41e54280ec27fde5dbe945d89d66d4e2ef14d6f6a4712d561",
+    "TS3004c": "4000d632f2d2956956c5ba8e5448bcc829781b33e4ab3f89f1db29dc524a384c",
+    "TS3004d": "2fda8b12aa354453cd71345549079787a34c5eb3a1e617cbddcc3cee5c167113",
+    "TS3011a": "d9ec9c44f157ee9f3d3960394e4046c5014cfde8e5ceb1a1ad64ab8ba3c870af",
+    "TS3011b": "a9893799ef415b28b73d74412375774543003f6778c3c169835a7c8517ddc7c5",
+    "TS3011c": "c08cb7f63bbcae707ce9a47e6f0534b68e6c889228e703f108024ce56e90c00c",
+    "TS3011d": "b555b5693e29d34336d75d3afb7eecaa0c155502bc8b1071751ac34d16bc6403",
+    "covid_4": "f0cff5da0694b867630dd180263b09f44a76b49088f96e9660a95bfb6ba0ed1b",
+    "covid_9": "270347ed6d3fab99e4981a04997244c4b617c1ba26cbbfe12a0b34998d7ea8de",
+}
+# MESA's error-type definitions (github.com/FKIRSTE/coling2025-MESA @ adb7e6f, criteria/*.json)
+_MESA_CODE = f"{_GH}/FKIRSTE/coling2025-MESA/adb7e6f281d153b75868a183f7ed1ac02d2e6664/criteria"
+MESA_CRITERIA_FILES = {
+    "coreference": "983ff2e8681db839136d26b8a0a6077667822aa93b6ecb490742f3c5f58ca66c",
+    "hallucination": "095f390baccdf628b65b28364c9f743ae27710e6743221defb3852a06c0e3715",
+    "incoherence": "9dead25f5b87b4061bfc12b669b2bb6a57e310e51d3017711c895f6025bc9b89",
+    "irrelevance": "d93e0a56fb99bf70572dd58ad471a5e7adeea6a92a39eb55fb1ba9af3451f9f5",
+    "language": "f29e7ba64db58bc030b2b27b87083a5a10b4a539c4609c36d59d03a98e855a1f",
+    "omission": "2e1147ee34ece2c573964affb41df480cfbfad3773857e659bd520fecd6b6738",
+    "repetition": "9f7259d9b1e849ba3f1b75032fe7b37cb8bac9bdf014632eb276c123b2cd9dd6",
+    "structure": "38703a18c651f195e57371d0d923c677c657e3f4408522277854d36a1a78c17d",
+}
+FILES.update({f.rel: f for f in [
+    *[SourceFile(f"qmsum/ALL/test/{n}.json", f"{_QMSUM}/test/{n}.json", h) for n, h in QMSUM_TEST_MEETINGS.items()],
+    *[SourceFile(f"mesa/criteria/{n}.json", f"{_MESA_CODE}/{n}.json", h) for n, h in MESA_CRITERIA_FILES.items()],
+]})
+# QMSum Mistake with Likert impacts (MESA's data), as the authors' code reads it; not obtainable here, so its sha256
+# is not pinned (the download is recorded as it comes)
+FILES["mesa/MistekQMSum.csv"] = SourceFile(
+    "mesa/MistekQMSum.csv",
+    f"{_GH}/FKIRSTE/coling2025-MESA/adb7e6f281d153b75868a183f7ed1ac02d2e6664/HumanJudgment/MistekQMSum.csv")
+# Files that belong to no dataset of their own, fetched by name (`sumjudge data fetch mesa-criteria`)
+RESOURCES: dict[str, tuple[str, ...]] = {
+    "mesa-criteria": tuple(f"mesa/criteria/{n}.json" for n in MESA_CRITERIA_FILES),
+    "qmsum": tuple(f"qmsum/ALL/test/{n}.json" for n in QMSUM_TEST_MEETINGS),
+}
+
+
 def mirror_dir() -> Path | None:
     env = os.environ.get("SUMJUDGE_DATA_MIRROR")
     if env:

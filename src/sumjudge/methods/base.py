@@ -47,6 +47,8 @@ class MethodSpec:
     config_cls: type
     judge: JudgeFn
     description: str
+    # checks of the whole run before any call (examples, engine, config), e.g. inputs the model cannot hold
+    preflight: Callable[[list, LLM, Any], None] | None = None
 
 
 METHODS: dict[str, MethodSpec] = {}

@@ -46,12 +46,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..data.records import MeetingErrorExample
-from ..llm import ConfigError
+from ..llm import ChatRequest, ConfigError, PromptTooLongError
 from ..llm.engine import LLM
 from ..llm.parsing import ParseError, json_number, lenient_json
+from ..prompts import load as load_template
 from ..prompts import render
 from . import mesa_madp as madp
-from .base import Judgement, MethodSpec, fit_prompt, register, request
+from .base import Judgement, MethodSpec, register
 
 
 FALLBACK_ROOM = 16  # tokens kept free for the option-score fallback's JSON prefix
@@ -60,20 +61,66 @@ FALLBACK_ROOM = 16  # tokens kept free for the option-score fallback's JSON pref
 @dataclass(frozen=True)
 class ErrorType:
     code: str
-    name: str
+    name: str  # the name the prompts show beside the definition (the authors' criteria file name)
     definition: str
     importance: float = 1.0
 
 
+# sumjudge's type codes -> the authors' criteria file names (github.com/FKIRSTE/coling2025-MESA criteria/*.json),
+# and i_n of Eq. (1) (the code's compute_quality_score: 1.1 for omission, hallucination, irrelevance; 0.9 for
+# repetition, incoherence, language; 1.0 otherwise)
+AUTHORS_NAMES = {"OM": "omission", "RED": "repetition", "INC": "incoherence", "COR": "coreference",
+                 "HAL": "hallucination", "LAN": "language", "STR": "structure", "IRR": "irrelevance"}
+IMPORTANCE = {"OM": 1.1, "HAL": 1.1, "IRR": 1.1, "RED": 0.9, "INC": 0.9, "LAN": 0.9, "COR": 1.0, "STR": 1.0}
+CRITERIA_SETS = ("authors", "table9")
+
+
 @lru_cache(maxsize=None)
-def error_types(path: str = "") -> dict[str, ErrorType]:
-    """The error types of ``path`` (YAML: code -> name, definition, importance), or the package's."""
+def error_types(criteria: str = "authors") -> dict[str, ErrorType]:
+    """The error types of a criteria set: ``authors`` (default: the authors' full definitions, ``criteria/*.json``
+    of their repository, resolved like a dataset: data/raw, the mirror, or ``sumjudge data fetch mesa-criteria``),
+    ``table9`` (``prompts/mesa/error_types.yaml``, written from the paper's Table 9), or a path: a YAML file
+    (code -> name, definition, importance) or a folder of the authors' JSON format (``<name>.json`` with a
+    ``definition``)."""
+    if criteria in ("", "authors"):
+        from ..data.sources import resolve
+
+        out = {}
+        for code, name in AUTHORS_NAMES.items():
+            path = resolve(f"mesa/criteria/{name}.json")
+            out[code] = ErrorType(code=code, name=name, definition=_json_definition(path), importance=IMPORTANCE[code])
+        return out
+    path = Path(criteria)
+    if criteria != "table9" and path.is_dir():
+        files = sorted(path.glob("*.json"))
+        if not files:
+            raise ConfigError(f"criteria folder {path} holds no <name>.json files")
+        codes = {v: k for k, v in AUTHORS_NAMES.items()}
+        return {codes.get(f.stem, f.stem.upper()): ErrorType(code=codes.get(f.stem, f.stem.upper()), name=f.stem,
+                                                              definition=_json_definition(f),
+                                                              importance=IMPORTANCE.get(codes.get(f.stem, ""), 1.0))
+                for f in files}
+    return _yaml_types(criteria)
+
+
+def _json_definition(path: Path) -> str:
+    try:
+        definition = json.loads(path.read_text(encoding="utf-8"))["definition"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"{path}: not an error-type definition (a JSON object with 'definition'): {e}") from None
+    if not str(definition).strip():
+        raise ConfigError(f"{path}: empty 'definition'")
+    return str(definition).strip()
+
+
+def _yaml_types(criteria: str) -> dict[str, ErrorType]:
     import yaml
 
-    text = (Path(path).read_text(encoding="utf-8") if path
-            else files("sumjudge.prompts").joinpath("mesa/error_types.yaml").read_text(encoding="utf-8"))
+    table9 = criteria == "table9"
+    text = (files("sumjudge.prompts").joinpath("mesa/error_types.yaml").read_text(encoding="utf-8") if table9
+            else Path(criteria).read_text(encoding="utf-8"))
     data = yaml.safe_load(text)
-    where = path or "prompts/mesa/error_types.yaml"
+    where = "prompts/mesa/error_types.yaml" if table9 else criteria
     if not isinstance(data, dict) or not data:
         raise ConfigError(f"{where}: expected a mapping of error-type codes")
     out = {}
@@ -90,13 +137,18 @@ class MesaConfig:
     steps: int = 3  # 3: identify, rate, score (Figures 3-5) | 1: single-step (Table 1)
     aspect_mode: str = "single"  # single: one error type per prompt (MESA) | multi: all types in one prompt (2.2)
     types: Any = None  # error-type codes (list or comma-separated); None = every type of the criteria file
-    criteria: str = ""  # YAML of error types; "" = prompts/mesa/error_types.yaml
+    criteria: str = "authors"  # authors (their criteria/*.json) | table9 (error_types.yaml) | a YAML file | a JSON folder
+    prompts: str = field(default="paper", metadata={"choices": ("paper", "code")})  # three steps: paper (Figures
+    # 3-5) | code (eval_pipeline.py's step prompts)
     madp: bool = False  # wrap every step in the multi-agent discussion protocol (Section 2.4)
+    madp_prompts: str = "code"  # code (panel.py's brainstorming) | sumjudge (perspective-based challengers)
     challengers: int = 3
-    perspectives: Any = None  # the challengers' perspectives (list); None = mesa_madp.PERSPECTIVES
+    perspectives: Any = None  # madp_prompts=sumjudge: the challengers' perspectives; None = mesa_madp.PERSPECTIVES
     challenger_models: Any = None  # MADP-M: ["backend:model[@base_url]", ...]; None = MADP-S (the run's model)
     feedback: Any = None  # self-training reports (a mesa_feedback JSON file or its mapping); None = iteration 0
     max_new_tokens: int = 1024
+    transcript_tokens: int | None = None  # cut every transcript to at most this many tokens (a comparison's
+    # shared budget: every variant then reads the same text); None = this configuration's own budget
     temperature: float = 0.0
     seed: int = 0
     truncate: str = "error"
@@ -224,12 +276,124 @@ def feedback_reports(config: MesaConfig) -> dict[str, Any]:
     return fb
 
 
-class Steps:
-    """Runs one assessment step: fits the prompt, appends the self-training report, asks (or discusses
-    under MADP), records truncation, discussion and the first unparsed step on the assessments."""
+# The templates of each setup: (step, template); the three steps' templates depend on ``prompts``
+STEP_TEMPLATES = {"paper": ("mesa/fig3_step1_identify", "mesa/fig4_step2_rate", "mesa/fig5_step3_score"),
+                  "code": ("mesa/fig3_step1_identify_as_run", "mesa/fig4_step2_rate_as_run",
+                           "mesa/fig5_step3_score_as_run")}
+MULTI_TEMPLATES = ("mesa/s22_multi_step1_identify", "mesa/s22_multi_step2_rate", "mesa/s22_multi_step3_score")
 
-    def __init__(self, example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]):
+
+def templates_for(config: MesaConfig) -> list[str]:
+    """Every template this configuration sends."""
+    if config.aspect_mode == "multi":
+        return list(MULTI_TEMPLATES) if config.steps == 3 else ["mesa/s22_multi_single_step"]
+    return list(STEP_TEMPLATES[config.prompts]) if config.steps == 3 else ["mesa/table1_single_step"]
+
+
+def messages_for(template: str, fields: dict[str, str], extra: str = "") -> list[dict[str, str]]:
+    """The chat of a step: the template's system prompt where it names one (the authors' code sends one), then
+    the rendered template (+ ``extra``, the self-training report) as the user message."""
+    t = load_template(template)
+    msgs = [{"role": "system", "content": load_template(t.meta["system"]).body}] if t.meta.get("system") else []
+    return msgs + [{"role": "user", "content": t.render(**fields) + extra}]
+
+
+def criteria_fields(selected: list[ErrorType], config: MesaConfig) -> dict[str, str]:
+    """The criteria slot of the multi-aspect prompts: one line per type, "name: definition" as the authors'
+    all-at-once baseline writes it (single step), "- CODE (name): definition" in sumjudge's three steps."""
+    if config.steps == 1:
+        return {"criteria": "\n".join(f"{t.name}: {t.definition}" for t in selected)}
+    return {"criteria": "\n".join(f"- {t.code} ({t.name}): {t.definition}" for t in selected)}
+
+
+def answer_room(llm: LLM, config: MesaConfig, appendix_tokens: int) -> int:
+    """Tokens a step prompt must leave free: the answer (and the option-score fallback's prefix), the
+    self-training report, the instances a later step carries (at most one answer), MADP's discussion."""
+    room = config.max_new_tokens + FALLBACK_ROOM + appendix_tokens
+    if config.steps == 3:
+        room += config.max_new_tokens  # step 2 and 3 carry the previous step's instances
+    if config.madp:
+        room += madp.room(config.max_new_tokens, config.challengers)
+    return room
+
+
+def prompt_overhead(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+                    ) -> tuple[int, int] | None:
+    """(tokens of the longest prompt this configuration sends for ``example`` without its transcript, tokens it
+    must leave free: ``answer_room``); None when the backend has no context length or no tokenizer."""
+    if not llm.context_length or llm.count_tokens("x") is None:
+        return None
+    selected = config.selected()
+    appendix = max((llm.count_tokens(feedback_appendix(r)) or 0 for r in reports.values()), default=0)
+    if config.aspect_mode == "multi":
+        appendix = (llm.count_tokens(feedback_appendix("\n".join(reports.values()))) or 0) if reports else 0
+        field_sets = [{**criteria_fields(selected, config), "codes": ", ".join(t.code for t in selected)}]
+    else:
+        field_sets = [{"name": t.name, "criteria": t.definition} for t in selected]
+    overhead = max(llm.prompt_tokens(messages_for(template, {"summary": example.summary, "transcript": "",
+                                                             "instances": "", **extra})) or 0
+                   for template in templates_for(config) for extra in field_sets)
+    return overhead, answer_room(llm, config, appendix)
+
+
+def transcript_budget(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]) -> int | None:
+    """The most transcript tokens every prompt of this configuration leaves room for, for ``example``."""
+    parts = prompt_overhead(example, llm, config, reports)
+    return None if parts is None else llm.context_length - parts[0] - parts[1]
+
+
+def fit_transcript(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+                   ) -> tuple[str, dict[str, Any]]:
+    """The transcript every step of this example reads: whole when it fits the budget (``transcript_budget``,
+    and ``transcript_tokens`` when given), else cut from the end under ``truncate=truncate`` or refused under
+    ``truncate=error``. One cut per example, so every step and type, and every variant given the same
+    ``transcript_tokens``, reads the same text."""
+    words = example.transcript.split()
+    info = {"transcript_words": len(words), "transcript_words_kept": len(words)}
+    parts = prompt_overhead(example, llm, config, reports)
+    limits = [x for x in (None if parts is None else llm.context_length - parts[0] - parts[1],
+                          config.transcript_tokens) if x is not None]
+    if not limits:
+        return example.transcript, info
+    limit = min(limits)
+    count = llm.count_tokens if parts is not None else (lambda t: len(t.split()))  # no tokenizer: words
+    n = count(example.transcript)
+    if n <= limit:
+        return example.transcript, info
+    if config.truncate == "error":
+        if parts is not None and parts[0] + n + parts[1] > llm.context_length:  # over the model's context
+            raise PromptTooLongError(example.id, parts[0] + n, parts[1], llm.context_length)
+        raise PromptTooLongError(f"{example.id} (transcript_tokens={config.transcript_tokens})", n, 0,
+                                 config.transcript_tokens)
+    text, kept = cut_words(example.transcript, limit, count)
+    if kept == 0:
+        raise PromptTooLongError(example.id, parts[0] if parts else 0, parts[1] if parts else 0, limit)
+    info["transcript_words_kept"] = kept
+    return text, info
+
+
+def cut_words(text: str, limit: int, count) -> tuple[str, int]:
+    """The longest word prefix of ``text`` with at most ``limit`` tokens under ``count``, and its word count."""
+    words = text.split()
+    lo, hi = 0, len(words)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if count(" ".join(words[:mid])) <= limit else (lo, mid - 1)
+    return " ".join(words[:lo]), lo
+
+
+def feedback_appendix(report: str) -> str:
+    return "\n\n" + render("mesa/s25_feedback_appendix", report=report).strip() if report else ""
+
+
+class Steps:
+    """Runs one assessment step over the example's fitted transcript: appends the self-training report, asks
+    (or discusses under MADP), records the discussion and the first unparsed step on the assessments."""
+
+    def __init__(self, example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str],
+                 transcript: str):
         self.example, self.llm, self.config, self.reports = example, llm, config, reports
+        self.transcript = transcript
 
     async def ask(self, template: str, fields: dict[str, str], parse, step: int, outs: list[TypeAssessment],
                   report_code: str | None):
@@ -237,23 +401,23 @@ class Steps:
         report = self.reports.get(report_code or "", "")
         if report_code is None:  # multi-aspect: every selected type's report
             report = "\n".join(f"{a.code}: {self.reports[a.code]}" for a in outs if a.code in self.reports)
-        appendix = "\n\n" + render("mesa/s25_feedback_appendix", report=report).strip() if report else ""
-        room = cfg.max_new_tokens + FALLBACK_ROOM + (llm.count_tokens(appendix) or 2 * len(appendix.split()))
-        if cfg.madp:
-            room += madp.room(cfg.max_new_tokens, cfg.challengers)
+        appendix = feedback_appendix(report)
         tag = f"{self.example.id}/{report_code or 'multi'}"
-        prompt, fit = fit_prompt(llm, template, fields, max_new_tokens=room, policy=cfg.truncate, tag=tag,
-                                 shrink="transcript")
-        req = request(prompt + appendix, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-                      seed=cfg.seed, tag=f"{tag}/step{step}")
+        msgs = messages_for(template, {**fields, "summary": self.example.summary, "transcript": self.transcript},
+                            appendix)
+        n, ctx = llm.prompt_tokens(msgs), llm.context_length
+        room = cfg.max_new_tokens + (madp.room(cfg.max_new_tokens, cfg.challengers) if cfg.madp else 0)
+        if n is not None and ctx is not None and n + room > ctx:  # the budget left room: only a bug gets here
+            raise PromptTooLongError(f"{tag}/step{step}", n, room, ctx)
+        req = ChatRequest(messages=msgs, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                          seed=cfg.seed, tag=f"{tag}/step{step}")
         if cfg.madp:
-            res, log = await madp.discuss(llm, req, parse, challengers=cfg.challengers,
+            res, log = await madp.discuss(llm, req, parse, challengers=cfg.challengers, prompts=cfg.madp_prompts,
                                           perspectives=list(cfg.perspectives or madp.PERSPECTIVES),
                                           models=list(cfg.challenger_models or []))
         else:
             res, log = await llm.chat_parsed(req, parse), None
         for a in outs:
-            a.truncated_words = max(a.truncated_words, fit.get("truncated_words", 0))
             a.feedback_used = a.feedback_used or bool(appendix)
             if log:
                 a.discussion[f"step{step}"] = log
@@ -272,11 +436,12 @@ class Steps:
 
 
 async def assess_type(example: MeetingErrorExample, t: ErrorType, llm: LLM, config: MesaConfig,
-                      reports: dict[str, str] | None = None) -> TypeAssessment:
+                      reports: dict[str, str] | None = None, transcript: str | None = None) -> TypeAssessment:
     """Single-aspect assessment of one error type (Figures 3-5, or the single step)."""
     out = TypeAssessment(code=t.code, steps=config.steps)
-    steps = Steps(example, llm, config, reports or {})
-    base = {"criteria": t.definition, "summary": example.summary, "transcript": example.transcript}
+    steps = Steps(example, llm, config, reports or {}, example.transcript if transcript is None else transcript)
+    base = {"name": t.name, "criteria": t.definition}
+    step_templates = STEP_TEMPLATES[config.prompts]
 
     async def ask(template: str, fields: dict[str, str], parse, step: int):
         res, req = await steps.ask(template, fields, parse, step, [out], t.code)
@@ -292,41 +457,39 @@ async def assess_type(example: MeetingErrorExample, t: ErrorType, llm: LLM, conf
     if config.steps == 1:
         scored = await ask("mesa/table1_single_step", base, parse_score, 1)
     else:
-        found = await ask("mesa/fig3_step1_identify", base, parse_instances, 1)
+        found = await ask(step_templates[0], base, parse_instances, 1)
         if found is None:
             out.score_source = "unparsed"
             return out
         out.instances = found
         if found:
-            rated = await ask("mesa/fig4_step2_rate", {**base, "instances": json.dumps(found, ensure_ascii=False)},
+            rated = await ask(step_templates[1], {**base, "instances": json.dumps(found, ensure_ascii=False)},
                               parse_rated, 2)
             if rated is None:
                 out.score_source = "unparsed"
                 return out
             out.rated = rated
-        kept = [x for x in out.rated if x["error_exists"]]
-        out.detected = bool(kept)
-        scored = await ask("mesa/fig5_step3_score", {**base, "instances": json.dumps(kept, ensure_ascii=False)},
+        # step 3 reads the whole step-2 answer, the instances judged "no error" included (the paper and the code)
+        scored = await ask(step_templates[2], {**base, "instances": json.dumps(out.rated, ensure_ascii=False)},
                            parse_score, 3)
     if scored is None:
-        out.score_source = "unparsed"
+        out.score_source = "unparsed"  # no score: no detection either (the type is unscored, not "no error")
         return out
     out.rating, out.confidence, out.reasoning = scored
     out.score_source = out.score_source or "parsed"
-    if config.steps == 1:
-        out.detected = out.rating > 0
+    out.detected = out.rating > 0 if config.steps == 1 else any(x["error_exists"] for x in out.rated)
     return out
 
 
 async def assess_multi(example: MeetingErrorExample, selected: list[ErrorType], llm: LLM, config: MesaConfig,
-                       reports: dict[str, str] | None = None) -> list[TypeAssessment]:
-    """Multi-aspect assessment (Section 2.2): every selected type in one prompt per step (``s22_multi_*``)."""
+                       reports: dict[str, str] | None = None, transcript: str | None = None) -> list[TypeAssessment]:
+    """Multi-aspect assessment (Section 2.2): every selected type in one prompt per step: the authors' all-at-once
+    baseline for one step (``s22_multi_single_step``), sumjudge's adaptation of Figures 3-5 for three."""
     outs = [TypeAssessment(code=t.code, steps=config.steps) for t in selected]
     by_code = {a.code: a for a in outs}
-    steps = Steps(example, llm, config, reports or {})
+    steps = Steps(example, llm, config, reports or {}, example.transcript if transcript is None else transcript)
     codes = [t.code for t in selected]
-    base = {"criteria": "\n".join(f"- {t.code} ({t.name}): {t.definition}" for t in selected),
-            "summary": example.summary, "transcript": example.transcript}
+    base = criteria_fields(selected, config)
 
     def unparsed() -> list[TypeAssessment]:
         for a in outs:
@@ -337,29 +500,32 @@ async def assess_multi(example: MeetingErrorExample, selected: list[ErrorType], 
         return [x for x in items if str(x.get("error_type", "")).strip().upper() == code.upper()]
 
     if config.steps == 3:
-        res, _ = await steps.ask("mesa/s22_multi_step1_identify", base, parse_instances, 1, outs, None)
+        res, _ = await steps.ask(MULTI_TEMPLATES[0], base, parse_instances, 1, outs, None)
         found = res.value if res.ok else ([] if config.fallback == "option_scores" else None)
         if found is None:
             return unparsed()
         rated: list[dict] = []
         if found:
-            res, _ = await steps.ask("mesa/s22_multi_step2_rate",
-                                     {**base, "instances": json.dumps(found, ensure_ascii=False)}, parse_rated, 2, outs, None)
+            res, _ = await steps.ask(MULTI_TEMPLATES[1], {**base, "instances": json.dumps(found, ensure_ascii=False)},
+                                     parse_rated, 2, outs, None)
             rated = res.value if res.ok else ([] if config.fallback == "option_scores" else None)
             if rated is None:
                 return unparsed()
-        kept = [x for x in rated if x["error_exists"]]
         for a in outs:
-            a.instances, a.rated, a.detected = own(found, a.code), own(rated, a.code), bool(own(kept, a.code))
-        res, req = await steps.ask("mesa/s22_multi_step3_score", {**base, "codes": ", ".join(codes),
-                                   "instances": json.dumps(kept, ensure_ascii=False)}, parse_multi_score(codes), 3, outs, None)
-    else:
-        res, req = await steps.ask("mesa/s22_multi_single_step", {**base, "codes": ", ".join(codes)},
-                                   parse_multi_score(codes), 1, outs, None)
+            a.instances, a.rated = own(found, a.code), own(rated, a.code)
+        res, req = await steps.ask(MULTI_TEMPLATES[2], {**base, "codes": ", ".join(codes),
+                                   "instances": json.dumps(rated, ensure_ascii=False)}, parse_multi_score(codes), 3,
+                                   outs, None)
+    else:  # the authors' all-at-once baseline answers by criterion name
+        names = {t.name: t.code for t in selected}
+        res, req = await steps.ask("mesa/s22_multi_single_step", base, parse_multi_score(list(names)), 1, outs, None)
+        if res.ok:
+            res.value = {names[k]: v for k, v in res.value.items()}
     if res.ok:
         scores = res.value
     elif config.fallback == "option_scores":
-        scores = {c: await steps.fallback_score(req, prefix=f'{{"{c}": ') for c in codes}
+        keys = codes if config.steps == 3 else [t.name for t in selected]
+        scores = {c: await steps.fallback_score(req, prefix=f'{{"{k}": ') for c, k in zip(codes, keys)}
         for a in outs:
             a.score_source = "option_scores"
     else:
@@ -368,8 +534,7 @@ async def assess_multi(example: MeetingErrorExample, selected: list[ErrorType], 
         a = by_code[c]
         a.rating, a.confidence, a.reasoning = rating, conf, why
         a.score_source = a.score_source or "parsed"
-        if config.steps == 1:
-            a.detected = rating > 0
+        a.detected = rating > 0 if config.steps == 1 else any(x["error_exists"] for x in a.rated)
     return outs
 
 
@@ -395,19 +560,48 @@ async def mesa(example: MeetingErrorExample, llm: LLM, config: MesaConfig) -> Ju
         raise ConfigError(f"example {example.id} is from a meeting the self-training feedback was learned on; "
                           "evaluate on the test split (--split test)")
     reports = {str(k): str(v) for k, v in fb.get("reports", {}).items()}
+    transcript, fit = fit_transcript(example, llm, config, reports)
     if config.aspect_mode == "multi":
-        found = await assess_multi(example, selected, llm, config, reports)
+        found = await assess_multi(example, selected, llm, config, reports, transcript)
     else:
-        found = list(await asyncio.gather(*(assess_type(example, t, llm, config, reports) for t in selected)))
+        found = list(await asyncio.gather(*(assess_type(example, t, llm, config, reports, transcript)
+                                            for t in selected)))
     impact, quality = overall(found, error_types(config.criteria))
     scores = {a.code: a.rating for a in found}
     ok = all(v is not None for v in scores.values())
     return Judgement(example_id=example.id, score=quality, scores=scores, parsed=ok,
                      label_source="parsed" if ok else "unparsed",
-                     details={"impact": impact, "quality": quality, "variant": config.variant,
+                     details={"impact": impact, "quality": quality, "variant": config.variant, **fit,
                               "feedback_iteration": fb.get("iteration", 0) if fb else 0,
                               "types": {a.code: asdict(a) for a in found}})
 
 
+def preflight(examples: list[MeetingErrorExample], llm: LLM, config: MesaConfig) -> None:
+    """Under ``truncate=error``, refuse the run before any call when the model's context cannot hold every
+    transcript with this configuration's prompts and answers (MESA used GPT-4o, 128k tokens; meeting
+    transcripts average about 9,000 words)."""
+    if config.truncate != "error" or not llm.context_length or llm.count_tokens("x") is None:
+        return
+    fb = feedback_reports(config)
+    reports = {str(k): str(v) for k, v in fb.get("reports", {}).items()}
+    over = []
+    for ex in examples:
+        parts = prompt_overhead(ex, llm, config, reports)
+        need = parts[0] + llm.count_tokens(ex.transcript) + parts[1]
+        limit = llm.context_length if config.transcript_tokens is None else min(
+            llm.context_length, parts[0] + config.transcript_tokens + parts[1])
+        if need > limit:
+            over.append((need, ex.id))
+    if over:
+        need, worst = max(over)
+        raise ConfigError(
+            f"{len(over)} of {len(examples)} transcripts do not fit {llm.info.model} (context {llm.context_length} "
+            f"tokens) with {config.variant} and {config.max_new_tokens} answer tokens under truncate=error; the "
+            f"longest ({worst}) needs {need}. MESA used GPT-4o (128k tokens): run it on a long-context model "
+            "(the profile's mesa_model / mesa_base_url, e.g. a 128k model served by vLLM), or cut the transcripts "
+            "with truncate=truncate (the words kept are recorded)")
+
+
 register(MethodSpec(name="mesa", paper="mesa", kind="meeting-errors", config_cls=MesaConfig, judge=mesa,
-                    description="MESA: per-error-type identify / rate / score, weighted impact and quality"))
+                    description="MESA: per-error-type identify / rate / score, weighted impact and quality",
+                    preflight=preflight))

@@ -1,19 +1,24 @@
 """MESA's self-training mechanism (Section 2.5): feedback reports learned on a training split.
 
-One iteration: run MESA (with the current reports) on the training summaries; for every (summary, error
-type) with a human annotation, an LLM judge (``mesa/s25_feedback_judge``) rates MESA's reasoning trace on
-completeness, overlap with the human reasoning and logic (1-5) and labels the score difference
-(``DIFFERENCES``: "no difference" ... "major difference", "critical disagreement" when the two disagree on
-whether the error exists); a second call per error type (``mesa/s25_feedback_report``) condenses that
-type's feedback into one report. The reports steer the next iteration: MESA appends them to every step
-prompt of their type (``MesaConfig.feedback``). ``iterations=n`` gives the reports of "MESA-n" (n = 1 is
-the paper's Single-1 / Multi-1).
+One iteration, as the authors' ``fitting.py`` (github.com/FKIRSTE/coling2025-MESA @ adb7e6f) runs it: MESA
+(with the current reports) assesses the training summaries; for every (summary, error type) with a human
+annotation the *score difference* is a rule, not a model's opinion (``difference``: the gap between MESA's
+0-5 rating and the human impact, 0 "No Difference", 1 "Minor", 2 "Moderate", 3 or more "Major Difference",
+and "Error Detection Discrepancy" when one side sees an error and the other does not); an LLM compares
+MESA's reasoning with the annotators' reasoning where the dataset has it (``s25_fitting_reasoning_*``, a
+0-100 quality with its chain of thought); a second call per error type turns that type's comparisons into a
+report (``s25_fitting_report_*``: score similarity and reasoning quality feedback). The reports steer the
+next iteration: MESA appends them to every step prompt of their type (``MesaConfig.feedback``).
+``iterations=n`` gives the reports of "MESA-n" (n = 1 is the paper's Single-1 / Multi-1).
+
+The human side is what the dataset has. With 0-5 Likert impacts (QMSum Mistake, ``mistek-qmsum``) the gap
+is computed as above; with yes/no labels only (``meeting-errors``) "no error" is impact 0, and an error of
+unknown impact agrees with any rating above 0 ("Presence Agrees"); without annotator reasoning no
+reasoning comparison is asked for. A type without any human annotation gets no report.
 
 Training and test never meet: the result records the training summaries and their meetings, and MESA
-refuses to assess a summary of those meetings with these reports (use the ``train`` / ``test`` splits of
-``meeting-errors``). The human side is what the dataset has: yes/no labels, 0-5 Likert scores and reasoning
-where annotated; what is missing is told to the judge as unavailable. Unreadable judge answers are retried,
-then counted (``unparsed``) and left out of the report; a type without any human annotation gets no report.
+refuses to assess a summary of those meetings with these reports (use the ``train`` / ``test`` splits).
+Unreadable answers are retried, then counted (``unparsed``) and left out.
 """
 
 from __future__ import annotations
@@ -25,25 +30,51 @@ from pathlib import Path
 from typing import Any
 
 from ..data.records import MeetingErrorExample
+from ..llm import ChatRequest
 from ..llm.engine import LLM
-from ..llm.parsing import ParseError, json_number, lenient_json
+from ..llm.parsing import ParseError, lenient_json, scale_score
 from ..prompts import render
-from .base import request
-from .mesa import MesaConfig, error_types, mesa
+from .mesa import MesaConfig, mesa
 
-DIFFERENCES = ("no difference", "minor difference", "moderate difference", "major difference",
-               "critical disagreement")
+DIFFERENCES = ("No Difference", "Minor Difference", "Moderate Difference", "Major Difference",
+               "Error Detection Discrepancy", "Presence Agrees")
+
+
+def difference(rating: float, impact: float | None, label: int | None) -> tuple[str, str] | None:
+    """(label, explanation) of MESA's 0-5 rating against the human annotation, by the authors' rule
+    (``fitting.py`` ``likert_score_feedback``); yes/no-only annotations: "no error" is impact 0, and an error of
+    unknown impact only tells whether the two agree on its presence. None without any annotation."""
+    if impact is None:
+        if label is None:
+            return None
+        if label == 0:
+            impact = 0.0
+        elif rating == 0:
+            return "Error Detection Discrepancy", "Metric: 0 vs. Human: error (impact not annotated)."
+        else:
+            return "Presence Agrees", f"Both see an error (Metric: {rating:g}; the human impact is not annotated)."
+    gap = abs(rating - impact)
+    if rating == 0 and impact >= 1:
+        return "Error Detection Discrepancy", f"Metric: 0 vs. Human: {impact:g} (Human detects an error)."
+    if rating >= 1 and impact == 0:
+        return "Error Detection Discrepancy", f"Metric: {rating:g} vs. Human: 0 (Metric detects an error)."
+    if gap == 0:
+        return "No Difference", f"Scores match exactly. (Human: {impact:g}; Metric: {rating:g})"
+    if gap <= 1:
+        return "Minor Difference", f"Scores differ by 1 point. (Human: {impact:g}; Metric: {rating:g})"
+    if gap <= 2:
+        return "Moderate Difference", f"Scores differ by 2 points. (Human: {impact:g}; Metric: {rating:g})"
+    return "Major Difference", f"Scores differ by >= 3 points. (Human: {impact:g}; Metric: {rating:g})"
 
 
 @dataclass
 class SampleFeedback:
     example_id: str
     code: str
-    completeness: float
-    overlap: float
-    logic: float
     score_difference: str
-    feedback: str
+    explanation: str
+    reasoning_quality: float | None = None  # 0-100, where annotator reasoning exists
+    reasoning_comparison: str = ""
 
 
 @dataclass
@@ -56,80 +87,65 @@ class FeedbackRound:
 
     def summary(self) -> dict[str, Any]:
         diff = {d: sum(s.score_difference == d for s in self.samples) for d in DIFFERENCES}
-        mean = {k: (sum(getattr(s, k) for s in self.samples) / len(self.samples) if self.samples else None)
-                for k in ("completeness", "overlap", "logic")}
+        q = [s.reasoning_quality for s in self.samples if s.reasoning_quality is not None]
         return {"iteration": self.iteration, "judged": len(self.samples), "unparsed": self.unparsed,
-                "score_difference": diff, "mean": mean, "reports": sorted(self.reports),
+                "score_difference": diff, "reasoning_compared": len(q),
+                "mean_reasoning_quality": sum(q) / len(q) if q else None, "reports": sorted(self.reports),
                 "no_human_annotation": self.no_human_annotation}
 
 
-def parse_judge(text: str) -> dict[str, Any]:
-    data = lenient_json(text)
-    if not isinstance(data, dict):
-        raise ParseError("expected a JSON object")
-    out: dict[str, Any] = {}
-    for k in ("completeness", "overlap", "logic"):
-        if k not in data:
-            raise ParseError(f"no 1-5 number for '{k}'")
-        out[k] = json_number(data[k], 1, 5, k)
-    label = " ".join(str(data.get("score_difference", "")).lower().replace("_", " ").split())
-    if label not in DIFFERENCES:
-        raise ParseError(f"score_difference {label!r} is not one of {DIFFERENCES}")
-    out["score_difference"] = label
-    out["feedback"] = str(data.get("feedback", "")).strip()
-    return out
+def parse_quality(text: str) -> tuple[float, str]:
+    """The reasoning comparison: (0-100 quality, the judge's text)."""
+    return scale_score(text, 0, 100), text.strip()
 
 
 def parse_report(text: str) -> str:
-    if not text.strip():
-        raise ParseError("empty report")
-    return text.strip()
+    """The report of one error type: its score-similarity and reasoning-quality feedback."""
+    data = lenient_json(text)
+    if not isinstance(data, dict) or not all(str(data.get(k, "")).strip() for k in ("score_similarity",
+                                                                                     "reasoning_quality")):
+        raise ParseError("expected a JSON object with score_similarity and reasoning_quality feedback")
+    return f"Score similarity: {str(data['score_similarity']).strip()}\nReasoning quality: " \
+           f"{str(data['reasoning_quality']).strip()}"
 
 
-def human_annotation(ex: MeetingErrorExample, code: str) -> str | None:
-    """What the annotators said about ``code`` for ``ex`` (None: nothing to learn from)."""
-    label, likert, why = ex.labels.get(code), ex.likert.get(code), ex.reasoning.get(code, "")
-    if label is None and likert is None:
-        return None
-    return "\n".join([
-        f"- Error present: {'not annotated' if label is None else ('yes' if label else 'no')}",
-        f"- Impact (Likert 0-5): {'unavailable (this dataset has yes/no labels only)' if likert is None else f'{likert:g}'}",
-        f"- Reasoning: {why or 'unavailable (this dataset has no annotator reasoning)'}"])
-
-
-def assessment_text(a: dict[str, Any]) -> str:
-    kept = [{k: x.get(k) for k in ("instance", "severity", "reasoning")} for x in a.get("rated", []) if x.get("error_exists")]
-    return json.dumps({"error_instances": kept, "rating": a.get("rating"), "confidence": a.get("confidence"),
-                       "reasoning": a.get("reasoning", "")}, ensure_ascii=False, indent=1)
+def ask(system: str, user: str, max_new_tokens: int, seed: int, tag: str) -> ChatRequest:
+    return ChatRequest(messages=[{"role": "system", "content": render(system)}, {"role": "user", "content": user}],
+                       max_new_tokens=max_new_tokens, seed=seed, tag=tag)
 
 
 async def feedback_round(train: list[MeetingErrorExample], llm: LLM, config: MesaConfig, iteration: int,
                          max_new_tokens: int = 512, judge: str | None = None) -> FeedbackRound:
-    """Assess ``train`` with ``config`` (which carries the previous reports), judge, condense: the reports
-    of MESA-``iteration``."""
-    types = error_types(config.criteria)
+    """Assess ``train`` with ``config`` (which carries the previous reports), compare with the annotations,
+    condense: the reports of MESA-``iteration``."""
     judgements = await asyncio.gather(*(mesa(ex, llm.scoped(ex.id), config) for ex in train))
-    jobs, missing = [], set()
+    judge_llm = llm.companion(judge) if judge else llm
+    samples, jobs, missing = [], [], set()
     for ex, j in zip(train, judgements):
         for code, a in j.details["types"].items():
-            human = human_annotation(ex, code)
-            if human is None:
-                missing.add(code)
-            elif a.get("rating") is not None:
-                prompt = render("mesa/s25_feedback_judge", criteria=types[code].definition, summary=ex.summary,
-                                assessment=assessment_text(a), human=human)
-                jobs.append((ex.id, code, request(prompt, max_new_tokens=max_new_tokens, seed=config.seed,
-                                                  tag=f"{ex.id}/{code}/self-training{iteration}/judge")))
-    judge_llm = llm.companion(judge) if judge else llm
-    answers = await asyncio.gather(*(judge_llm.chat_parsed(req, parse_judge) for _, _, req in jobs))
-    samples = [SampleFeedback(example_id=i, code=c, **r.value) for (i, c, _), r in zip(jobs, answers) if r.ok]
+            diff = difference(a["rating"], ex.likert.get(code), ex.labels.get(code)) if a.get("rating") is not None \
+                else None
+            if diff is None:
+                missing.add(code) if a.get("rating") is not None else None
+                continue
+            samples.append(SampleFeedback(example_id=ex.id, code=code, score_difference=diff[0], explanation=diff[1]))
+            if ex.reasoning.get(code, "").strip() and a.get("reasoning", "").strip():
+                user = render("mesa/s25_fitting_reasoning_user", candidate=a["reasoning"], human=ex.reasoning[code])
+                jobs.append((samples[-1], ask("mesa/s25_fitting_reasoning_system", user, max_new_tokens, config.seed,
+                                              f"{ex.id}/{code}/self-training{iteration}/reasoning")))
+    answers = await asyncio.gather(*(judge_llm.chat_parsed(req, parse_quality) for _, req in jobs))
+    for (sample, _), r in zip(jobs, answers):
+        if r.ok:
+            sample.reasoning_quality, sample.reasoning_comparison = r.value
     codes = sorted({s.code for s in samples})
 
     async def condense(code: str):
-        lines = "\n".join(f"- [{s.score_difference}] {s.feedback}" for s in samples if s.code == code)
-        prompt = render("mesa/s25_feedback_report", criteria=types[code].definition, feedback=lines)
-        return await judge_llm.chat_parsed(request(prompt, max_new_tokens=max_new_tokens, seed=config.seed,
-                                             tag=f"{code}/self-training{iteration}/report"), parse_report)
+        comparisons = [{"difference": s.score_difference, "explanation": s.explanation,
+                        **({"reasoning_quality": s.reasoning_quality, "reasoning_comparison": s.reasoning_comparison}
+                           if s.reasoning_quality is not None else {})} for s in samples if s.code == code]
+        user = render("mesa/s25_fitting_report_user", comparisons=json.dumps(comparisons, ensure_ascii=False, indent=1))
+        return await judge_llm.chat_parsed(ask("mesa/s25_fitting_report_system", user, max_new_tokens, config.seed,
+                                               f"{code}/self-training{iteration}/report"), parse_report)
 
     reports = await asyncio.gather(*(condense(c) for c in codes))
     return FeedbackRound(iteration=iteration, reports={c: r.value for c, r in zip(codes, reports) if r.ok},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from dataclasses import replace as dc_replace
 from typing import Any
 
 from ..data.records import MeetingErrorExample
@@ -17,7 +18,7 @@ from ..llm.engine import LLM
 from .aspects import Aspect
 from .base import Judgement, MethodSpec, register
 from .geval import GEvalConfig, geval_aspect
-from .mesa import MesaConfig
+from .mesa import MesaConfig, cut_words
 
 TEMPLATE = "mesa/s31_geval4"
 
@@ -25,7 +26,9 @@ TEMPLATE = "mesa/s31_geval4"
 @dataclass
 class MeetingGEvalConfig(GEvalConfig):
     types: Any = None  # error-type codes; None = every type of the criteria file
-    criteria: str = ""  # YAML of error types; "" = prompts/mesa/error_types.yaml
+    criteria: str = "authors"  # as MesaConfig.criteria: authors | table9 | a YAML file | a JSON folder
+    transcript_tokens: int | None = None  # cut the transcript to this many tokens first (a comparison's shared
+    # budget, so that G-Eval-4 reads the text the MESA variants read); None = cut only to fit
 
 
 def type_aspects(config: MeetingGEvalConfig) -> list[Aspect]:
@@ -36,14 +39,23 @@ def type_aspects(config: MeetingGEvalConfig) -> list[Aspect]:
 
 async def mesa_g_eval(example: MeetingErrorExample, llm: LLM, config: MeetingGEvalConfig) -> Judgement:
     aspects = type_aspects(config)
+    words = len(example.transcript.split())
+    kept = words
+    if config.transcript_tokens is not None:
+        count = llm.count_tokens if llm.count_tokens("x") is not None else (lambda t: len(t.split()))
+        if count(example.transcript) > config.transcript_tokens:
+            text, kept = cut_words(example.transcript, config.transcript_tokens, count)
+            example = dc_replace(example, transcript=text)
     results = await asyncio.gather(*(geval_aspect(example, a, llm, config) for a in aspects))
     scores = {a.name: v for a, (v, _) in zip(aspects, results)}
     types = {a.name: {**info, "code": a.name, "rating": v, "detected": None if v is None else round(v) > 0,
                       "score_source": info.get("source", "")}
              for a, (v, info) in zip(aspects, results)}
     ok = all(v is not None for v in scores.values())
+    cut = max((info.get("truncated_words", 0) for _, info in results), default=0)  # a cut to fit the context
     return Judgement(example_id=example.id, scores=scores, parsed=ok, label_source="parsed" if ok else "unparsed",
-                     details={"types": types, "variant": "G-Eval-4"})
+                     details={"types": types, "variant": "G-Eval-4", "transcript_words": words,
+                              "transcript_words_kept": kept - cut})
 
 
 register(MethodSpec(name="mesa-g-eval", paper="mesa", kind="meeting-errors", config_cls=MeetingGEvalConfig,

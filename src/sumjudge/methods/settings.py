@@ -81,6 +81,8 @@ RULES: dict[str, Rule] = {
     "prompts": Rule(choices=("code", "printed")),
     "adjudicate": Rule(choices=("tie", "disagreement")),
     "critic_stop": Rule(choices=("instructed", "paper")),
+    "madp_prompts": Rule(choices=("code", "sumjudge")),
+    "transcript_tokens": Rule(min=1),
     "protocol": Rule(choices=("paper", "repository")),
     "min_coverage": Rule(min=0, max=1),
     "session_adjudicators": Rule(min=1),

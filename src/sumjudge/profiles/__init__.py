@@ -22,6 +22,11 @@ class Profile:
     label_fallback: str  # none | option_scores: what to do with an unparseable label
     parse_retries: int = 2  # extra sampled attempts after an unparseable answer
     context_length: int | None = None  # hf: cap the prompt + answer tokens (None = the model's context)
+    # MESA's methods on another model (MESA used GPT-4o, 128k context: meeting transcripts do not fit an 8k
+    # model); None = the profile's backend/model/base_url
+    mesa_backend: str | None = None
+    mesa_model: str | None = None
+    mesa_base_url: str | None = None
     # notebook parameters this profile sets (e.g. fewer self-consistency samples on a CPU); explicit
     # `make reproduce` overrides and the notebooks' own defaults apply otherwise
     parameters: dict[str, Any] = field(default_factory=dict)
@@ -30,6 +35,12 @@ class Profile:
     # per-notebook settings, keyed by the notebook's number ("10"): profile fields (n, context_length,
     # max_new_tokens, ...) and notebook parameters, applied over the above for that notebook only
     notebooks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def engine_for(self, paper: str) -> tuple[str, str, str | None]:
+        """(backend, model, base_url) that runs the methods of ``paper`` ("mesa" may have its own)."""
+        if paper == "mesa" and self.mesa_model:
+            return self.mesa_backend or self.backend, self.mesa_model, self.mesa_base_url
+        return self.backend, self.model, self.base_url
 
     def engine_options(self) -> dict[str, Any]:
         """Keyword arguments for ``make_llm`` beyond backend/model/base_url."""
