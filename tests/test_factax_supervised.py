@@ -35,12 +35,69 @@ def test_settings_build_both_completion_kinds_and_keep_test_documents_out():
     assert [p.completion for p in t.pairs if p.example_id == "one1"] == [" Factually_Incorrect", " Entity_Error"]
     both = factax_pairs.build("I&II-Taxonomy", SET_I, TEST, SET_II, t_ratio=0.2, seed=1)
     n_typed = sum(p.kind == "taxonomy" for p in both.pairs)
-    assert n_typed / len(both.pairs) == pytest.approx(0.2, abs=0.02) and len(both.pairs) == 16 + n_typed
+    assert len(both.pairs) == 16 and n_typed == 3  # the total stays the binary pairs (6 + 10); 20% of it typed
     assert not any(p.dataset == "synthetic" and p.kind == "taxonomy" for p in both.pairs)
     s = both.stats(test_size=len(TEST))
     assert s["train"] == len(both.pairs) and s["t_ratio"] == pytest.approx(100 * n_typed / len(both.pairs))
     with pytest.raises(ConfigError):
         factax_pairs.build("I-Everything", SET_I, TEST)
+
+
+def test_ratio_control_keeps_table5s_total_at_twenty_percent_typed():
+    binary = [factax_pairs.Pair(f"b{i}", " Factually_Correct", "binary", f"b{i}", "d") for i in range(1000)]
+    typed = [factax_pairs.Pair(f"t{i}", " Entity_Error", "taxonomy", f"t{i}", "d") for i in range(60)]
+    b, t = factax_pairs.ratio_control(binary, typed, 0.2, seed=0)
+    assert len(b) + len(t) == 1000 and len(t) == 200  # Table 5: 116,393 pairs, 20% of them typed
+    assert len({p.example_id for p in t}) == 60 and {p.example_id for p in b} <= {p.example_id for p in binary}
+    assert [p.example_id for p in b] == sorted((p.example_id for p in b), key=lambda x: int(x[1:]))  # order kept
+    b2, t2 = factax_pairs.ratio_control(binary, typed * 10, 0.2, seed=0)
+    assert len(t2) == 200 and len(b2) == 800  # enough typed pairs: sampled without replacement
+    with pytest.raises(ConfigError):
+        factax_pairs.ratio_control(binary, typed, 1.0)
+
+
+def test_leakage_check_compares_letters_and_digits_only():
+    test = [ex(0, 1, dataset="test", doc="Tom: See you at 5 🙂\nAnn: OK!")]
+    train = [ex(1, 1, doc="tom: see you at 5\nann:  ok"), ex(2, 0, doc="Tom: See you at 6\nAnn: OK!")]
+    b = factax_pairs.build("I-Binary", train, test)
+    assert b.dropped_test_documents == 1 and [p.example_id for p in b.pairs] == ["one2"]
+
+
+def test_an_over_long_document_is_cut_inside_the_prompt_keeping_summary_and_assistant_header(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    from sumjudge.factax_sft import fit_pair, tokenize_pair
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    doc = " ".join(f"Sentence number {i} says the council met on day {i}." for i in range(400))
+    long = ex(0, 0, [ENTITY], doc=doc)
+    long.summary = "The council never met on the final day of the session."
+    for pair in (factax_pairs.binary_pair(long), factax_pairs.taxonomy_pair(long)):
+        row = tokenize_pair(tok, pair, max_length=256)
+        assert len(row["input_ids"]) <= 256
+        prompt = [t for t, lab in zip(row["input_ids"], row["labels"]) if lab == -100]
+        completion = tok.decode([t for t in row["labels"] if t != -100])
+        text = tok.decode(prompt)
+        assert long.summary in text and "Sentence number 0 says" in text and "day 399." not in text
+        header = tok.apply_chat_template([{"role": "user", "content": "x"}], add_generation_prompt=True, tokenize=False)
+        assert text.endswith(header.split("x")[-1])  # the assistant header, then the completion
+        assert completion.startswith(pair.completion.strip()) or pair.completion.strip() in completion
+        ids, cut = fit_pair(tok, pair, 256 - 8)
+        assert cut > 0 and len(ids) <= 248
+    with pytest.raises(ConfigError, match="instruction and summary alone"):
+        fit_pair(tok, factax_pairs.binary_pair(long), 20)
+
+
+def test_gradient_accumulation_reaches_the_papers_effective_batch_and_paper_refuses_the_tiny_model(tmp_path):
+    from sumjudge.factax_sft import CONFIGS, accumulation_steps, base_model_for
+
+    assert accumulation_steps(CONFIGS["paper"], 1) == 8 and accumulation_steps(CONFIGS["paper"], 8) == 1
+    assert accumulation_steps(CONFIGS["paper"], 2) == 4
+    with pytest.raises(ConfigError):
+        accumulation_steps(CONFIGS["paper"], 3)
+    with pytest.raises(ConfigError, match="base_model"):
+        base_model_for("", "paper", tmp_path)
+    assert base_model_for("meta-llama/Meta-Llama-3-8B", "paper", tmp_path) == ("meta-llama/Meta-Llama-3-8B", False)
 
 
 def test_training_sets_from_files_docnli_format_and_typed_set_one(tmp_path):
@@ -81,7 +138,8 @@ def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_
 
     pairs = factax_pairs.build("I-Taxonomy", SET_I, TEST).pairs[:4]
     out = tmp_path / "sft"
-    info = train(str(tiny_model_dir), pairs, out, "lora", max_steps=12, learning_rate=5e-3, epochs=1)
+    info = train(str(tiny_model_dir), pairs, out, "lora", max_steps=12, learning_rate=5e-3, epochs=1,
+                 effective_batch_size=1)
     losses = info["losses"]
     assert len(losses) == 12 and sum(losses[-3:]) / 3 < sum(losses[:3]) / 3  # the loss goes down
     assert json.loads((out / "sumjudge_sft.json").read_text())["config"]["lora"] is True

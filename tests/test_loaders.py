@@ -177,9 +177,9 @@ def test_aggrefact_sota_split_by_cut_and_origin(raw):
     with (d / "aggre_fact_sota.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["", "dataset", "origin", "id", "doc", "summary", "model_name", "label", "cut", "DAE"])
-        w.writerow([0, "FRANK", "cnndm", "a", "doc a", "sum a", "m1", 1, "test", 0.9])
-        w.writerow([1, "Wang20", "xsum", "b", "doc b", "sum b", "m2", 0, "test", 0.1])
-        w.writerow([2, "CLIFF", "xsum", "c", "doc c", "sum c", "m3", 1, "val", 0.5])
+        w.writerow([0, "FRANK", "cnndm", "a", "doc a", "sum a", "BART", 1, "test", 0.9])
+        w.writerow([1, "Wang20", "xsum", "b", "doc b", "sum b", "T5", 0, "test", 0.1])
+        w.writerow([2, "CLIFF", "xsum", "c", "doc c", "sum c", "Pegasus", 1, "val", 0.5])
     assert [e.meta["group"] for e in registry.load("aggrefact-sota")] == ["FRANK", "Wang20"]
     assert [e.label for e in registry.load("aggrefact-sota-xsum")] == [0]
     assert [e.meta["cut"] for e in registry.load("aggrefact-sota", split="val")] == ["val"]

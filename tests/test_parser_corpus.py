@@ -43,6 +43,8 @@ def _parse(family: str, case: dict):
         return parse_factax(text)[0]
     if p == "binary":
         return parse_binary(text)
+    if p == "yes_no":
+        return parsing.yes_no(text)
     raise AssertionError(f"unknown parser {p!r}")
 
 

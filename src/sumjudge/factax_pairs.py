@@ -8,19 +8,26 @@
   gets no Error Type pair.
 
 Settings: ``I-Binary`` (set I, binary only), ``I-Taxonomy`` (set I, both kinds), ``I&II-Taxonomy`` (plus set II,
-binary only, with the Error-Type-Completion share raised to ``t_ratio`` by resampling those pairs with
-replacement; the paper uses 20%). Test leakage: a training summary whose document (normalised) is a test
-document is dropped and counted, so no test document is ever trained on.
+binary only, with the Error-Type-Completion share set to ``t_ratio``, 20% in the paper). Table 5 keeps
+I&II-Taxonomy's total at its binary pairs (116,393 = 16,393 of set I + 100,000 of set II) while the typed
+share is 20%: ``t_ratio`` x total typed pairs (resampled with replacement when there are fewer) and a seeded
+sample of the binary pairs for the rest. Test leakage: a training summary whose document is a test document
+(compared on lower-cased letters and digits only, so spacing, punctuation or an emoji do not hide it) is
+dropped and counted, so no test document is ever trained on.
+
+Every pair keeps its template, document and summary, so training can cut the document inside the prompt
+(``factax_sft.fit_pair``) and never the instruction or the summary.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from .data.factax_types import FACTAX_TYPES, UNMAPPED
+from .data.factax_types import FACTAX_TYPES, UNMAPPED_TYPES
 from .data.records import FaithExample
 from .llm import ConfigError
 from .prompts import render
@@ -30,6 +37,9 @@ CORRECT, INCORRECT = "Factually_Correct", "Factually_Incorrect"
 TYPE_LABEL = {t: t.replace(" ", "_") for t in FACTAX_TYPES}  # "Entity Error" -> "Entity_Error"
 
 
+BINARY_TEMPLATE, TYPE_TEMPLATE = "factax/s51_binary_completion", "factax/s51_error_type_completion"
+
+
 @dataclass
 class Pair:
     prompt: str
@@ -37,16 +47,23 @@ class Pair:
     kind: str  # binary | taxonomy
     example_id: str
     dataset: str
+    template: str = ""  # the prompt's template and fields (training cuts the document inside it)
+    document: str = ""
+    summary: str = ""
+
+
+def make_pair(template: str, ex: FaithExample, completion: str, kind: str) -> Pair:
+    return Pair(prompt=render(template, document=ex.document, summary=ex.summary), completion=completion, kind=kind,
+                example_id=ex.id, dataset=ex.dataset, template=template, document=ex.document, summary=ex.summary)
 
 
 def doc_key(document: str) -> str:
-    return hashlib.sha1(" ".join(document.lower().split()).encode("utf-8")).hexdigest()
+    """A document's identity for the leakage check: its lower-cased letters and digits (any script) only."""
+    return hashlib.sha1(re.sub(r"[\W_]+", "", document.lower()).encode("utf-8")).hexdigest()
 
 
 def binary_pair(ex: FaithExample) -> Pair:
-    return Pair(prompt=render("factax/s51_binary_completion", document=ex.document, summary=ex.summary),
-                completion=" " + (CORRECT if ex.label == 1 else INCORRECT), kind="binary", example_id=ex.id,
-                dataset=ex.dataset)
+    return make_pair(BINARY_TEMPLATE, ex, " " + (CORRECT if ex.label == 1 else INCORRECT), "binary")
 
 
 def taxonomy_completion(types: Iterable[str]) -> str:
@@ -55,11 +72,9 @@ def taxonomy_completion(types: Iterable[str]) -> str:
 
 
 def taxonomy_pair(ex: FaithExample) -> Pair | None:
-    if UNMAPPED in ex.error_types or (ex.label == 0 and not ex.error_types):
+    if set(UNMAPPED_TYPES) & set(ex.error_types) or (ex.label == 0 and not ex.error_types):
         return None  # hand-mapped in the paper, or an error without a converted type
-    return Pair(prompt=render("factax/s51_error_type_completion", document=ex.document, summary=ex.summary),
-                completion=taxonomy_completion(ex.error_types if ex.label == 0 else []), kind="taxonomy",
-                example_id=ex.id, dataset=ex.dataset)
+    return make_pair(TYPE_TEMPLATE, ex, taxonomy_completion(ex.error_types if ex.label == 0 else []), "taxonomy")
 
 
 @dataclass
@@ -101,12 +116,24 @@ def build(setting: str, set_one: list[FaithExample], test: list[FaithExample], s
                 typed += [p] if p else []
                 missing += p is None
     if t_ratio is not None and typed:
-        if not 0 < t_ratio < 1:
-            raise ConfigError(f"t_ratio={t_ratio}: expected a share between 0 and 1")
-        want = round(t_ratio * len(pairs) / (1 - t_ratio))  # typed / (binary + typed) = t_ratio
-        rng = random.Random(seed)
-        typed = typed[:want] if want <= len(typed) else typed + rng.choices(typed, k=want - len(typed))
+        pairs, typed = ratio_control(pairs, typed, t_ratio, seed)
     return TrainingSet(setting=setting, pairs=pairs + typed, dropped_test_documents=dropped, no_type_pair=missing)
+
+
+def ratio_control(binary: list[Pair], typed: list[Pair], t_ratio: float, seed: int = 0
+                  ) -> tuple[list[Pair], list[Pair]]:
+    """Table 5's I&II-Taxonomy: the total stays the number of binary pairs; ``t_ratio`` of it are typed pairs
+    (a seeded sample, with replacement beyond the distinct ones), the rest a seeded sample of the binary pairs
+    (kept in their order)."""
+    if not 0 < t_ratio < 1:
+        raise ConfigError(f"t_ratio={t_ratio}: expected a share between 0 and 1")
+    total = len(binary)
+    want = round(t_ratio * total)
+    rng = random.Random(seed)
+    kept = sorted(rng.sample(range(total), total - want))
+    picked = (rng.sample(typed, want) if want <= len(typed)
+              else typed + rng.choices(typed, k=want - len(typed)))
+    return [binary[i] for i in kept], picked
 
 
 def sample_set_two(datasets: dict[str, list[FaithExample]], test: list[FaithExample], per_dataset: int = 50_000,

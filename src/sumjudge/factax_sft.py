@@ -2,16 +2,22 @@
 LM on prompt-completion pairs (``factax_pairs``), with the loss on the completion tokens only.
 
 Configs: ``paper`` = Appendix D (full fine-tune, lr 1e-5, cosine schedule, warm-up 0.05, 8 epochs, batch 1 per
-GPU; the paper used 8 A100s with flash attention), ``lora`` = a LoRA adapter (``peft``) that fits one GPU
+GPU on 8 A100s with flash attention: an effective batch of 8, which fewer devices reach by gradient
+accumulation, ``effective_batch_size``), ``lora`` = a LoRA adapter (``peft``) that fits one GPU
 (r 16, alpha 32, dropout 0.05 on the attention and MLP projections, lr 2e-4, same schedule). bf16 on GPU,
 fp32 on CPU. Several GPUs: ``accelerate launch -m sumjudge.factax_sft ...`` (the Trainer runs under
 accelerate). A LoRA adapter is merged into the base weights when saved, so the result is an ordinary model
 folder: evaluate it with the ``factax-sft`` method on the hf backend (``--model OUT``), through the engine.
+
+Over-long prompts: the document is cut inside the template (``fit_pair``, the whole words that fit), so the
+instruction, the summary and the assistant header always survive and the completion follows the prompt as
+at inference.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +32,7 @@ class SFTConfig:
     learning_rate: float = 1e-5
     epochs: float = 8
     per_device_batch_size: int = 1
+    effective_batch_size: int = 8  # Appendix D: 8 GPUs x 1; reached with gradient accumulation on fewer devices
     lr_scheduler: str = "cosine"
     warmup_ratio: float = 0.05
     max_length: int = 2048  # prompt + completion tokens; longer prompts are cut from the document's end
@@ -40,21 +47,81 @@ CONFIGS = {"paper": SFTConfig(),
            "lora": SFTConfig(name="lora", lora=True, learning_rate=2e-4)}
 
 
-def tokenize_pair(tok, pair: Pair, max_length: int) -> dict[str, list[int]]:
-    """input_ids = prompt + completion + eos; labels = -100 on the prompt (loss on the completion only).
-    The prompt is a user turn in the tokenizer's chat template (as the engine will feed it at inference);
-    a tokenizer without a chat template gets the bare prompt."""
+def prompt_ids(tok, prompt: str) -> list[int]:
+    """The prompt as a user turn in the tokenizer's chat template with the assistant header (as the engine
+    feeds it at inference); a tokenizer without a chat template gets the bare prompt."""
     if getattr(tok, "chat_template", None):
-        text = tok.apply_chat_template([{"role": "user", "content": pair.prompt}], add_generation_prompt=True,
+        text = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                        tokenize=False)
-        prompt = tok(text, add_special_tokens=False)["input_ids"]
-    else:
-        prompt = tok(pair.prompt, add_special_tokens=True)["input_ids"]
+        return tok(text, add_special_tokens=False)["input_ids"]
+    return tok(prompt, add_special_tokens=True)["input_ids"]
+
+
+def fit_pair(tok, pair: Pair, budget: int) -> tuple[list[int], int]:
+    """(prompt token ids within ``budget``, document words cut): the longest start of the document, in whole
+    words, whose rendered prompt fits. A pair without its template (an old jsonl) or whose prompt does not fit
+    even with an empty document is an error, never a prompt cut at its end."""
+    from .llm import ConfigError
+    from .prompts import render
+
+    ids = prompt_ids(tok, pair.prompt)
+    if len(ids) <= budget:
+        return ids, 0
+    if not pair.template:
+        raise ConfigError(f"pair {pair.example_id}: its prompt ({len(ids)} tokens) exceeds {budget} and it has no "
+                          "template to cut the document in; rebuild the pairs with factax_pairs")
+    words = pair.document.split()
+
+    def ids_for(k: int) -> list[int]:
+        return prompt_ids(tok, render(pair.template, document=" ".join(words[:k]), summary=pair.summary))
+
+    lo, hi = 0, len(words)  # the largest k whose prompt fits: ids_for(lo) fits, ids_for(hi) does not
+    if len(ids_for(0)) > budget:
+        raise ConfigError(f"pair {pair.example_id}: the instruction and summary alone exceed {budget} tokens; "
+                          "raise max_length")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if len(ids_for(mid)) <= budget else (lo, mid)
+    return ids_for(lo), len(words) - lo
+
+
+def tokenize_pair(tok, pair: Pair, max_length: int) -> dict[str, list[int]]:
+    """input_ids = prompt + completion + eos; labels = -100 on the prompt (loss on the completion only); the
+    document is cut inside the prompt when the whole exceeds ``max_length`` (``fit_pair``)."""
     eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
     completion = tok(pair.completion, add_special_tokens=False)["input_ids"] + eos
-    prompt = prompt[: max(1, max_length - len(completion))]
+    prompt, _ = fit_pair(tok, pair, max_length - len(completion))
     ids = prompt + completion
     return {"input_ids": ids, "attention_mask": [1] * len(ids), "labels": [-100] * len(prompt) + completion}
+
+
+def accumulation_steps(cfg: SFTConfig, world_size: int) -> int:
+    """Gradient accumulation that brings ``per_device_batch_size`` x ``world_size`` devices to the effective
+    batch (at least 1; an effective batch the devices cannot divide evenly is an error)."""
+    from .llm import ConfigError
+
+    per_step = cfg.per_device_batch_size * max(1, world_size)
+    if cfg.effective_batch_size % per_step and cfg.effective_batch_size > per_step:
+        raise ConfigError(f"effective_batch_size={cfg.effective_batch_size} is not a multiple of "
+                          f"{cfg.per_device_batch_size} per device x {world_size} device(s)")
+    return max(1, cfg.effective_batch_size // per_step)
+
+
+def base_model_for(base_model: str, profile: str, out_dir: str | Path) -> tuple[str, bool]:
+    """(the model to fine-tune, whether it is the tiny stand-in). Without ``base_model`` the ``paper``
+    profile refuses (Appendix D fine-tunes Llama3-8B; a tiny random model would be no reproduction); other
+    profiles build a tiny random model that shows the path."""
+    from .llm import ConfigError
+
+    if base_model:
+        return base_model, False
+    if profile == "paper":
+        raise ConfigError("the paper profile fine-tunes a real base model: set base_model (the paper's is "
+                          "meta-llama/Meta-Llama-3-8B) with sft_config=paper; the tiny stand-in is for the "
+                          "smoke and ci profiles")
+    from .llm.models import build_tiny_model
+
+    return str(build_tiny_model(Path(out_dir) / "tiny-base", seed=0)), True
 
 
 def collate(pad_id: int):
@@ -92,9 +159,11 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
         lm = get_peft_model(lm, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                                            target_modules="all-linear", task_type="CAUSAL_LM"))
     data = [tokenize_pair(tok, p, cfg.max_length) for p in pairs]
+    accumulate = accumulation_steps(cfg, int(os.environ.get("WORLD_SIZE", "1")))
     args = TrainingArguments(output_dir=str(out / "checkpoints"), learning_rate=cfg.learning_rate,
                              num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
-                             per_device_train_batch_size=cfg.per_device_batch_size, lr_scheduler_type=cfg.lr_scheduler,
+                             per_device_train_batch_size=cfg.per_device_batch_size,
+                             gradient_accumulation_steps=accumulate, lr_scheduler_type=cfg.lr_scheduler,
                              warmup_ratio=cfg.warmup_ratio, logging_steps=1, save_strategy="no", report_to=[],
                              bf16=gpu, dataloader_pin_memory=gpu, seed=cfg.seed, remove_unused_columns=False, disable_tqdm=True)
     trainer = Trainer(model=lm, args=args, train_dataset=data, data_collator=collate(tok.pad_token_id))
@@ -103,7 +172,8 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
     final = lm.merge_and_unload() if cfg.lora else lm
     final.save_pretrained(out)
     tok.save_pretrained(out)
-    info = {"losses": losses, "config": asdict(cfg), "pairs": len(pairs), "base_model": str(model)}
+    info = {"losses": losses, "config": asdict(cfg), "pairs": len(pairs), "base_model": str(model),
+            "gradient_accumulation_steps": accumulate}
     (out / "sumjudge_sft.json").write_text(json.dumps(info, indent=2))
     return info
 

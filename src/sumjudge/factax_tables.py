@@ -1,36 +1,80 @@
-"""FacTax experiment grids and paper-vs-reproduced tables (notebooks 40-42).
+"""FacTax experiment grids and paper-vs-reproduced tables (notebooks 40-43).
 
-Every evaluated cell is one ``sumjudge run`` through ``notebook.Session`` (cached, resumable). Domain
-scores follow Section 4.3 / AggreFact: balanced accuracy over the pooled summaries of the domain's
-datasets (a "micro average"); MACRO is the mean over the domains present. FacEval is reported per dataset
-but belongs to no domain: in the paper it is training data (Training Set I), and its Dialogues domain is
-DiaSumFact alone.
+Every evaluated cell is one ``sumjudge run`` through ``notebook.Session`` (cached, resumable); with
+``runs`` > 1 a cell is that many runs (seeds ``seed``, ``seed + 1``, ...; greedy methods sampled at
+``run_temperature``) and the tables show their mean and spread, as Table 2 does ("averaged scores of three
+repeated runs").
+
+Evaluation sets follow Table 2 (AggreFact-FtSota for CNN/DM and XSum): one column per FtSota source
+(``aggrefact.SOTA_SOURCES``), whether the grid holds the pooled ``aggrefact-sota`` file, its ``-cnndm`` /
+``-xsum`` parts or one ``aggrefact-sota-<source>`` each. Without AggreFact's file, FtSota-like stand-ins take
+their column: ``summeval-consistency-sota`` (SummEval's SOTA systems) for SummEval and ``qags-xsum`` for
+Wang'20, the table saying how their cut differs; when the real source is in the grid the stand-in is shown
+but pooled nowhere, so no source counts twice. QAGS-C, SummEval over all 16 systems and FacEval (training
+data in the paper) are shown apart, outside the domains.
+
+Domain scores follow Section 4.3 / AggreFact: balanced accuracy over the pooled summaries of the domain's
+datasets (a "micro average"); Reports and Stories are the Pearson r of their one dataset; MACRO is the mean
+over the domains present. A user's dataset enters a domain with ``file:...&domain=CNN/DM`` (and its Table 2
+column with ``&paper=frank``).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .data.aggrefact import SOTA_SOURCES, sota_source
 from .notebook import run_name
 from .report import paper_results, paper_value, read_results
 from .run_metrics import parse_columns
 
+ORIGIN_DOMAIN = {"cnndm": "CNN/DM", "xsum": "XSum"}
 DOMAINS: dict[str, str | None] = {
-    "qags-cnndm": "CNN/DM", "summeval-consistency": "CNN/DM", "aggrefact-sota-cnndm": "CNN/DM",
-    "qags-xsum": "XSum", "aggrefact-sota-xsum": "XSum", "diasumfact": "Dialogues", "faceval": None,
-    "govreport": "Reports", "squality": "Stories"}
+    "summeval-consistency-sota": "CNN/DM", "qags-xsum": "XSum", "diasumfact": "Dialogues", "govreport": "Reports",
+    "squality": "Stories", "qags-cnndm": None, "summeval-consistency": None, "faceval": None,
+    **{f"aggrefact-sota-{s}": ORIGIN_DOMAIN[o] for s, (_, o) in SOTA_SOURCES.items()}}
+POOLED_SOTA = ("aggrefact-sota", "aggrefact-sota-cnndm", "aggrefact-sota-xsum")  # split into SOTA_SOURCES columns
 SCORED = ("govreport", "squality")  # score labels: Pearson (x 100 in the tables, as in Table 2), not BAcc
 SCORED_DOMAINS = {DOMAINS[d] for d in SCORED}
-PAPER_COLUMN = {"summeval-consistency": "summeval", "qags-xsum": "wang20", "diasumfact": "diasumfact",
-                "govreport": "govreport", "squality": "squality"}
+PAPER_COLUMN = {"summeval-consistency-sota": "summeval", "qags-xsum": "wang20", "diasumfact": "diasumfact",
+                "govreport": "govreport", "squality": "squality",
+                **{f"aggrefact-sota-{s}": s.replace("-", "_") for s in SOTA_SOURCES}}
+STAND_INS = {"summeval-consistency-sota": "summeval", "qags-xsum": "wang20"}  # dataset -> the FtSota column it stands for
+NOTES = {
+    "summeval-consistency-sota": "stand-in for FtSota's SummEval: its SOTA systems T5, BART, Pegasus, 300 summaries over "
+                                 "both cuts (FtSota's test cut: 200, with PegasusDynamic, not annotated in SummEval)",
+    "qags-xsum": "stand-in for FtSota's Wang'20: all 239 QAGS-X summaries (FtSota's test cut: 119)",
+    "qags-cnndm": "QAGS-C: not in Table 2 (its CNN/DM domain is Polytope, SummEval, FRANK, CLIFF); shown apart",
+    "summeval-consistency": "all 16 SummEval systems (FtSota keeps the SOTA ones: summeval-consistency-sota); shown apart",
+    "faceval": "training data in the paper (Training Set I); in no domain"}
 DOMAIN_COLUMN = {"CNN/DM": "cnndm_avg", "XSum": "xsum_avg", "Dialogues": "diasumfact", "Reports": "govreport",
                  "Stories": "squality", "MACRO": "macro"}
 TABLE3_COLUMN = {"CNN/DM": "cnndm", "XSum": "xsum", "Dialogues": "dialogues", "MACRO": "macro"}
 EVALUATORS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("ChatGPT-ZS", "zero-shot", {}), ("ChatGPT-CoT", "cot", {}), ("ChatGPT-Star", "star", {}),
+    ("ChatGPT-ZS", "chatgpt-zs", {}), ("ChatGPT-CoT", "chatgpt-cot", {}), ("ChatGPT-Star", "star", {}),
     ("G-Eval", "g-eval-consistency", {}), ("FACTAX", "factax", {}), ("FACTAX-WD", "factax-wd", {}))
+MADISSE_BASELINES = (("MADISSE zero-shot", "zero-shot", {}), ("MADISSE CoT", "cot", {}))  # the other prompts, on request
+
+
+def run_settings(method: str, settings: dict[str, Any], i: int, runs: int, seed: int, temperature: float
+                 ) -> dict[str, Any]:
+    """Run ``i`` of ``runs``: a single run keeps the method's settings; repeated runs get seed ``seed + i`` and,
+    where the method decodes greedily by default, ``temperature`` (greedy runs would repeat each other)."""
+    if runs <= 1:
+        return dict(settings)
+    from dataclasses import fields as dc_fields
+
+    from .methods.base import get_method
+
+    defaults = {f.name: f.default for f in dc_fields(get_method(method).config_cls)}
+    out = {**settings, "seed": seed + i}
+    if defaults.get("temperature") == 0 and "temperature" not in settings:
+        out["temperature"] = temperature
+    return out
 
 
 def run_cell(session, method: str, dataset: str, settings: dict[str, Any], limit: int | None = None
@@ -38,11 +82,18 @@ def run_cell(session, method: str, dataset: str, settings: dict[str, Any], limit
     return session.run(method, dataset, settings=settings, name=run_name(method, settings, dataset), limit=limit)
 
 
-def run_grid(session, datasets: list[str], evaluators=EVALUATORS, limit: int | None = None
-             ) -> dict[tuple[str, str], tuple[dict[str, Any], Path]]:
-    """(metrics, run folder) per (evaluator label, dataset)."""
-    return {(label, ds): run_cell(session, method, ds, dict(extra), limit)
+def run_grid(session, datasets: list[str], evaluators=EVALUATORS, limit: int | None = None, runs: int = 1,
+             run_temperature: float = 1.0) -> dict[tuple[str, str], list[tuple[dict[str, Any], Path]]]:
+    """[(metrics, run folder) per run] per (evaluator label, dataset)."""
+    seed = getattr(getattr(session, "prof", None), "seed", 0) or 0
+    return {(label, ds): [run_cell(session, method, ds, run_settings(method, extra, i, runs, seed, run_temperature),
+                                   limit) for i in range(runs)]
             for label, method, extra in evaluators for ds in datasets}
+
+
+def cell_runs(value) -> list[tuple[dict[str, Any], Path]]:
+    """A grid cell as its list of runs (a single (metrics, folder) pair is one run)."""
+    return [value] if isinstance(value, tuple) else list(value)
 
 
 def labels_of(run_dir: str | Path) -> tuple[list[int], list[int | None]]:
@@ -61,45 +112,135 @@ def pearson_of(metrics: dict[str, Any]) -> float | None:
     return None if r is None or r != r else r
 
 
-def domain_scores(runs: dict[str, Path]) -> dict[str, float | None]:
-    """Domain -> pooled balanced accuracy over the runs (dataset -> run folder) of its datasets; for the
-    score-labelled domains (Reports, Stories: one dataset each) the Pearson r of that dataset's run."""
-    import json
+@dataclass
+class Part:
+    """One Table 2 column of a run: a dataset, or one FtSota source of a pooled AggreFact run."""
 
+    name: str  # the row's dataset label
+    dataset: str  # the grid's dataset (name is "dataset/source" for a source of a pooled AggreFact run)
+    column: str | None  # Table 2 column (None: the paper has none)
+    domain: str | None  # the domain it is pooled into (None: shown apart)
+    run: Path
+    gold: list = field(default_factory=list)
+    pred: list = field(default_factory=list)
+    pearson: float | None = None  # score-labelled datasets
+    note: str = ""
+
+    @property
+    def scored(self) -> bool:
+        return self.pearson is not None or self.domain in SCORED_DOMAINS
+
+    def value(self) -> float | None:
+        from .metrics import binary_report
+
+        return self.pearson if self.scored else binary_report(self.gold, self.pred).bacc  # nan: a class is missing
+
+
+def dataset_place(dataset: str) -> tuple[str | None, str | None]:
+    """(domain, Table 2 column) of a dataset: the built-in table, else what a user's spec says."""
+    if dataset in DOMAINS or dataset in PAPER_COLUMN:
+        return DOMAINS.get(dataset), PAPER_COLUMN.get(dataset)
+    from .data import registry
+
+    try:
+        spec = registry.get(dataset)
+    except (KeyError, ValueError):
+        return None, None
+    return spec.domain, spec.paper_column
+
+
+def parts_of(runs: dict[str, Path]) -> list[Part]:
+    """The Table 2 parts of one run per dataset, each source pooled at most once: a pooled AggreFact run is
+    split by source; a stand-in leaves the domains when its real FtSota source is in the grid; a source met
+    twice (e.g. ``aggrefact-sota`` and ``aggrefact-sota-summeval``) counts where it is first met."""
+    parts: list[Part] = []
+    for ds, run_dir in runs.items():
+        if ds in POOLED_SOTA:
+            rows = read_results(run_dir)
+            by_source: dict[str, list] = {}
+            for r in rows:
+                by_source.setdefault(sota_source(r["example"].get("meta", {})) or "other", []).append(r)
+            for src, rs in by_source.items():
+                origin = SOTA_SOURCES[src][1] if src in SOTA_SOURCES else None
+                parts.append(Part(name=f"{ds}/{src}", dataset=ds, column=src.replace("-", "_") if origin else None,
+                                  domain=ORIGIN_DOMAIN.get(origin), run=Path(run_dir),
+                                  gold=[r["example"]["label"] for r in rs], pred=[r["judgement"]["label"] for r in rs],
+                                  note="" if origin else "not an FtSota source; in no domain"))
+            continue
+        domain, column = dataset_place(ds)
+        if ds in SCORED or domain in SCORED_DOMAINS:
+            m = json.loads((Path(run_dir) / "metrics.json").read_text(encoding="utf-8"))
+            parts.append(Part(name=ds, dataset=ds, column=column, domain=domain, run=Path(run_dir), pearson=pearson_of(m),
+                              note=NOTES.get(ds, "")))
+            continue
+        gold, pred = labels_of(run_dir)
+        parts.append(Part(name=ds, dataset=ds, column=column, domain=domain, run=Path(run_dir), gold=gold, pred=pred,
+                          note=NOTES.get(ds, "")))
+    real = {p.column for p in parts if p.domain and p.dataset not in STAND_INS}
+    pooled: dict[str, str] = {}
+    for p in parts:
+        if not p.domain:
+            continue
+        if p.name in STAND_INS and STAND_INS[p.name] in real:
+            p.domain, p.note = None, f"{p.note}; not pooled: the grid has FtSota's own {STAND_INS[p.name]}"
+        elif p.column and p.column in pooled:
+            p.domain, p.note = None, f"counted once, in {pooled[p.column]}"
+        elif p.column:
+            pooled[p.column] = p.name
+    return parts
+
+
+def domain_scores(runs: dict[str, Path]) -> dict[str, float | None]:
+    """Domain -> pooled balanced accuracy over its parts (``parts_of``); for the score-labelled domains
+    (Reports, Stories: one dataset each) the Pearson r of that dataset's run."""
     from .metrics import pooled_balanced_accuracy
 
     by_domain: dict[str, list] = {}
     out: dict[str, float | None] = {}
-    for ds, run_dir in runs.items():
-        dom = DOMAINS.get(ds)
-        if dom and ds in SCORED:
-            out[dom] = pearson_of(json.loads((Path(run_dir) / "metrics.json").read_text(encoding="utf-8")))
-        elif dom:
-            by_domain.setdefault(dom, []).append(labels_of(run_dir))
+    for p in parts_of(runs):
+        if p.domain in SCORED_DOMAINS:
+            out[p.domain] = p.pearson
+        elif p.domain:
+            by_domain.setdefault(p.domain, []).append((p.gold, p.pred))
     return {**{d: pooled_balanced_accuracy(parts) for d, parts in by_domain.items()}, **out}
 
 
-def table2_rows(grid: dict[tuple[str, str], tuple[dict[str, Any], Path]], model: str) -> list[dict[str, Any]]:
-    """Per evaluator: BAcc per dataset, per domain (pooled) and MACRO, with Table 2's values."""
+def _mean_spread(values: list[float | None]) -> dict[str, Any]:
+    """The mean of the runs' values (x 100) and their spread (sample s.d.; min and max)."""
+    vals = [100 * v for v in values if v is not None and v == v]
+    if not vals:
+        return {"reproduced": None, "runs": len(values), "runs_scored": 0}
+    return {"reproduced": statistics.fmean(vals), "runs": len(values), "runs_scored": len(vals),
+            "sd": statistics.stdev(vals) if len(vals) > 1 else None, "min": min(vals), "max": max(vals)}
+
+
+def table2_rows(grid, model: str) -> list[dict[str, Any]]:
+    """Per evaluator: BAcc (Pearson x 100 for score data) per Table 2 column, per domain (pooled) and MACRO,
+    each the mean over the cell's runs with its spread, beside Table 2's values."""
     rows = []
     for label in dict.fromkeys(k[0] for k in grid):
-        runs = {ds: run for (lab, ds), (_, run) in grid.items() if lab == label}
-        for ds in runs:
-            m = grid[(label, ds)][0]
-            col = PAPER_COLUMN.get(ds)
-            value = pearson_of(m) if ds in SCORED else m["bacc"]
-            rows.append({"experiment": "Table 2", "evaluator": label, "dataset": ds,
-                         "metric": "Pearson x100" if ds in SCORED else "BAcc %",
-                         "paper": paper_value("factax", "table2", label, col) if col else None,
-                         "reproduced": None if value is None or value != value else 100 * value, "n": m["n"],
-                         "unparsed": m["unparsed"], **parse_columns(m), "domain": DOMAINS.get(ds), "model": model,
-                         "label_sources": m.get("label_sources")})
-        doms = domain_scores(runs)
-        for dom, val in {**doms, "MACRO": macro(doms)}.items():
+        cells = {ds: cell_runs(v) for (lab, ds), v in grid.items() if lab == label}
+        n_runs = max(len(v) for v in cells.values())
+        per_run = [parts_of({ds: runs[i][1] for ds, runs in cells.items() if i < len(runs)}) for i in range(n_runs)]
+        for j, p in enumerate(per_run[0]):
+            ds = p.dataset
+            m = cells[ds][0][0]
+            rows.append({"experiment": "Table 2", "evaluator": label, "dataset": p.name,
+                         "metric": "Pearson x100" if p.scored else "BAcc %",
+                         "paper": paper_value("factax", "table2", label, p.column) if p.column else None,
+                         **_mean_spread([runs[j].value() for runs in per_run]),
+                         "n": len(p.gold) if p.name != ds else m["n"], "unparsed": m["unparsed"] if p.name == ds else
+                         sum(x is None for x in p.pred), **parse_columns(m), "domain": p.domain, "column": p.column,
+                         "model": model, "label_sources": m.get("label_sources"), "note": p.note})
+        doms_per_run = []
+        for i in range(n_runs):
+            doms = domain_scores({ds: runs[i][1] for ds, runs in cells.items() if i < len(runs)})
+            doms_per_run.append({**doms, "MACRO": macro(doms)})
+        for dom in doms_per_run[0]:
             rows.append({"experiment": "Table 2", "evaluator": label, "dataset": f"[{dom}]",
                          "metric": "Pearson x100" if dom in SCORED_DOMAINS else "BAcc %",
-                         "paper": paper_value("factax", "table2", label, DOMAIN_COLUMN[dom]),
-                         "reproduced": None if val is None or val != val else 100 * val, "domain": dom, "model": model,
+                         "paper": paper_value("factax", "table2", label, DOMAIN_COLUMN.get(dom, "")),
+                         **_mean_spread([d.get(dom) for d in doms_per_run]), "domain": dom, "model": model,
                          "note": ("MACRO over the domains present here (Reports, Stories enter as Pearson x100, as in the paper)"
                                   if dom == "MACRO" else "Pearson of the domain's dataset" if dom in SCORED_DOMAINS
                                   else "pooled over the domain's datasets")})
@@ -117,18 +258,20 @@ def paper_only_rows() -> list[dict[str, Any]]:
 
 def table3_rows(grid, model: str, evaluator: str = "FACTAX") -> list[dict[str, Any]]:
     """Table 3: FacTax's domain scores and MACRO with the profile's model, beside the paper's models."""
-    runs = {ds: run for (lab, ds), (_, run) in grid.items() if lab == evaluator}
-    doms = domain_scores(runs)
-    doms = {d: v for d, v in doms.items() if d in TABLE3_COLUMN}
-    doms["MACRO"] = macro(doms)
+    cells = {ds: cell_runs(v) for (lab, ds), v in grid.items() if lab == evaluator}
+    per_run = []
+    for i in range(max((len(v) for v in cells.values()), default=0)):
+        doms = domain_scores({ds: runs[i][1] for ds, runs in cells.items() if i < len(runs)})
+        doms = {d: v for d, v in doms.items() if d in TABLE3_COLUMN}
+        per_run.append({**doms, "MACRO": macro(doms)})
     rows = []
     for name, cells in paper_results("factax")["table3"]["rows"].items():
         for dom, col in TABLE3_COLUMN.items():
             rows.append({"experiment": "Table 3", "evaluator": name, "dataset": dom, "metric": "BAcc %",
                          "paper": cells.get(col), "reproduced": None, "note": "the paper's model"})
-    for dom, v in doms.items():
+    for dom in (per_run[0] if per_run else {}):
         rows.append({"experiment": "Table 3", "evaluator": f"FacTax ({model})", "dataset": dom, "metric": "BAcc %",
-                     "paper": None, "reproduced": None if v is None or v != v else 100 * v, "model": model})
+                     "paper": None, **_mean_spread([d.get(dom) for d in per_run]), "model": model})
     return rows
 
 
@@ -177,7 +320,8 @@ def length_figure(rows: list[dict[str, Any]]):
 def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[str, Any]]:
     """Tables 6 (per-type F1) and 7 (four criteria) for the methods that predict error types."""
     rows = []
-    for (label, ds), (m, _) in grid.items():
+    for (label, ds), cell in grid.items():
+        m = cell_runs(cell)[0][0]  # the first run (error types of repeated runs are not averaged)
         et = m.get("error_types")
         if ds != dataset or not et:
             continue

@@ -45,14 +45,14 @@ def error_type_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
     """FacTax Tables 6-7 on data with (converted) error types: per-type F1 and the four matching criteria,
     over the summaries with a readable verdict. Summaries whose gold types include one FacTax could not
     map (DiaSumFact "Others", FacEval "Other Error": mapped by hand in the paper) are left out and counted."""
-    from .data.factax_types import FACTAX_TYPES, UNMAPPED
+    from .data.factax_types import FACTAX_TYPES, UNMAPPED_TYPES
     from .metrics import error_type_criteria, error_type_f1
 
     keep = [(ex.error_types, j.details.get("predicted_types", [])) for ex, j in zip(examples, judgements)
-            if j.label is not None and UNMAPPED not in ex.error_types]
+            if j.label is not None and not set(UNMAPPED_TYPES) & set(ex.error_types)]
     gold, pred = [g for g, _ in keep], [p for _, p in keep]
     return {"f1": error_type_f1(gold, pred, FACTAX_TYPES), "criteria": error_type_criteria(gold, pred),
-            "n": len(keep), "left_out_unmapped": sum(UNMAPPED in ex.error_types for ex in examples)}
+            "n": len(keep), "left_out_unmapped": sum(bool(set(UNMAPPED_TYPES) & set(ex.error_types)) for ex in examples)}
 
 
 def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:

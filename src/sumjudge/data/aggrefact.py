@@ -6,7 +6,10 @@
   (internet), saved there as jsonl for next time.
 - AggreFact-FtSota (Tang et al. 2023, ``aggre_fact_sota.csv``): columns ``dataset`` (FRANK,
   Polytope, SummEval, CLIFF, Goyal21, Cao22, Wang20, ...), ``origin`` (cnndm / xsum), ``doc``,
-  ``summary``, ``label``, ``cut`` (val / test). FacTax splits it by ``origin`` into CNN/DM and XSum.
+  ``summary``, ``label``, ``cut`` (val / test), ``model_name``. FacTax splits it by ``origin`` into CNN/DM and
+  XSum, and Table 2 reports each source (``SOTA_SOURCES``) in a column of its own. The loader keeps AggreFact's
+  SOTA models (``SOTA_MODELS``, the repository's ``utils.py``), so the full ``aggre_fact_final.csv`` gives the
+  same subset when it is the file at hand.
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ LLM_AGGREFACT_SUBSETS = {"cnn": "AggreFact-CNN", "xsum": "AggreFact-XSum", "medi
                          "meetingbank": "TofuEval-MeetB"}
 AGGREFACT_SOTA = "aggrefact/aggre_fact_sota.csv"
 AGGREFACT_SOTA_URL = "https://github.com/Liyan06/AggreFact/blob/main/data/aggre_fact_sota.csv"
+SOTA_MODELS = ("BART", "PegasusDynamic", "T5", "Pegasus")  # AggreFact utils.py SOTA (f0654b2)
+# Table 2's FtSota columns: name -> (the file's ``dataset`` value, ``origin``); test cut sizes 34, 200, 175,
+# 150 (CNN/DM) and 119, 150, 50, 239 (XSum)
+SOTA_SOURCES = {"polytope": ("Polytope", "cnndm"), "summeval": ("SummEval", "cnndm"), "frank": ("FRANK", "cnndm"),
+                "cliff-cnndm": ("CLIFF", "cnndm"), "wang20": ("Wang20", "xsum"), "cliff-xsum": ("CLIFF", "xsum"),
+                "goyal21": ("Goyal21", "xsum"), "cao22": ("Cao22", "xsum")}
 
 
 def _local(folder: str, stem: str) -> Path | None:
@@ -85,12 +94,35 @@ def load_llm_aggrefact(split: str = "test", subset: str | None = None) -> list[F
     return exs
 
 
-def load_aggrefact_sota(split: str = "test", origin: str | None = None) -> list[FaithExample]:
-    """AggreFact-FtSota ``cut`` == split (test | val), optionally only ``origin`` cnndm or xsum."""
-    local = _local("aggrefact", "aggre_fact_sota")
+def aggrefact_sota_local() -> Path | None:
+    return _local("aggrefact", "aggre_fact_sota") or _local("aggrefact", "aggre_fact_final")
+
+
+def load_aggrefact_sota(split: str = "test", origin: str | None = None, source: str | None = None
+                        ) -> list[FaithExample]:
+    """AggreFact-FtSota ``cut`` == split (test | val), SOTA models only; optionally only ``origin`` cnndm or
+    xsum, or one ``source`` of ``SOTA_SOURCES`` (a Table 2 column)."""
+    local = aggrefact_sota_local()
     if local is None:
-        raise DataMissingError(f"download {AGGREFACT_SOTA_URL} (raw file) to {raw_dir() / AGGREFACT_SOTA}")
-    dataset = f"aggrefact-sota-{origin}" if origin else "aggrefact-sota"
-    return load_table(local, dataset=dataset, document="doc", summary="summary", label="label", group="dataset",
-                      keep=lambda r: r["cut"] == split and (origin is None or r["origin"] == origin),
-                      extra=("origin", "cut", "model_name", "id"))
+        raise DataMissingError(f"`sumjudge data fetch aggrefact-sota` downloads it (AggreFact @ f0654b2), or save "
+                               f"{AGGREFACT_SOTA_URL} (raw file) as {raw_dir() / AGGREFACT_SOTA}")
+    name, origin = (SOTA_SOURCES[source][0].lower(), SOTA_SOURCES[source][1]) if source else (None, origin)
+    dataset = f"aggrefact-sota-{source or origin}" if (source or origin) else "aggrefact-sota"
+
+    def keep(r) -> bool:
+        return (r["cut"] == split and (origin is None or r["origin"] == origin)
+                and (name is None or str(r["dataset"]).lower() == name)
+                and ("model_name" not in r or r["model_name"] in SOTA_MODELS))
+
+    exs = load_table(local, dataset=dataset, document="doc", summary="summary", label="label", group="dataset",
+                     keep=keep, extra=("origin", "cut", "model_name", "id"))
+    if not exs:
+        raise DataMissingError(f"{local} has no {split} rows" + (f" of {source}" if source else "")
+                               + " from AggreFact's SOTA models")
+    return exs
+
+
+def sota_source(example_meta: dict) -> str | None:
+    """The ``SOTA_SOURCES`` name of an AggreFact-FtSota example (from its ``group`` and ``origin``)."""
+    key = (str(example_meta.get("group", "")).lower(), example_meta.get("origin"))
+    return next((k for k, (d, o) in SOTA_SOURCES.items() if (d.lower(), o) == key), None)

@@ -11,6 +11,8 @@ PREDICATE, ENTITY, CIRCUMSTANTIAL, COREFERENCE, ADDITION = (
     "Predicate Error", "Entity Error", "Circumstantial Error", "Coreference Error", "Addition Error")
 FACTAX_TYPES = (PREDICATE, ENTITY, CIRCUMSTANTIAL, COREFERENCE, ADDITION)
 UNMAPPED = "Other (unmapped)"
+NOISE = "Noise (unmapped)"  # AggreFact's "noise": an annotation its authors could not place in any type
+UNMAPPED_TYPES = (UNMAPPED, NOISE)  # kept on the example, left out of error-type metrics and training pairs
 
 # DiaSumFact (Zhu et al. 2023): Ex-/In-EntE -> Entity; Ex-/In-PredE and LinkE -> Predicate;
 # Ex-/In-CirE -> Circumstantial; CorefE -> Coreference; Others -> manual in FacTax (unmapped here).
@@ -30,3 +32,21 @@ FACEVAL = {"SubObjE": ENTITY, "ProE": COREFERENCE, "NegE": PREDICATE, "ParE": CI
 # the entity class "EntE"; both spellings are accepted.
 GOVREPORT = {"EntityE": ENTITY, "EntE": ENTITY, "PredE": PREDICATE, "GramE": PREDICATE, "LinkE": PREDICATE,
              "CircE": CIRCUMSTANTIAL, "CorefE": COREFERENCE, "OutE": ADDITION}
+
+# AggreFact's unified error types (Tang et al. 2023, data/error_type_mapping/*_error_types.csv: a Python list per
+# summary, or "correct"), converted as FacTax Section 3 says: "NP -> Entity Error; Pred -> Predicate Error;
+# Sent -> Addition Error. For all extrinsic errors, we also mark them as Addition Error." So an extrinsic NP
+# error is an Entity Error and an Addition Error, an intrinsic one an Entity Error only; an entire-sentence
+# error (intrinsic, extrinsic or unmarked) is an Addition Error; "noise" stays an explicit unmapped type.
+AGGREFACT_UNIFIED = {
+    "intrinsic-NP": (ENTITY,), "extrinsic-NP": (ENTITY, ADDITION),
+    "intrinsic-predicate": (PREDICATE,), "extrinsic-predicate": (PREDICATE, ADDITION),
+    "intrinsic-entire_sent": (ADDITION,), "extrinsic-entire_sent": (ADDITION,), "entire_sent": (ADDITION,),
+    "noise": (NOISE,),
+}
+
+
+def convert_unified(types: list[str]) -> list[str]:
+    """FacTax types of a list of AggreFact unified types (``KeyError`` names an unknown one)."""
+    return sorted({t for u in types for t in AGGREFACT_UNIFIED[str(u).strip()]})
+

@@ -1,16 +1,33 @@
 """Your own (document, summary, label) files: jsonl, json (a list), csv/tsv or parquet, with column mapping.
 
-Use from the CLI as ``--dataset file:PATH`` or with a mapping,
-``--dataset "file:my.csv?document=article&summary=claim&label=is_consistent&labels=yes:1,no:0"``.
-Labels must be 1 = faithful / 0 = unfaithful (or mapped to them with ``labels=``). An optional
-``error_types=COLUMN`` reads FacTax's five error types per summary (a JSON list, or names separated by ``;``
-or ``,``; e.g. "Entity Error; Addition Error"), so that any dataset converted to FacTax's taxonomy
-(Appendix A) can feed FacTax's error-type tables and its supervised pairs (Error Type Completion).
+Use from the CLI as ``--dataset file:PATH`` or with options, e.g.
+``--dataset "file:my.csv?document=article&summary=claim&label=is_consistent&labels=yes:1,no:0"``:
+
+- ``document``, ``summary``, ``label``, ``id``: column names. Labels must be 1 = faithful / 0 = unfaithful or be
+  mapped with ``labels=value:1,value:0``; ``*:0`` gives every other value a label, and a value holding commas is
+  written in double quotes (``labels="[a, b]":0``). ``faithful=correct`` (values separated by ``|``) labels
+  those values 1 and every other value 0: a label derived from an error-type column (``label=error_type``, or
+  ``label_from=error_type``).
+- ``error_types=COLUMN``: FacTax's five error types per summary (a JSON or Python-literal list, or names
+  separated by ``;`` or ``,``; "unmapped" marks a type left unmapped); ``error_map=aggrefact`` reads AggreFact's
+  unified types instead (``['intrinsic-NP', 'extrinsic-predicate']``, ``noise``) and converts them as FacTax's
+  Section 3 says (``factax_types.AGGREFACT_UNIFIED``).
+- ``keep=COLUMN:VALUE`` (repeatable; ``|`` between values): only rows whose column holds one of the values.
+- ``split=COLUMN``: the column ``--split`` filters on (e.g. AggreFact's ``cut``: val / test); without it,
+  ``--split`` other than ``test`` is refused.
+- Ids need not be unique: a repeated id gets ``#2``, ``#3`` ... (the column's value stays in ``meta['doc_id']``).
+- ``domain=CNN/DM|XSum|Dialogues|Reports|Stories`` and ``paper=COLUMN`` (a column of FacTax's Table 2): the
+  dataset enters that domain and MACRO in FacTax's tables, beside that paper value.
+
+``aggrefact-errors:PATH`` (a file or a folder of AggreFact's ``<Dataset>_error_types.csv``) is the same reader
+with AggreFact's columns preset: ``doc``, ``summ``, label from ``error_type`` ("correct" or an empty list is
+faithful), its unified types converted, ``cut`` as the split, and ``dataset``, ``origin``, ``model_name`` kept.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import parse_qsl
@@ -47,77 +64,194 @@ def _rows(path: Path, columns: Iterable[str]) -> list[tuple[int, dict]]:
 def load_table(path: str | Path, *, dataset: str, document: str = "document", summary: str = "summary",
                label: str = "label", id: str | None = None, group: str | None = None,
                labels: dict[str, int] | None = None, keep: Callable[[dict], bool] | None = None,
-               extra: Iterable[str] = (), error_types: str | None = None) -> list[FaithExample]:
+               extra: Iterable[str] = (), error_types: str | None = None, error_map: str | None = None
+               ) -> list[FaithExample]:
     path = Path(path)
     if not path.exists():
         raise DataMissingError(f"{path} does not exist")
     label_map = {k.lower(): v for k, v in (labels or DEFAULT_LABELS).items()}
-    out = []
+    default = label_map.pop("*", None)
+    out, seen = [], {}
     for i, r in _rows(path, [c for c in (document, summary, label, id) if c]):
+        ex_id = str(field(r, id, path, i)) if id else f"{path.stem}-{i}"
+        doc_id = ex_id
+        if id:  # ids need not be unique (AggreFact: a document id shared by several summaries); counted over every
+            seen[ex_id] = seen.get(ex_id, 0) + 1  # row, so an example's id does not depend on a split or filter
+            if seen[ex_id] > 1:
+                ex_id = f"{ex_id}#{seen[ex_id]}"
         if keep is not None and not keep(r):
             continue
-        raw = str(field(r, label, path, i)).strip().lower()
-        if raw not in label_map:
+        # an empty label cell is a value only where the map names it ("" or a default: AggreFact's "no error")
+        value = field(r, label, path, i, nonempty="" not in label_map and default is None)
+        raw = "" if value is None or value != value else str(value).strip().lower()  # None / NaN: empty
+        if raw not in label_map and default is None:
             raise DataFormatError(path, i, label, f"unknown label {raw!r}; known: {sorted(label_map)} "
-                                                  "(map others with labels=value:1,value:0)")
-        ex_id = str(field(r, id, path, i)) if id else f"{path.stem}-{i}"
+                                                  "(map others with labels=value:1,value:0, or *:0 for the rest)")
         meta = {"row": i, **{c: r[c] for c in extra if c in r}}
+        if id:
+            meta["doc_id"] = doc_id
         if group:
             meta["group"] = r.get(group)
+        types = _error_types(r, error_types, path, i, error_map) if error_types else []
         out.append(FaithExample(id=ex_id, dataset=dataset, document=text(r, document, path, i),
-                                summary=text(r, summary, path, i), label=label_map[raw], level="summary",
-                                error_types=_error_types(r, error_types, path, i) if error_types else [],
-                                meta=meta))
+                                summary=text(r, summary, path, i), label=label_map.get(raw, default), level="summary",
+                                error_types=types, meta=meta))
     return out
 
 
-def _error_types(row: dict, column: str, path: Path, i: int) -> list[str]:
-    """FacTax type names from a list or a ';'/','-separated string; '_' and case are forgiven."""
+def _listed(v, path: Path, i: int, column: str):
+    """A cell holding a list: JSON, or a Python literal (AggreFact writes ``['intrinsic-NP']``)."""
+    import ast
     import json
 
-    from .factax_types import FACTAX_TYPES
+    try:
+        return json.loads(v)
+    except json.JSONDecodeError:
+        try:
+            return ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            raise DataFormatError(path, i, column, f"not a list (JSON or Python literal): {v[:60]!r}") from None
+
+
+def _error_types(row: dict, column: str, path: Path, i: int, error_map: str | None = None) -> list[str]:
+    """FacTax type names from a list or a ';'/','-separated string ('_' and case are forgiven; "unmapped" is
+    FacTax's unmapped type), or, with ``error_map="aggrefact"``, AggreFact's unified types converted."""
+    from .factax_types import FACTAX_TYPES, UNMAPPED, UNMAPPED_TYPES, convert_unified
 
     v = row.get(column)
     if v is None or (isinstance(v, str) and not v.strip()) or v != v:  # missing, empty or NaN: no error type
         return []
+    if isinstance(v, str) and v.strip().lower() == "correct":
+        return []
     if isinstance(v, str) and v.strip().startswith("["):
-        try:
-            v = json.loads(v)
-        except json.JSONDecodeError:
-            raise DataFormatError(path, i, column, "not a JSON list") from None
+        v = _listed(v.strip(), path, i, column)
     names = v if isinstance(v, list) else [x for x in str(v).replace(";", ",").split(",")]
-    known = {t.lower(): t for t in FACTAX_TYPES}
+    if error_map == "aggrefact":
+        try:
+            return convert_unified([str(n) for n in names if str(n).strip()])
+        except KeyError as e:
+            raise DataFormatError(path, i, column, f"unknown AggreFact error type {e.args[0]!r}; known: "
+                                                   "intrinsic-/extrinsic-NP, -predicate, -entire_sent, entire_sent, "
+                                                   "noise") from None
+    known = {t.lower(): t for t in (*FACTAX_TYPES, *UNMAPPED_TYPES)} | {"unmapped": UNMAPPED}
     out = []
     for name in names:
         key = " ".join(str(name).replace("_", " ").split()).lower()
         if not key:
             continue
         if key not in known:
-            raise DataFormatError(path, i, column, f"unknown error type {name!r}; expected FacTax's {list(FACTAX_TYPES)}")
+            raise DataFormatError(path, i, column, f"unknown error type {name!r}; expected FacTax's {list(FACTAX_TYPES)} "
+                                                   "or 'unmapped'")
         out.append(known[key])
     return sorted(set(out))
 
 
+SPEC_OPTIONS = ("document", "summary", "label", "label_from", "id", "labels", "faithful", "error_types", "error_map", "keep",
+                "split", "domain", "paper")
+DOMAINS = ("CNN/DM", "XSum", "Dialogues", "Reports", "Stories")
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    """``a:1,"b, c":0`` -> [("a", "1"), ("b, c", "0")]: commas inside double quotes belong to the value."""
+    import csv
+    import io
+
+    items = next(csv.reader(io.StringIO(text), skipinitialspace=True), [])
+    out = []
+    for item in items:
+        value, sep, number = item.rpartition(":")
+        if not sep:
+            raise ValueError(item)
+        out.append((value.strip().strip('"'), number.strip()))
+    return out
+
+
 def parse_file_spec(spec: str) -> tuple[Path, dict]:
-    """``file:PATH?document=a&summary=b&label=c&id=d&labels=yes:1,no:0&error_types=e`` -> (path, load_table
-    keywords)."""
+    """``file:PATH?document=a&summary=b&...`` -> (path, options: load_table keywords plus ``split``, ``domain``,
+    ``paper``); every option is described in the module docstring."""
     body = spec[len("file:"):]
     path, _, query = body.partition("?")
     opts: dict = {}
+    keeps: dict[str, set[str]] = {}
     for k, v in parse_qsl(query, keep_blank_values=False):
-        if k in ("document", "summary", "label", "id", "error_types"):
+        if k in ("document", "summary", "label", "id", "error_types", "split", "paper"):
             opts[k] = v
+        elif k == "label_from":  # the label's column when a value map derives it (same as label=)
+            opts["label"] = v
         elif k == "labels":
             try:
-                opts["labels"] = {a: int(b) for a, b in (p.rsplit(":", 1) for p in v.split(","))}
+                opts["labels"] = {**opts.get("labels", {}), **{a: int(b) for a, b in _pairs(v)}}
             except ValueError:
-                raise DataFormatError(spec, None, "labels", "expected value:1,value:0") from None
+                raise DataFormatError(spec, None, "labels", 'expected value:1,value:0 (*:0 for the rest, "a, b":0 for '
+                                                            "a value with commas)") from None
+        elif k == "faithful":
+            opts["labels"] = {**{x.strip(): 1 for x in v.split("|")}, "*": 0, **opts.get("labels", {})}
+        elif k == "error_map":
+            if v != "aggrefact":
+                raise DataFormatError(spec, None, k, f"unknown error map {v!r} (aggrefact)")
+            opts[k] = v
+        elif k == "keep":
+            col, sep, values = v.partition(":")
+            if not sep:
+                raise DataFormatError(spec, None, k, "expected keep=COLUMN:VALUE (values separated by |)")
+            keeps.setdefault(col, set()).update(x.strip() for x in values.split("|"))
+        elif k == "domain":
+            if v not in DOMAINS:
+                raise DataFormatError(spec, None, k, f"unknown domain {v!r}; FacTax's domains are {', '.join(DOMAINS)}")
+            opts[k] = v
         else:
-            raise DataFormatError(spec, None, k, "unknown option (document, summary, label, id, labels, error_types)")
+            raise DataFormatError(spec, None, k, f"unknown option ({', '.join(SPEC_OPTIONS)})")
+    if keeps:
+        opts["keep"] = lambda r, keeps=keeps: all(str(r.get(c, "")).strip() in vals for c, vals in keeps.items())
     return Path(path).expanduser(), opts
 
 
-def load_file_spec(spec: str) -> list[FaithExample]:
+def load_file_spec(spec: str, split: str | None = None) -> list[FaithExample]:
     path, opts = parse_file_spec(spec)
     name = f"file:{path.name}-{hashlib.sha256(spec.encode()).hexdigest()[:6]}"
-    return load_table(path, dataset=name, **opts)
+    return load_with_split(path, name, opts, split, spec)
+
+
+def load_with_split(path: Path, name: str, opts: dict, split: str | None, where: str) -> list[FaithExample]:
+    """``load_table`` over a file, or every file of a folder, keeping the rows of ``split`` (its column given
+    as the ``split`` option; without one only ``test``, the default, is accepted)."""
+    opts = dict(opts)
+    column = opts.pop("split", None)
+    opts.pop("domain", None)
+    opts.pop("paper", None)
+    if column is None and split not in (None, "test", "all"):
+        raise DataFormatError(where, None, "split", f"--split {split}: this dataset has no split column (give "
+                                                    "split=COLUMN, e.g. split=cut)")
+    if column and split not in (None, "all"):
+        inner = opts.get("keep")
+        opts["keep"] = lambda r, inner=inner: str(r.get(column, "")).strip() == split and (inner is None or inner(r))
+    files = sorted(path.glob("*_error_types.csv")) or sorted(p for p in path.iterdir() if p.is_file()) \
+        if path.is_dir() else [path]
+    if not files:
+        raise DataMissingError(f"{path} holds no data files")
+    if len(files) == 1:
+        return load_table(files[0], dataset=name, **opts)  # an empty result is refused by the registry, named
+    out = []
+    for f in files:  # several files: ids are prefixed with the file's dataset name (AggreFact: Goyal21, CLIFF ...)
+        tag = f.stem.removesuffix("_error_types")
+        out += [replace(ex, id=f"{tag}:{ex.id}") for ex in load_table(f, dataset=name, **opts)]
+    return out
+
+
+# AggreFact's error-type files (data/error_type_mapping/<Dataset>_error_types.csv): columns dataset, origin, id
+# (a document id several summaries share), doc, summ, model_name (some files), cut (val/test), error_type,
+# annotated_span
+AGGREFACT_ERRORS = {"document": "doc", "summary": "summ", "label": "error_type", "id": "id",
+                    "labels": {"correct": 1, "": 1, "[]": 1, "*": 0}, "error_types": "error_type",
+                    "error_map": "aggrefact", "split": "cut", "group": "dataset",
+                    "extra": ("dataset", "origin", "model_name", "cut", "annotated_span")}
+
+
+def load_aggrefact_errors(path: str | Path, split: str | None = "test") -> list[FaithExample]:
+    """AggreFact's error-type files, a file or a folder of them: labels derived from ``error_type`` ("correct" or
+    an empty list = faithful), unified types converted to FacTax's (Section 3), ``cut`` as the split."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise DataMissingError(f"{path} does not exist (AggreFact's data/error_type_mapping/*_error_types.csv; "
+                               "sumjudge data fetch aggrefact-errors downloads them)")
+    return load_with_split(path, "aggrefact-errors", AGGREFACT_ERRORS, split, str(path))

@@ -35,6 +35,8 @@ class DatasetSpec:
     fetch: Callable[[], object] | None = None  # for datasets without pinned files: download them
     correlations: tuple[str, ...] = ("spearman", "kendall")  # rated data: the paper's summary-level correlations
     provenance: Callable[[str], dict | None] | None = None  # downloaded from the Hub: repository and commit, by split
+    domain: str | None = None  # FacTax's domain a user's dataset enters (file:...&domain=); None: the built-in table
+    paper_column: str | None = None  # FacTax Table 2 column shown beside it (file:...&paper=)
 
 
 DATASETS: dict[str, DatasetSpec] = {}
@@ -93,6 +95,12 @@ register(DatasetSpec(
     source="github.com/neulab/BARTScore (SUM/SummEval/data.pkl)", files=(summeval.SUMMEVAL,), levels=("summary",),
     splits=("test",), loader=lambda split="test", level="summary": summeval.load_summeval_binary()))
 register(DatasetSpec(
+    name="summeval-consistency-sota", kind="faithfulness",
+    description="SummEval consistency (binarised as above) of AggreFact-FtSota's SOTA systems only: T5, BART, Pegasus "
+                "(300 summaries; FtSota's test cut has 200 and a PegasusDynamic system SummEval did not annotate)",
+    source="github.com/neulab/BARTScore (SUM/SummEval/data.pkl)", files=(summeval.SUMMEVAL,), levels=("summary",),
+    splits=("test",), loader=lambda split="test", level="summary": summeval.load_summeval_binary(sota_only=True)))
+register(DatasetSpec(
     name="topical-chat", kind="rated",
     description="Topical-Chat (USR): 60 dialogue contexts x 6 responses with the fact, human scores for naturalness, "
                 "coherence, engagingness, groundedness, understandability, overall",
@@ -136,6 +144,14 @@ register(DatasetSpec(
     loader=lambda split="all", level="summary": meeting_errors.split_by_meeting(meeting_errors.load_meeting_errors(),
                                                                                 split)))
 register(DatasetSpec(
+    name="aggrefact-errors", kind="faithfulness",
+    description="AggreFact's error-type files (XSumFaith, FRANK, Goyal'21, CLIFF): labels from error_type, unified "
+                "types converted to FacTax's five (Section 3), cut as the split",
+    source="github.com/Liyan06/AggreFact @ f0654b2 (data/error_type_mapping)", files=sources.RESOURCES["aggrefact-errors"],
+    levels=("summary",), splits=("test", "val", "all"),
+    loader=lambda split="test", level="summary": generic.load_aggrefact_errors(
+        sources.resolve(sources.RESOURCES["aggrefact-errors"][0]).parent, split)))
+register(DatasetSpec(
     name="mistek-qmsum", kind="meeting-errors",
     description="QMSum Mistake (MESA's data): per error type existence, annotator reasoning and 0-5 impact "
                 "(Likert), all eight types; the authors' HumanJudgment/MistekQMSum.csv",
@@ -156,20 +172,31 @@ for _k, _v in aggrefact.LLM_AGGREFACT_SUBSETS.items():
         source="huggingface.co/datasets/lytang/LLM-AggreFact", files=(), levels=("summary",), splits=("test", "dev"),
         loader=lambda split="test", level="summary", _k=_k: aggrefact.load_llm_aggrefact(split, _k),
         present=lambda: aggrefact.llm_aggrefact_local("test") is not None, provenance=aggrefact.llm_aggrefact_provenance))
-for _o in (None, "cnndm", "xsum"):
+for _o in (None, "cnndm", "xsum", *aggrefact.SOTA_SOURCES):
+    _src = _o if _o in aggrefact.SOTA_SOURCES else None
     register(DatasetSpec(
         name="aggrefact-sota" + (f"-{_o}" if _o else ""), kind="faithfulness",
-        description="AggreFact-FtSota (FRANK, Polytope, SummEval, CLIFF, Goyal'21, Cao'22, Wang'20)"
-                    + (f", {_o} part" if _o else ""),
-        source=aggrefact.AGGREFACT_SOTA_URL, files=(aggrefact.AGGREFACT_SOTA,), levels=("summary",),
-        splits=("test", "val"), loader=lambda split="test", level="summary", _o=_o: aggrefact.load_aggrefact_sota(split, _o)))
+        description="AggreFact-FtSota (FRANK, Polytope, SummEval, CLIFF, Goyal'21, Cao'22, Wang'20; SOTA models)"
+                    + (f", {_o} part" if _o and not _src else "") + (f": {_src} only (a Table 2 column)" if _src else ""),
+        source=aggrefact.AGGREFACT_SOTA_URL, files=(), levels=("summary",),  # aggre_fact_sota.csv or _final.csv
+        splits=("test", "val"), present=lambda: aggrefact.aggrefact_sota_local() is not None,
+        fetch=(lambda: sources.fetch(aggrefact.AGGREFACT_SOTA)) if _o is None else None,
+        loader=lambda split="test", level="summary", _o=None if _src else _o, _src=_src: aggrefact.load_aggrefact_sota(
+            split, _o, _src)))
 
 
 def get(name: str) -> DatasetSpec:
     if name.startswith("file:"):
+        _, opts = generic.parse_file_spec(name)
         return DatasetSpec(name=name, kind="faithfulness", description="your own file", source=name, files=(),
-                           levels=("summary",), splits=("test",),
-                           loader=lambda split="test", level="summary": generic.load_file_spec(name))
+                           levels=("summary",), splits=("test", "val", "train", "all") if opts.get("split") else ("test",),
+                           loader=lambda split="test", level="summary": generic.load_file_spec(name, split),
+                           domain=opts.get("domain"), paper_column=opts.get("paper"))
+    if name.startswith("aggrefact-errors:"):
+        path = name.split(":", 1)[1]
+        return DatasetSpec(name=name, kind="faithfulness", description="AggreFact error-type files (your copy)",
+                           source=path, files=(), levels=("summary",), splits=("test", "val", "all"),
+                           loader=lambda split="test", level="summary": generic.load_aggrefact_errors(path, split))
     if name.startswith("meeting-file:"):
         path = name.split(":", 1)[1]
         return DatasetSpec(name=name, kind="meeting-errors", description="your own meeting-summary annotations",

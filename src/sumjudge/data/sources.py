@@ -148,8 +148,23 @@ FILES.update({f.rel: f for f in [
 FILES["mesa/MistekQMSum.csv"] = SourceFile(
     "mesa/MistekQMSum.csv",
     f"{_GH}/FKIRSTE/coling2025-MESA/adb7e6f281d153b75868a183f7ed1ac02d2e6664/HumanJudgment/MistekQMSum.csv")
+# AggreFact's error-type files (github.com/Liyan06/AggreFact @ f0654b2, data/error_type_mapping). The repository has
+# no license file: its data is downloaded by each user and never mirrored or committed. FRANK's and XSumFaith's files
+# are pinned by path only (their sha256 could not be computed here).
+_AGGREFACT = f"{_GH}/Liyan06/AggreFact/f0654b245232cd724d5caa5db4950abfb12d795e/data/error_type_mapping"
+AGGREFACT_ERROR_FILES = {"CLIFF": "f173a9fd190922280e40fa588215bd469d872e3d4ee17b5cc2b84da9ecca4bdc",
+                         "Goyal21": "52b2959553409178cfd12f9fa02666775e1690788379b9ee9dadf7df8ab5b7a5",
+                         "FRANK": None, "xsumfaith": None}
+FILES.update({f"aggrefact/error_type_mapping/{n}_error_types.csv": SourceFile(
+    f"aggrefact/error_type_mapping/{n}_error_types.csv", f"{_AGGREFACT}/{n}_error_types.csv", h)
+    for n, h in AGGREFACT_ERROR_FILES.items()})
+# AggreFact-FtSota (same repository and commit; its size kept its sha256 from being computed here)
+FILES["aggrefact/aggre_fact_sota.csv"] = SourceFile(
+    "aggrefact/aggre_fact_sota.csv", f"{_GH}/Liyan06/AggreFact/f0654b245232cd724d5caa5db4950abfb12d795e/data/"
+    "aggre_fact_sota.csv", None)
 # Files that belong to no dataset of their own, fetched by name (`sumjudge data fetch mesa-criteria`)
 RESOURCES: dict[str, tuple[str, ...]] = {
+    "aggrefact-errors": tuple(f"aggrefact/error_type_mapping/{n}_error_types.csv" for n in AGGREFACT_ERROR_FILES),
     "mesa-criteria": tuple(f"mesa/criteria/{n}.json" for n in MESA_CRITERIA_FILES),
     "qmsum": tuple(f"qmsum/ALL/test/{n}.json" for n in QMSUM_TEST_MEETINGS),
 }

@@ -316,6 +316,35 @@ def star_rating(text: str, lo: float = 1, hi: float = 5) -> float:
     return value
 
 
+_YES_NO = r"(?P<a>yes|no)"
+_ANSWER_STATEMENT = re.compile(r"\banswer\b(?:[ \t]*\((?:yes|no)[ \t]+or[ \t]+(?:yes|no)\))?[ \t]*(?:\*\*)?[ \t]*"
+                               r"(?:is|would[ \t]+be|:)[ \t]*(?:\*\*|[\"'“‘])*[ \t]*" + _YES_NO + r"\b(?![ \t]+or\b)(?![^\S\n]*(?:\*\*|[\"'”’])*[^\S\n]*\?)", re.I)
+_LEADING_YES_NO = re.compile(r"^[ \t>*#\"'“‘-]*" + _YES_NO + r"(?:\*\*|[\"'”’])*[ \t]*(?:[,.!:;]|$)", re.I | re.M)
+_LAST_SENTENCE_YES_NO = re.compile(r"(?:^|[.!?\n])[ \t]*(?:so|thus|therefore|hence|in[ \t]+conclusion|in[ \t]+summary)?"
+                                   r"[ \t,:]*(?:\*\*|[\"'“‘])*" + _YES_NO + r"(?:\*\*|[\"'”’])*[ \t]*[.!]?[ \t]*$", re.I)
+
+
+def yes_no(text: str) -> int:
+    """1 for yes, 0 for no, from an answer to "Answer (yes or no):" (Luo et al. 2023's prompts): the last
+    "answer is / Answer: yes|no" statement, else the last line that opens with "Yes," / "No." (a word after
+    it, as in "No information ...", is not an answer), else a last sentence that is only yes or no ("So,
+    no."). "yes or no" echoed, a question ("the answer is yes?"), a negated answer ("the answer is not yes")
+    or nothing of this is unreadable."""
+    for m in reversed(list(_ANSWER_STATEMENT.finditer(text))):
+        if re.search(r"\bnot[ \t]*$", text[:m.start("a")], re.I):
+            raise ParseError(f"negated answer: {text[m.start():m.end()]!r}")
+        return int(m.group("a").lower() == "yes")
+    if re.search(r"\banswer\b[^\n]{0,20}\bnot[ \t]+(?:\*\*|[\"'“‘])*(?:yes|no)\b", text, re.I):
+        raise ParseError("negated answer")
+    leading = list(_LEADING_YES_NO.finditer(text))
+    if leading:
+        return int(leading[-1].group("a").lower() == "yes")
+    last = _LAST_SENTENCE_YES_NO.search(text.rstrip())
+    if last:
+        return int(last.group("a").lower() == "yes")
+    raise ParseError("no yes/no answer stated")
+
+
 def json_number(value: Any, lo: float, hi: float, what: str) -> float:
     """A number inside a JSON answer: a JSON number, or a string that is only a number (optionally
     ``n/hi``) on the scale; ``"4/10"`` on 0-5, ``"high"`` or ``true`` are unreadable."""

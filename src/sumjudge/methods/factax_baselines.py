@@ -1,6 +1,10 @@
-"""FacTax Table 2's other LLM baselines on binary faithfulness data (ChatGPT-ZS and -CoT are MADISSE's
-``zero-shot`` and ``cot``):
+"""FacTax Table 2's LLM baselines on binary faithfulness data:
 
+- ``chatgpt-zs`` / ``chatgpt-cot`` (Luo et al. 2023, whose zero-shot and chain-of-thought prompts the
+  paper's ChatGPT-ZS and ChatGPT-CoT rows use: ``factax/luo2023_zero_shot``, ``factax/luo2023_cot``): yes is
+  consistent, read by ``parsing.yes_no``; an answer without a stated yes/no is retried, then unparsed
+  (``fallback=option_scores``: the likelier of "Yes"/"No" as the answer's start, recorded). MADISSE's prompts
+  stay available as ``zero-shot`` and ``cot`` (``factax_tables.MADISSE_BASELINES``);
 - ``star`` (ChatGPT-Star, Wang et al. 2023): one to five stars for consistency (``factax/star_rating``);
   consistent when stars >= ``threshold``;
 - ``g-eval-consistency``: DEBATE's G-Eval code with G-Eval's SummEval consistency prompt over the
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 
 from ..data.records import FaithExample
 from ..llm.engine import LLM
-from ..llm.parsing import complete_lines, star_rating
+from ..llm.parsing import complete_lines, star_rating, yes_no
 from .aspects import Aspect
 from .base import Judgement, MethodSpec, fit_prompt, register, request
 from .geval import GEvalConfig, geval_aspect
@@ -54,6 +58,38 @@ async def star(example: FaithExample, llm: LLM, config: StarConfig) -> Judgement
 
 
 @dataclass
+class LuoConfig:
+    template: str = "factax/luo2023_zero_shot"
+    max_new_tokens: int = 16  # "Answer (yes or no):"
+    temperature: float = 0.0  # the paper averages three runs: factax_tables.run_grid samples them (run_temperature)
+    seed: int = 0
+    truncate: str = "error"
+    fallback: str = "none"  # none | option_scores
+
+
+@dataclass
+class LuoCoTConfig(LuoConfig):
+    template: str = "factax/luo2023_cot"
+    max_new_tokens: int = 512  # reasoning, then the answer
+
+
+async def luo(example: FaithExample, llm: LLM, config: LuoConfig) -> Judgement:
+    prompt, fit = fit_prompt(llm, config.template, {"document": example.document, "summary": example.summary},
+                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id,
+                             shrink="document")
+    req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
+                  tag=f"{example.id}/{config.template.rsplit('/', 1)[-1]}")
+    res = await llm.chat_parsed(req, yes_no, cut_parse=complete_lines(yes_no))
+    label, source = (res.value, "parsed") if res.ok else (None, "unparsed")
+    details = {**fit, "raw": res.response.text, "attempts": res.attempts}
+    if label is None and config.fallback == "option_scores":
+        sc = await llm.score_fallback(req.messages, ["Yes", "No"], tag=req.tag)
+        label, source, details["option_probs"] = int(sc.best() == "Yes"), "option_scores", sc.probs
+    return Judgement(example_id=example.id, label=label, explanation=res.response.text if label is not None else "",
+                     parsed=source == "parsed", label_source=source, details=details)
+
+
+@dataclass
 class GEvalConsistencyConfig(GEvalConfig):
     threshold: float = 4.0
 
@@ -69,6 +105,10 @@ async def g_eval_consistency(example: FaithExample, llm: LLM, config: GEvalConsi
                      label_source="parsed" if label is not None else "unparsed", details=info)
 
 
+register(MethodSpec(name="chatgpt-zs", paper="factax", kind="faithfulness", config_cls=LuoConfig, judge=luo,
+                    description="ChatGPT-ZS baseline: Luo et al. (2023)'s zero-shot yes/no prompt (FacTax Table 2)"))
+register(MethodSpec(name="chatgpt-cot", paper="factax", kind="faithfulness", config_cls=LuoCoTConfig, judge=luo,
+                    description="ChatGPT-CoT baseline: Luo et al. (2023)'s chain-of-thought prompt (FacTax Table 2)"))
 register(MethodSpec(name="star", paper="factax", kind="faithfulness", config_cls=StarConfig, judge=star,
                     description="ChatGPT-Star baseline: 1-5 consistency stars, thresholded (FacTax Table 2)"))
 register(MethodSpec(name="g-eval-consistency", paper="factax", kind="faithfulness", config_cls=GEvalConsistencyConfig,
