@@ -124,11 +124,8 @@ class Part:
     gold: list = field(default_factory=list)
     pred: list = field(default_factory=list)
     pearson: float | None = None  # score-labelled datasets
+    scored: bool = False  # its labels are scores: Pearson, not balanced accuracy
     note: str = ""
-
-    @property
-    def scored(self) -> bool:
-        return self.pearson is not None or self.domain in SCORED_DOMAINS
 
     def value(self) -> float | None:
         from .metrics import binary_report
@@ -171,7 +168,7 @@ def parts_of(runs: dict[str, Path]) -> list[Part]:
         if ds in SCORED or domain in SCORED_DOMAINS:
             m = json.loads((Path(run_dir) / "metrics.json").read_text(encoding="utf-8"))
             parts.append(Part(name=ds, dataset=ds, column=column, domain=domain, run=Path(run_dir), pearson=pearson_of(m),
-                              note=NOTES.get(ds, "")))
+                              scored=True, note=NOTES.get(ds, "")))
             continue
         gold, pred = labels_of(run_dir)
         parts.append(Part(name=ds, dataset=ds, column=column, domain=domain, run=Path(run_dir), gold=gold, pred=pred,
@@ -190,19 +187,31 @@ def parts_of(runs: dict[str, Path]) -> list[Part]:
     return parts
 
 
-def domain_scores(runs: dict[str, Path]) -> dict[str, float | None]:
-    """Domain -> pooled balanced accuracy over its parts (``parts_of``); for the score-labelled domains
-    (Reports, Stories: one dataset each) the Pearson r of that dataset's run."""
+def domains_of(parts: list[Part]) -> dict[str, float | None]:
+    """Domain -> pooled balanced accuracy over its parts; for the score-labelled domains (Reports, Stories: one
+    dataset each) the Pearson r of that dataset's run."""
     from .metrics import pooled_balanced_accuracy
 
     by_domain: dict[str, list] = {}
     out: dict[str, float | None] = {}
-    for p in parts_of(runs):
+    for p in parts:
         if p.domain in SCORED_DOMAINS:
             out[p.domain] = p.pearson
         elif p.domain:
             by_domain.setdefault(p.domain, []).append((p.gold, p.pred))
     return {**{d: pooled_balanced_accuracy(parts) for d, parts in by_domain.items()}, **out}
+
+
+def domain_scores(runs: dict[str, Path]) -> dict[str, float | None]:
+    """``domains_of`` the parts (``parts_of``) of one run per dataset."""
+    return domains_of(parts_of(runs))
+
+
+def parts_per_run(grid, evaluator: str) -> tuple[dict[str, list], list[list[Part]]]:
+    """(the evaluator's cells: dataset -> its runs, the parts of run 0, 1, ...): results are read once."""
+    cells = {ds: cell_runs(v) for (lab, ds), v in grid.items() if lab == evaluator}
+    n_runs = max((len(v) for v in cells.values()), default=0)
+    return cells, [parts_of({ds: runs[i][1] for ds, runs in cells.items() if i < len(runs)}) for i in range(n_runs)]
 
 
 def _mean_spread(values: list[float | None]) -> dict[str, Any]:
@@ -219,22 +228,21 @@ def table2_rows(grid, model: str) -> list[dict[str, Any]]:
     each the mean over the cell's runs with its spread, beside Table 2's values."""
     rows = []
     for label in dict.fromkeys(k[0] for k in grid):
-        cells = {ds: cell_runs(v) for (lab, ds), v in grid.items() if lab == label}
-        n_runs = max(len(v) for v in cells.values())
-        per_run = [parts_of({ds: runs[i][1] for ds, runs in cells.items() if i < len(runs)}) for i in range(n_runs)]
-        for j, p in enumerate(per_run[0]):
+        cells, per_run = parts_per_run(grid, label)
+        by_name = [{q.name: q for q in parts} for parts in per_run]
+        for p in per_run[0]:
             ds = p.dataset
             m = cells[ds][0][0]
             rows.append({"experiment": "Table 2", "evaluator": label, "dataset": p.name,
                          "metric": "Pearson x100" if p.scored else "BAcc %",
                          "paper": paper_value("factax", "table2", label, p.column) if p.column else None,
-                         **_mean_spread([runs[j].value() for runs in per_run]),
+                         **_mean_spread([run[p.name].value() for run in by_name if p.name in run]),
                          "n": len(p.gold) if p.name != ds else m["n"], "unparsed": m["unparsed"] if p.name == ds else
                          sum(x is None for x in p.pred), **parse_columns(m), "domain": p.domain, "column": p.column,
                          "model": model, "label_sources": m.get("label_sources"), "note": p.note})
         doms_per_run = []
-        for i in range(n_runs):
-            doms = domain_scores({ds: runs[i][1] for ds, runs in cells.items() if i < len(runs)})
+        for parts in per_run:
+            doms = domains_of(parts)
             doms_per_run.append({**doms, "MACRO": macro(doms)})
         for dom in doms_per_run[0]:
             rows.append({"experiment": "Table 2", "evaluator": label, "dataset": f"[{dom}]",
@@ -258,11 +266,9 @@ def paper_only_rows() -> list[dict[str, Any]]:
 
 def table3_rows(grid, model: str, evaluator: str = "FACTAX") -> list[dict[str, Any]]:
     """Table 3: FacTax's domain scores and MACRO with the profile's model, beside the paper's models."""
-    cells = {ds: cell_runs(v) for (lab, ds), v in grid.items() if lab == evaluator}
     per_run = []
-    for i in range(max((len(v) for v in cells.values()), default=0)):
-        doms = domain_scores({ds: runs[i][1] for ds, runs in cells.items() if i < len(runs)})
-        doms = {d: v for d, v in doms.items() if d in TABLE3_COLUMN}
+    for parts in parts_per_run(grid, evaluator)[1]:
+        doms = {d: v for d, v in domains_of(parts).items() if d in TABLE3_COLUMN}
         per_run.append({**doms, "MACRO": macro(doms)})
     rows = []
     for name, cells in paper_results("factax")["table3"]["rows"].items():
