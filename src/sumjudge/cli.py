@@ -30,6 +30,8 @@ def _cmd_run(a) -> int:
     opts = {}
     if a.backend == "hf" and a.token_budget:
         opts["token_budget"] = a.token_budget
+    if a.backend == "hf" and a.dtype:
+        opts["dtype"] = a.dtype
     if a.backend == "openai":
         opts.update({k: v for k, v in (("timeout", a.timeout), ("max_retry_time", a.max_retry_time)) if v})
     m = run(rc, a.out, no_cache=a.no_cache, cache=a.cache, backend_options=opts)
@@ -193,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     r.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
     r.add_argument("--token-budget", type=int, help="hf: rows x padded tokens per micro-batch")
+    r.add_argument("--dtype", choices=("float32", "bfloat16", "float16", "cpu-native"),
+                   help="hf: the weights' dtype (default: bfloat16 on a GPU, float32 on a CPU; cpu-native: bfloat16 "
+                        "also on a CPU that computes it natively)")
     r.add_argument("--timeout", type=float, help="openai: seconds one request may take (default 600)")
     r.add_argument("--max-retry-time", type=float,
                    help="openai: seconds one request may spend being retried in all (default 900)")

@@ -67,7 +67,9 @@ class Session:
         if engine == (self.prof.backend, self.prof.model, self.prof.base_url):
             return self.llm
         if engine not in self._engines:
-            opts = {k: v for k, v in self.prof.engine_options().items() if k != "context_length"}
+            # the profile's context cap and dtype are for its own (hf) model
+            opts = {k: v for k, v in self.prof.engine_options().items()
+                    if k not in ("context_length", "dtype") or (k == "dtype" and engine[0] == "hf")}
             self._engines[engine] = make_llm(engine[0], engine[1], base_url=engine[2], **opts)
         return self._engines[engine]
 
@@ -101,8 +103,9 @@ class Session:
         from .methods import get_method, make_config
 
         method_cfg = asdict(make_config(get_method(method).config_cls, rc.settings, seed=rc.seed))
-        digest = hashlib.sha256(json.dumps([rc.to_json(), method_cfg], sort_keys=True, default=str).encode()
-                                ).hexdigest()[:8]
+        # (a dtype the profile sets is part of it: the same weights in another dtype answer differently)
+        key = [rc.to_json(), method_cfg] + ([p.dtype] if p.dtype and backend == "hf" else [])
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:8]
         out = self.runs_dir() / f"{name or f'{method}-{dataset}-{level}'}-{digest}"
         return run(rc, out, llm=self.llm_for(method), progress=progress), out
 
@@ -111,6 +114,7 @@ class Session:
         where = f" at {p.base_url}" if p.backend == "openai" else ""
         n = "all" if p.n is None else p.n
         ctx = f", prompts capped at {p.context_length} tokens" if p.context_length else ""
+        ctx += f", weights: {p.dtype}" if p.backend == "hf" and p.dtype else ""
         return (f"profile {p.name}: backend {p.backend}{where}, model {p.model}, n = {n} examples per experiment, "
                 f"seed {p.seed}, max_new_tokens {p.max_new_tokens}{ctx}, over-long prompts: {p.truncate}, "
                 f"parse retries: {p.parse_retries}, unparseable labels: {p.label_fallback}")

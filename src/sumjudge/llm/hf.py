@@ -34,6 +34,34 @@ class _Row:
     req: ChatRequest
 
 
+DTYPES = ("float32", "bfloat16", "float16", "cpu-native")
+
+
+def cpu_has_native_bf16() -> bool:
+    """True where the CPU multiplies bfloat16 in hardware (x86 AVX512-BF16 or AMX; read from Linux's
+    /proc/cpuinfo). Elsewhere bfloat16 runs emulated, slower than float32."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return False
+    return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
+
+
+def resolve_dtype(dtype: str | None, device: str) -> str:
+    """The dtype a model loads in. None: bfloat16 on a GPU, float32 on a CPU. ``cpu-native``: bfloat16 on a GPU
+    or on a CPU that computes it natively (about twice float32's speed there), float32 on other CPUs."""
+    from .errors import ConfigError
+
+    if dtype not in (None, *DTYPES):
+        raise ConfigError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+    on_gpu = not device.startswith("cpu")
+    if dtype is None:
+        return "bfloat16" if on_gpu else "float32"
+    if dtype == "cpu-native":
+        return "bfloat16" if on_gpu or cpu_has_native_bf16() else "float32"
+    return dtype
+
+
 class HFBackend:
     """transformers ``AutoModelForCausalLM`` + the tokenizer's chat template.
 
@@ -58,8 +86,7 @@ class HFBackend:
         cuda = torch.cuda.is_available()
         if device is None:
             device = "cuda" if cuda else "cpu"
-        if dtype is None:
-            dtype = "bfloat16" if device.startswith("cuda") else "float32"
+        dtype = resolve_dtype(dtype, device)
         if device_map is None and device == "cuda" and torch.cuda.device_count() > 1:
             device_map = "auto"
         kw: dict[str, Any] = dict(dtype=getattr(torch, dtype), revision=revision, trust_remote_code=trust_remote_code)

@@ -170,6 +170,8 @@ def server_identity(base_url: str | None) -> str:
 
 def cache_key(kind: str, info: BackendInfo, fields: dict[str, Any]) -> str:
     payload = {"kind": kind, "backend": info.name, "model": info.model, "revision": info.revision, **fields}
+    if info.extra.get("dtype") and info.name == "hf":  # one model's weights in another dtype answer differently
+        payload["dtype"] = info.extra["dtype"]
     if info.server:  # two servers never share answers (local backends keep their earlier keys)
         payload["server"] = info.server
     if info.server_model:  # nor one server serving another model, or the same one with another context

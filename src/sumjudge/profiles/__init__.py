@@ -22,6 +22,7 @@ class Profile:
     label_fallback: str  # none | option_scores: what to do with an unparseable label
     parse_retries: int = 2  # extra sampled attempts after an unparseable answer
     context_length: int | None = None  # hf: cap the prompt + answer tokens (None = the model's context)
+    dtype: str | None = None  # hf: float32 | bfloat16 | float16 | cpu-native (None: bf16 on a GPU, fp32 on a CPU)
     # MESA's methods on another model (MESA used GPT-4o, 128k context: meeting transcripts do not fit an 8k
     # model); None = the profile's backend/model/base_url
     mesa_backend: str | None = None
@@ -47,6 +48,8 @@ class Profile:
         opts: dict[str, Any] = {"parse_retries": self.parse_retries}
         if self.context_length and self.backend == "hf":
             opts["context_length"] = self.context_length
+        if self.dtype and self.backend == "hf":
+            opts["dtype"] = self.dtype
         return opts
 
     def for_notebook(self, notebook: str) -> "Profile":
