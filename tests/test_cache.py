@@ -86,3 +86,14 @@ def test_two_servers_never_share_answers():
     assert cache_key("chat", a, fields) != cache_key("chat", b, fields)
     # local backends keep the keys they had (no server field): caches built earlier stay valid
     assert cache_key("chat", BackendInfo("hf", "m"), fields) == cache_key("chat", BackendInfo("hf", "m", server=""), fields)
+
+
+def test_one_model_in_two_dtypes_never_shares_answers():
+    from sumjudge.llm.types import BackendInfo, cache_key
+
+    fields = {"messages": [{"role": "user", "content": "q"}]}
+    fp32 = BackendInfo("hf", "m", revision="r", extra={"dtype": "float32"})
+    bf16 = BackendInfo("hf", "m", revision="r", extra={"dtype": "bfloat16"})
+    assert cache_key("chat", fp32, fields) != cache_key("chat", bf16, fields)
+    assert cache_key("chat", fp32, fields) == cache_key("chat", BackendInfo("hf", "m", revision="r",
+                                                                           extra={"dtype": "float32", "device": "x"}), fields)

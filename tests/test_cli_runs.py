@@ -321,3 +321,21 @@ def test_factax_wd_runs_end_to_end_on_the_tiny_model_with_per_type_predictions(t
                      tiny_model_dir, "--set", "max_new_tokens=8", "--out", out2, "--cache", tmp_path / "c"]) == 0
     m = json.loads((out2 / "metrics.json").read_text())  # no fallback: a random model's answers stay unparsed
     assert m["unparsed"] == 4 and m["label_sources"] == {"unparsed": 4}
+
+
+def test_run_dtype_reaches_the_hf_backend_only(monkeypatch, tmp_path):
+    from sumjudge import cli, runs
+
+    seen = []
+
+    def fake_run(rc, out, *, backend_options=None, **kw):
+        seen.append(backend_options)
+        return {"wall_s": 0.0, "engine": {"cache_hits": 0, "backend_calls": 0}, "usage_all_processes": {"backend_calls": 0}}
+
+    monkeypatch.setattr(runs, "run", fake_run)
+    args = ["run", "zero-shot", "--dataset", "sample-mediasum", "--out", str(tmp_path / "r")]
+    assert cli.main([*args, "--dtype", "bfloat16"]) == 0
+    assert cli.main([*args, "--backend", "scripted", "--dtype", "bfloat16"]) == 0
+    assert seen == [{"dtype": "bfloat16"}, {}]
+    with pytest.raises(SystemExit):
+        cli.main([*args, "--dtype", "fp8"])

@@ -154,3 +154,66 @@ def test_option_scores_share_a_pass_where_options_differ_in_the_last_token(tiny_
         prompt = tiny_backend.encode(m) + pre
         assert multi.logprobs[o] == pytest.approx(_manual_logprob(tiny_backend, prompt, opt_ids), abs=1e-3)
     assert rows_seen[1] <= len(options)
+
+
+def test_dtype_choices(monkeypatch):
+    from sumjudge.llm import ConfigError, hf
+
+    assert hf.resolve_dtype(None, "cpu") == "float32" and hf.resolve_dtype(None, "cuda") == "bfloat16"
+    assert hf.resolve_dtype("float16", "cpu") == "float16"
+    monkeypatch.setattr(hf, "cpu_has_native_bf16", lambda: False)
+    assert hf.resolve_dtype("cpu-native", "cpu") == "float32" and hf.resolve_dtype("cpu-native", "cuda:0") == "bfloat16"
+    monkeypatch.setattr(hf, "cpu_has_native_bf16", lambda: True)
+    assert hf.resolve_dtype("cpu-native", "cpu") == "bfloat16"
+    with pytest.raises(ConfigError, match="unknown dtype 'fp8'"):
+        hf.resolve_dtype("fp8", "cpu")
+
+
+def test_bfloat16_weights_are_recorded_and_keyed_apart(tiny_model_dir, tiny_backend):
+    from sumjudge.llm.types import cache_key
+
+    be = HFBackend(str(tiny_model_dir), dtype="bfloat16")
+    assert be.model.dtype == torch.bfloat16 and be.info.extra["dtype"] == "bfloat16"
+    req = ChatRequest(messages=msg("Is the summary faithful?"), max_new_tokens=4)
+    assert cache_key("chat", be.info, req.key_fields()) != cache_key("chat", tiny_backend.info, req.key_fields())
+    assert isinstance(run_sync(LLM(be, cache=NullCache()).chat(req)).text, str)
+
+
+def test_profile_dtype_reaches_the_hf_engine_only():
+    from sumjudge import profiles
+
+    smoke = profiles.load("smoke")
+    assert smoke.dtype == "cpu-native" and smoke.engine_options()["dtype"] == "cpu-native"
+    assert "dtype" not in profiles.load("smoke", backend="openai", base_url="http://h:1/v1").engine_options()
+    assert "dtype" not in profiles.load("paper").engine_options()
+
+
+def full_sort_nucleus(probs, top_p):
+    sp, si = torch.sort(probs, descending=True)
+    keep = torch.cumsum(sp, dim=-1) - sp < top_p
+    return set(si[keep].tolist())
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0, 10.0])
+@pytest.mark.parametrize("top_p", [0.1, 0.5, 0.9, 0.99])
+def test_nucleus_from_the_most_likely_candidates_is_the_full_sort_nucleus(scale, top_p):
+    from sumjudge.llm.decode import nucleus
+
+    probs = torch.softmax(torch.randn(5000, generator=torch.Generator().manual_seed(7)) * scale, dim=-1)
+    for candidates in (4, 64, 1024):  # too few candidates: the whole vocabulary is sorted instead
+        vals, ids = nucleus(probs, top_p, candidates=candidates)
+        assert set(ids.tolist()) == full_sort_nucleus(probs, top_p)
+        assert torch.all(vals[:-1] >= vals[1:]) and torch.allclose(vals, probs[ids])
+
+
+def test_draws_follow_the_renormalised_nucleus():
+    from sumjudge.llm.decode import draw
+
+    probs = torch.tensor([0.05, 0.4, 0.02, 0.3, 0.2, 0.03])
+    g = torch.Generator().manual_seed(0)
+    n = 20000
+    for top_p, expect in ((1.0, probs), (0.85, torch.tensor([0, 0.4, 0, 0.3, 0.2, 0]) / 0.9)):
+        counts = torch.bincount(torch.stack([draw(probs, top_p, g) for _ in range(n)]), minlength=6).float() / n
+        assert torch.allclose(counts, expect, atol=0.015), (top_p, counts)
+    same = [int(draw(probs, 0.9, torch.Generator().manual_seed(s))) for s in range(20)]
+    assert same == [int(draw(probs, 0.9, torch.Generator().manual_seed(s))) for s in range(20)]

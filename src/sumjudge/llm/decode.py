@@ -99,6 +99,42 @@ def prefix_groups(rows: list[list[int]], share: bool) -> tuple[list[int], list[i
     return group_of, plen
 
 
+NUCLEUS_CANDIDATES = 1024  # top-p looks at this many of the most likely tokens first (all of them if needed)
+
+
+def nucleus(probs, top_p: float, candidates: int = NUCLEUS_CANDIDATES):
+    """(probabilities, token ids) of the top-p nucleus, most likely first: the smallest set of the most likely
+    tokens whose mass reaches ``top_p`` (a token is kept while the mass before it is under ``top_p``).
+
+    Exact and cheap: the nucleus lies inside the ``candidates`` most likely tokens whenever their mass reaches
+    ``top_p`` (every later token has at least that much mass before it); only otherwise is the whole
+    vocabulary sorted."""
+    import torch
+
+    k = min(candidates, probs.shape[-1])
+    sp, si = torch.topk(probs, k)
+    if k < probs.shape[-1] and float(sp.sum()) < top_p:
+        sp, si = torch.sort(probs, descending=True)
+    keep = torch.cumsum(sp, dim=-1) - sp < top_p
+    return sp[keep], si[keep]
+
+
+def draw(probs, top_p: float, generator):
+    """One token id drawn from ``probs`` (a 1-D distribution), restricted to its top-p nucleus when
+    ``top_p`` < 1: inverse-CDF sampling with one uniform number from ``generator``, so a row's draw depends on
+    its own generator only (not on the rows it shares a batch with)."""
+    import torch
+
+    if top_p < 1.0:
+        vals, ids = nucleus(probs, top_p)
+    else:
+        vals, ids = probs, None
+    cdf = torch.cumsum(vals, dim=-1)
+    u = torch.rand((), generator=generator, device=generator.device).to(cdf.device) * cdf[-1]
+    j = min(int(torch.searchsorted(cdf, u.reshape(1), right=True)), cdf.shape[-1] - 1)
+    return ids[j] if ids is not None else torch.tensor(j)
+
+
 def has_sliding_layers(config) -> bool:
     cfg = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
     types = getattr(cfg, "layer_types", None)
@@ -222,12 +258,7 @@ class BatchDecoder:
             if g is None:
                 continue
             probs = torch.softmax(logits[b].float() / r.temperature, dim=-1)
-            if r.top_p < 1.0:
-                sp, si = torch.sort(probs, descending=True)
-                keep = torch.cumsum(sp, dim=-1) - sp < r.top_p
-                probs = torch.zeros_like(probs).scatter(0, si[keep], sp[keep])
-                probs = probs / probs.sum()
-            nxt[b] = torch.multinomial(probs.to(g.device), 1, generator=g).to(nxt.device)[0]
+            nxt[b] = draw(probs, r.top_p, g).to(nxt.device)
         return nxt
 
     def _hits_stop(self, tokens: list[int], stops: tuple[str, ...]) -> bool:
