@@ -217,3 +217,38 @@ def test_draws_follow_the_renormalised_nucleus():
         assert torch.allclose(counts, expect, atol=0.015), (top_p, counts)
     same = [int(draw(probs, 0.9, torch.Generator().manual_seed(s))) for s in range(20)]
     assert same == [int(draw(probs, 0.9, torch.Generator().manual_seed(s))) for s in range(20)]
+
+
+def test_decode_attention_equals_transformers_sdpa_on_a_padded_gqa_batch(tiny_model_dir):
+    from transformers import AutoModelForCausalLM, DynamicCache
+
+    from sumjudge.llm.attention import NAME, use_gqa_decode_attention
+
+    stock = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    ours = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    assert stock.config.num_key_value_heads < stock.config.num_attention_heads  # grouped-query
+    assert use_gqa_decode_attention(ours) and ours.config._attn_implementation == NAME
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(10, 1000, (3, 40), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, :15] = 0  # left padding, as the batched decoder pads
+    mask[2, :33] = 0
+    logits = []
+    for m in (stock, ours):
+        cache = DynamicCache(config=m.config)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            first = m(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True).logits
+            step_mask = torch.cat([mask, torch.ones((3, 1), dtype=mask.dtype)], dim=1)
+            nxt = first[:, -1].argmax(-1, keepdim=True)
+            step = m(input_ids=nxt, attention_mask=step_mask, position_ids=pos[:, -1:] + 1, past_key_values=cache,
+                     use_cache=True).logits
+        logits.append((first, step))
+    assert torch.equal(logits[0][0], logits[1][0])  # prompts: transformers' own path
+    # one query token: the unrepeated keys (float32 sums in another order: differences far below 1e-3; a wrong
+    # head-to-key mapping or mask moves logits by whole units)
+    assert (logits[0][1] - logits[1][1]).abs().max() < 1e-3
+
+
+def test_the_backend_records_its_attention(tiny_backend):
+    assert tiny_backend.info.extra["attention"] == "sumjudge_gqa_sdpa"

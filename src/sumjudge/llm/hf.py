@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .attention import NAME, use_gqa_decode_attention
 from .decode import BatchDecoder, DecodeResult, DecodeRow
 from .errors import PromptTooLongError
 from .models import LLAMA3_EOS_TOKENS, resolve_model, split_revision, template_text
@@ -119,6 +120,7 @@ class HFBackend:
 
     def _setup(self, model, tokenizer, *, name, revision, dtype, device_map, token_budget, max_batch, context_length):
         self.model = model.eval()
+        attention = NAME if use_gqa_decode_attention(self.model) else getattr(model.config, "_attn_implementation", "")
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
         tok = self.tokenizer
@@ -138,7 +140,8 @@ class HFBackend:
         self.max_batch = max_batch
         self.info = BackendInfo(name="hf", model=name, revision=revision or "",
                                 extra={"dtype": dtype, "device": str(self.device), "device_map": device_map,
-                                       "chat_template": self._template, "context_length": self.context_length})
+                                       "chat_template": self._template, "context_length": self.context_length,
+                                       "attention": attention})
         self._lock = threading.Lock()
         self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device)
         self.generate_calls = 0  # decoded micro-batches (benchmarks, tests)
