@@ -74,9 +74,13 @@ def test_iteration_cap_n_reviews_and_n_rescores_final_is_the_last_rescore(n):
     critic_reqs = [r for r in be.requests if role(r) == "critic"]
     assert "The Scorer was given this task" in critic_reqs[0].messages[1]["content"]
     assert EX.source in critic_reqs[0].messages[1]["content"]
+    # the Scorer's answer is quoted and the Commander's message closes with its request (not on the answer)
+    first = critic_reqs[0].messages[1]["content"]
+    assert "<answer>" in first and first.rstrip().endswith("validate the Scorer's score and give your feedback.")
     if n > 1:
         assert critic_reqs[1].messages[2] == {"role": "assistant", "content": "Too generous; criticise."}
         assert "The Scorer's revised answer" in critic_reqs[1].messages[3]["content"]
+        assert critic_reqs[1].messages[3]["content"].rstrip().endswith("validate the revised score and give your feedback.")
 
 
 def test_tie_breaker_decides_only_when_the_critic_never_says_no_issue():

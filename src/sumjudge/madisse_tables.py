@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .notebook import run_name
-from .report import MADISSE_DATASET_COLUMNS, paper_results, paper_value
+from .report import MADISSE_DATASET_COLUMNS, paper_results, paper_value, read_results
 from .run_metrics import parse_columns
 
 # (paper row, method, settings, variant of the run's metrics or None)
@@ -151,7 +151,6 @@ def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
     """Figure 3 / 6: each evaluator's BAcc, K-alpha, FPR, FNR on all sentences and on those the human
     annotators did not mark ambiguous (the same run, re-scored)."""
     from .metrics import binary_report, krippendorff_alpha
-    from .report import read_results
 
     rows = []
     for row, m in results.items():
@@ -196,6 +195,24 @@ def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], r
     return rows
 
 
+def _grid_cell(session, dataset: str, level: str, rounds: int, sessions: int, faithful_agents: int,
+               unfaithful_agents: int, adjudicators: int):
+    cfg = {"rounds": rounds, "sessions": sessions, "faithful_agents": faithful_agents,
+           "unfaithful_agents": unfaithful_agents, "adjudicators": adjudicators}
+    return session.run("madisse", dataset, level=level, settings=cfg, name=run_name("madisse", cfg, dataset, level))
+
+
+def longest_debate(session, dataset: str, level: str, *, rounds: int, faithful_agents: int = 2,
+                   unfaithful_agents: int = 2, adjudicators: int = 3) -> dict | None:
+    """The results row of the grid's single-session cell with ``rounds`` rounds (a finished run: read back,
+    nothing asked again) whose debate lasted longest: the first example with the most rounds played, so
+    a viewer shows agents answering each other's arguments whenever any debate went past round 1."""
+    _, run_dir = _grid_cell(session, dataset, level, rounds, 1, faithful_agents, unfaithful_agents, adjudicators)
+    rows = [r for r in read_results(run_dir) if r["judgement"]["details"].get("sessions")]
+    played = (lambda r: len(r["judgement"]["details"]["sessions"][0]["rounds"]))
+    return max(rows, key=played) if rows else None
+
+
 def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, max_sessions: int,
                          faithful_agents: int = 2, unfaithful_agents: int = 2, adjudicators: int = 3) -> list[dict]:
     """BAcc, K-alpha and cost for every (rounds, sessions) pair. Session k of a larger run repeats the
@@ -203,10 +220,7 @@ def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, 
     rows = []
     for r in range(1, max_rounds + 1):
         for m in range(1, max_sessions + 1):
-            cfg = {"rounds": r, "sessions": m, "faithful_agents": faithful_agents,
-                   "unfaithful_agents": unfaithful_agents, "adjudicators": adjudicators}
-            metrics, _ = session.run("madisse", dataset, level=level, settings=cfg,
-                                     name=run_name("madisse", cfg, dataset, level))
+            metrics, _ = _grid_cell(session, dataset, level, r, m, faithful_agents, unfaithful_agents, adjudicators)
             for vote in (["debates_vote", "agents_vote"] if m > 1 else ["single"]):
                 v = metrics["variants"][vote] if m > 1 else metrics
                 rows.append({"rounds": r, "sessions": m, "vote": vote, "bacc": None if v["bacc"] is None else 100 * v["bacc"],

@@ -230,12 +230,14 @@ def paper_only_rows(types: list[str]) -> list[dict[str, Any]]:
              "note": "as printed in the paper; not computed here (needs a RoBERTa-large download)"} for c in types]
 
 
-def variance_rows(runs: dict[str, list[dict[str, Any]]], model: str) -> list[dict[str, Any]]:
+def variance_rows(runs: dict[str, list[dict[str, Any]]], model: str,
+                  types: list[str] | None = None) -> list[dict[str, Any]]:
     """Table 2: per setup and error type, the mean over repeated runs (seeds) of the mean impact rating, and
-    the standard deviation of those means across runs."""
+    the standard deviation of those means across runs. A setup with no runs (no seeds) keeps its rows for
+    ``types``, with the paper's values beside an empty reproduced cell and ``runs`` 0."""
     rows = []
     for setup, ms in runs.items():
-        for code in ms[0]["types"]:
+        for code in (ms[0]["types"] if ms else types or []):
             means = [m["types"][code]["mean_rating"] for m in ms if m["types"][code]["mean_rating"] is not None]
             paper = paper_value("mesa", "table2", setup, paper_code(code)) or [None, None]
             mean = statistics.fmean(means) if means else None

@@ -1,0 +1,58 @@
+"""Helpers the notebooks build their tables and viewers with (madisse_tables, mesa_tables), on recorded runs."""
+
+import json
+
+from sumjudge import madisse_tables, mesa_tables
+
+
+def _row(example_id: str, rounds: int) -> dict:
+    turns = [[{"round": r, "agent": a, "label": a % 2, "explanation": f"r{r} a{a}"} for a in range(4)]
+             for r in range(1, rounds + 1)]
+    return {"example": {"id": example_id, "summary": "s", "label": 1},
+            "judgement": {"label": 1, "label_source": "debate", "details": {"sessions": [
+                {"index": 0, "stances": [1, 1, 0, 0], "consensus_round": None, "label": 1,
+                 "label_source": "debate", "rounds": turns}]}}}
+
+
+class _RecordedSession:
+    """Answers session.run with a finished run folder and records the settings asked for."""
+
+    def __init__(self, run_dir):
+        self.run_dir, self.asked = run_dir, []
+
+    def run(self, method, dataset, *, level=None, settings=None, name=None):
+        self.asked.append((method, dataset, level, dict(settings), name))
+        cost = {"calls_per_example": 4.0, "prompt_tokens_per_example": 10.0, "completion_tokens_per_example": 5.0}
+        return {"bacc": 0.5, "k_alpha": 0.0, "cost": cost, "n_examples": 4}, self.run_dir
+
+
+def test_longest_debate_reads_the_single_session_cell_and_picks_the_first_longest(tmp_path):
+    rows = [_row("a", 1), _row("b", 3), _row("c", 3), _row("d", 2)]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    session = _RecordedSession(tmp_path)
+    got = madisse_tables.longest_debate(session, "tofueval-meetingbank", "summary", rounds=3, adjudicators=1)
+    assert got["example"]["id"] == "b"
+    (method, dataset, level, settings, name), = session.asked
+    assert method == "madisse" and settings == {"rounds": 3, "sessions": 1, "faithful_agents": 2,
+                                                "unfaithful_agents": 2, "adjudicators": 1}
+    # the same run (name and settings) as the grid's cell, so the viewer reads it back instead of debating again
+    grid_session = _RecordedSession(tmp_path)
+    grid = madisse_tables.rounds_sessions_grid(grid_session, "tofueval-meetingbank", "summary", max_rounds=3,
+                                               max_sessions=1, adjudicators=1)
+    assert [r["rounds"] for r in grid] == [1, 2, 3] and grid_session.asked[-1] == session.asked[0]
+
+
+def test_longest_debate_without_debates_is_none(tmp_path):
+    (tmp_path / "results.jsonl").write_text(json.dumps({"example": {"id": "x"}, "judgement": {"details": {}}}) + "\n")
+    assert madisse_tables.longest_debate(_RecordedSession(tmp_path), "d", "summary", rounds=2) is None
+
+
+def test_variance_rows_without_runs_keep_the_paper_values_beside_empty_cells():
+    rows = mesa_tables.variance_rows({"single": [], "MADP-S": []}, "m", types=["RED"])
+    assert {(r["evaluator"], r["metric"]) for r in rows} == {
+        (s, m) for s in ("single", "MADP-S") for m in ("mean Likert", "sd across runs")}
+    assert all(r["reproduced"] is None and r["runs"] == 0 and r["aspect"] == "RED" for r in rows)
+    assert any(r["paper"] is not None for r in rows)
+    run = {"types": {"RED": {"mean_rating": 2.0}}}
+    two = mesa_tables.variance_rows({"single": [run, {"types": {"RED": {"mean_rating": 4.0}}}]}, "m")
+    assert [r["reproduced"] for r in two] == [3.0, 2 ** 0.5]
