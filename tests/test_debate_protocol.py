@@ -6,8 +6,8 @@ from sumjudge.data.records import RatedExample
 from sumjudge.llm import ConfigError, NullCache, OptionScoringError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.methods import get_method, make_config
-from sumjudge.methods.debate import CRITICS, says_no_issue
+from sumjudge.judges import get_method, make_config
+from sumjudge.papers.debate.protocol import CRITICS, says_no_issue
 from sumjudge.prompts import load as load_template
 
 EX = RatedExample(id="d1|m1", dataset="summeval", group_id="d1", source="The council voted 5 to 2 on Monday.",
@@ -215,7 +215,7 @@ def told_to_stop(req) -> bool:
 def test_critic_stop_instructed_lets_the_devils_advocate_end_the_debate_and_tables_report_it():
     """A Critic that says NO_ISSUES only when its system message tells it how: the Section 2 prompt as printed
     runs every debate to the cap, the instructed one (default) ends it; the metrics report both facts."""
-    from sumjudge.debate_tables import correlation_rows
+    from sumjudge.papers.debate.tables import correlation_rows
     from sumjudge.run_metrics import rated_metrics
 
     rules = ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(
@@ -297,7 +297,7 @@ def test_geval_probabilities_below_the_coverage_floor_are_not_a_score():
 
 
 def test_table2_compares_only_like_scales():
-    from sumjudge.debate_tables import distribution_rows
+    from sumjudge.papers.debate.tables import distribution_rows
 
     def metrics(lo, hi):
         dist = {str(p): 100 / (hi - lo + 1) for p in range(lo, hi + 1)}

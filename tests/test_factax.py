@@ -8,10 +8,10 @@ from sumjudge.data.records import FaithExample
 from sumjudge.llm import NullCache, ParseError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.methods import get_method, make_config
-from sumjudge.methods.alignment import align, sentence_scores
-from sumjudge.methods.factax import parse_factax
-from sumjudge.methods.windows import sentences, windows
+from sumjudge.judges import get_method, make_config
+from sumjudge.judges.alignment import align, sentence_scores
+from sumjudge.papers.factax.protocol import parse_factax
+from sumjudge.judges.windows import sentences, windows
 from sumjudge.metrics import (error_type_criteria, error_type_f1, length_buckets, pooled_balanced_accuracy)
 
 
@@ -69,7 +69,7 @@ def test_alignment_retrieves_the_sentences_with_the_best_rouge_recall():
 
 
 def test_macro_is_the_mean_of_domain_scores_pooled_within_a_domain():
-    from sumjudge.factax_tables import macro
+    from sumjudge.papers.factax.tables import macro
 
     # CNN/DM: two datasets pooled (micro); XSum: one; Reports: a Pearson score
     cnn_a = ([1, 1, 0, 0], [1, 0, 0, 0])  # tp(consistent)... pooled below

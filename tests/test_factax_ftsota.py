@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import needs_mirror
-from sumjudge import factax_tables
+from sumjudge.papers.factax import tables as factax_tables
 from sumjudge.data import registry
 
 SOTA_COLUMNS = ["dataset", "origin", "id", "doc", "summary", "model_name", "label", "cut"]
@@ -159,7 +159,7 @@ def test_luo_baselines_send_the_papers_prompts_and_read_yes_no():
     from sumjudge.llm import NullCache, run_sync
     from sumjudge.llm.engine import LLM
     from sumjudge.llm.scripted import Rule, ScriptedBackend
-    from sumjudge.methods import get_method, make_config
+    from sumjudge.judges import get_method, make_config
 
     backend = ScriptedBackend([Rule(r"Answer \(yes or no\):", "No."),
                                Rule("Explain your reasoning step by step", "The date differs.\nSo the answer is yes?")])

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sumjudge import factax_pairs
+from sumjudge.papers.factax.sft import pairs as factax_pairs
 from sumjudge.data.factax_types import ADDITION, ENTITY, UNMAPPED
 from sumjudge.data.records import FaithExample
 from sumjudge.llm import ConfigError
@@ -66,7 +66,7 @@ def test_leakage_check_compares_letters_and_digits_only():
 def test_an_over_long_document_is_cut_inside_the_prompt_keeping_summary_and_assistant_header(tiny_model_dir):
     from transformers import AutoTokenizer
 
-    from sumjudge.factax_sft import fit_pair, tokenize_pair
+    from sumjudge.papers.factax.sft.train import fit_pair, tokenize_pair
 
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     doc = " ".join(f"Sentence number {i} says the council met on day {i}." for i in range(400))
@@ -89,7 +89,7 @@ def test_an_over_long_document_is_cut_inside_the_prompt_keeping_summary_and_assi
 
 
 def test_gradient_accumulation_reaches_the_papers_effective_batch_and_paper_refuses_the_tiny_model(tmp_path):
-    from sumjudge.factax_sft import CONFIGS, accumulation_steps, base_model_for
+    from sumjudge.papers.factax.sft.train import CONFIGS, accumulation_steps, base_model_for
 
     assert accumulation_steps(CONFIGS["paper"], 1) == 8 and accumulation_steps(CONFIGS["paper"], 8) == 1
     assert accumulation_steps(CONFIGS["paper"], 2) == 4
@@ -130,11 +130,11 @@ def test_training_sets_from_files_docnli_format_and_typed_set_one(tmp_path):
 
 
 def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_model_dir, tmp_path):
-    from sumjudge.factax_sft import train
+    from sumjudge.papers.factax.sft.train import train
     from sumjudge.llm import NullCache, run_sync
     from sumjudge.llm.hf import HFBackend
     from sumjudge.llm.engine import LLM
-    from sumjudge.methods import get_method, make_config
+    from sumjudge.judges import get_method, make_config
 
     pairs = factax_pairs.build("I-Taxonomy", SET_I, TEST).pairs[:4]
     out = tmp_path / "sft"

@@ -11,7 +11,7 @@ from scipy import stats
 from sumjudge.data import long_factuality, registry
 from sumjudge.data.factax_types import ADDITION, ENTITY, PREDICATE
 from sumjudge.data.sources import DataFormatError, DataMissingError
-from sumjudge.methods.base import Judgement
+from sumjudge.judges.base import Judgement
 from sumjudge.run_metrics import faithfulness_metrics
 
 
@@ -183,7 +183,7 @@ def test_score_labelled_metrics_are_pearson_with_verdicts_as_0_1():
 
 
 def test_table2_reports_pearson_for_score_datasets_and_macro_mixes_domains(tmp_path):
-    from sumjudge import factax_tables
+    from sumjudge.papers.factax import tables as factax_tables
 
     def run_dir(name, rows, metrics):
         d = tmp_path / name

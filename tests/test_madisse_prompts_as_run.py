@@ -57,8 +57,8 @@ def reference_strings(path: Path) -> dict[str, str]:
 
 
 def rendered(name: str, fields: dict) -> str:
-    from sumjudge.methods.ambiguity import taxonomy_text
-    from sumjudge.methods.madisse import MadisseConfig, guidelines_text
+    from sumjudge.papers.madisse.ambiguity import taxonomy_text
+    from sumjudge.papers.madisse.protocol import MadisseConfig, guidelines_text
 
     t = load(variant(name, doc_first=False, prompts="code"))
     values = {"doc": DOC, "summary": SUMMARY, "guidelines": guidelines_text(MadisseConfig()), "taxonomy": taxonomy_text(),

@@ -12,9 +12,9 @@ from sumjudge.data.records import FaithExample
 from sumjudge.llm import ConfigError, NullCache, ResponseCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.methods import make_config
-from sumjudge.methods.baselines import SelfConsistencyConfig, majority, self_consistency
-from sumjudge.methods.madisse import MadisseConfig, madisse
+from sumjudge.judges import make_config
+from sumjudge.judges.baselines import SelfConsistencyConfig, majority, self_consistency
+from sumjudge.papers.madisse.protocol import MadisseConfig, madisse
 
 EX = FaithExample(id="ex1", dataset="t", document="The council voted 5 to 2.", summary="The council voted.", label=1)
 STANCE = {"faithful": 1, "unfaithful": 0}
@@ -282,7 +282,7 @@ def test_bad_settings_fail_clearly(bad):
 
 # ---- ambiguity detectors -------------------------------------------------------------------------
 from sumjudge.data.records import Ambiguity  # noqa: E402
-from sumjudge.methods.ambiguity import (  # noqa: E402
+from sumjudge.papers.madisse.ambiguity import (  # noqa: E402
     AmbiguityDebateConfig,
     AmbiguitySCConfig,
     AmbiguityTaxonomyConfig,
@@ -340,7 +340,7 @@ def test_debate_detectors_reuse_the_debate_and_read_every_sessions_final_argumen
 
 
 def test_ambiguity_metrics_treat_ambiguous_as_positive():
-    from sumjudge.methods.base import Judgement
+    from sumjudge.judges.base import Judgement
 
     exs = [FaithExample(id=str(i), dataset="t", document="d", summary="s", label=1,
                         ambiguity=Ambiguity(ambiguous=a)) for i, a in enumerate([True, True, False, False, False])]
@@ -351,7 +351,7 @@ def test_ambiguity_metrics_treat_ambiguous_as_positive():
 
 
 # ---- guideline learning phase --------------------------------------------------------------------
-from sumjudge.methods.guideline_learning import learn_guidelines, normalise  # noqa: E402
+from sumjudge.papers.madisse.guidelines import learn_guidelines, normalise  # noqa: E402
 
 
 def test_guideline_learning_adds_correct_agents_rules_and_negated_wrong_ones():

@@ -52,7 +52,7 @@ def test_without_qmsum_files_the_published_text_is_kept_and_flagged(tmp_path, mo
 
 @needs_mirror
 def test_mesa_criteria_resolve_like_a_dataset_and_name_their_fetch(tmp_path, monkeypatch):
-    from sumjudge.methods.mesa import error_types
+    from sumjudge.papers.mesa.protocol import error_types
 
     assert sources.resolve("mesa/criteria/omission.json").exists()
     assert sources.sha256_of(sources.resolve("mesa/criteria/omission.json")) == sources.MESA_CRITERIA_FILES["omission"]
@@ -100,7 +100,7 @@ def test_qmsum_mistake_format_is_read_with_all_eight_types(tmp_path):
 
 def test_likert_tables_run_on_qmsum_mistake(tmp_path):
     """Tables 4-5 have data: Spearman/Kendall against the human impact and the gap."""
-    from sumjudge.methods.base import Judgement
+    from sumjudge.judges.base import Judgement
     from sumjudge.run_metrics import meeting_error_metrics
 
     rows = [{"Input": f"A : meeting {i} .", "Predicted": f"Summary {i}.", "Omission - Impact": str(i % 5),

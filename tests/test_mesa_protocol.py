@@ -9,8 +9,8 @@ from sumjudge.data.records import MeetingErrorExample
 from sumjudge.llm import ConfigError, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.methods import get_method, make_config
-from sumjudge.methods.mesa import TypeAssessment, error_types, overall
+from sumjudge.judges import get_method, make_config
+from sumjudge.papers.mesa.protocol import TypeAssessment, error_types, overall
 
 EX = MeetingErrorExample(id="m1", dataset="meeting-errors", transcript="A: we decide to buy the red chair. B: agreed.",
                          summary="They bought a blue chair. They bought a blue chair.", labels={"RED": 1, "HAL": 1})

@@ -13,10 +13,10 @@ from sumjudge.data.sources import DataFormatError
 from sumjudge.llm import ConfigError, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.methods import get_method, make_config
-from sumjudge.methods.mesa import error_types
-from sumjudge.methods.mesa_feedback import DIFFERENCES, difference, save, self_train
-from sumjudge.methods.mesa_madp import PERSPECTIVES
+from sumjudge.judges import get_method, make_config
+from sumjudge.papers.mesa.protocol import error_types
+from sumjudge.papers.mesa.feedback import DIFFERENCES, difference, save, self_train
+from sumjudge.papers.mesa.madp import PERSPECTIVES
 from sumjudge.run_metrics import meeting_error_metrics
 
 from test_mesa_protocol import EX, FOUND, RATED, STEP1, STEP2, STEP3, three_step_backend
@@ -121,7 +121,7 @@ def test_madp_with_sumjudges_perspectives_on_request():
 def test_madp_and_plain_variants_read_the_same_transcript_when_given_one_budget():
     """Under one ``transcript_tokens`` every variant of a comparison reads the same (cut) transcript; each
     variant's own budget would cut MADP's far shorter."""
-    from sumjudge.methods.mesa import fit_transcript
+    from sumjudge.papers.mesa.protocol import fit_transcript
 
     long_ex = MeetingErrorExample(id="long", dataset="x", transcript=" ".join(f"w{i}" for i in range(3000)),
                                   summary="Short summary.", labels={"RED": 1})
@@ -253,7 +253,7 @@ def test_likert_metrics_on_a_synthetic_annotation_file(tmp_path):
     exs = registry.load(f"meeting-file:{likert_file(tmp_path, rows)}")
     assert exs[1].labels["RED"] == 1 and exs[0].labels["RED"] == 0 and exs[0].likert == {"RED": 0.0}
     assert exs[0].reasoning == {"RED": "why"} and exs[0].labels["HAL"] == 0 and exs[0].labels["OM"] is None
-    from sumjudge.methods.base import Judgement
+    from sumjudge.judges.base import Judgement
     js = [Judgement(example_id=e.id, scores={"RED": s, "HAL": 0.0}) for e, s in zip(exs, llm_rating)]
     m = meeting_error_metrics(exs, js)["types"]
     lk = m["RED"]["likert"]

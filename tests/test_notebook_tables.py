@@ -2,7 +2,8 @@
 
 import json
 
-from sumjudge import madisse_tables, mesa_tables
+from sumjudge.papers.madisse import tables as madisse_tables
+from sumjudge.papers.mesa import tables as mesa_tables
 
 
 def _row(example_id: str, rounds: int) -> dict:

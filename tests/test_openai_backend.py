@@ -163,7 +163,7 @@ def test_a_request_over_the_server_context_is_refused_before_it_is_sent(small_se
 def test_documents_are_fitted_to_the_server_context_as_on_hf(small_server, tiny_backend):
     """truncate=truncate on openai counts with the server's tokenizer: the same words are kept as on hf with the
     same context; truncate=error names the example."""
-    from sumjudge.methods.base import fit_fields
+    from sumjudge.judges.base import fit_fields
 
     fields = {"doc": " ".join(f"word{i}" for i in range(400)), "summary": "A summary."}
     remote = LLM(OpenAIBackend("tiny-llama3", base_url=small_server.base_url), cache=NullCache())

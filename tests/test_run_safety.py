@@ -15,7 +15,7 @@ from conftest import needs_mirror
 from sumjudge import cli
 from sumjudge.data import registry
 from sumjudge.llm import ConfigError
-from sumjudge.methods import get_method, make_config
+from sumjudge.judges import get_method, make_config
 from sumjudge.runs import RunLock
 
 pytestmark = needs_mirror

@@ -48,9 +48,9 @@ def _cmd_learn(a) -> int:
     from .data import registry
     from .llm import make_llm
     from .llm.engine import run_sync
-    from .methods import make_config
-    from .methods.guideline_learning import learn_guidelines
-    from .methods.madisse import MadisseConfig
+    from .judges import make_config
+    from .papers.madisse.guidelines import learn_guidelines
+    from .papers.madisse.protocol import MadisseConfig
 
     cfg = make_config(MadisseConfig, parse_sets(a.set), seed=a.seed)
     examples = registry.load(a.dataset, split=a.split, level=a.level, limit=a.limit, seed=a.seed)
@@ -70,8 +70,8 @@ def _cmd_mesa_feedback(a) -> int:
     from .data import registry
     from .llm import make_llm
     from .llm.engine import run_sync
-    from .methods import get_method, make_config
-    from .methods.mesa_feedback import save, self_train
+    from .judges import get_method, make_config
+    from .papers.mesa.feedback import save, self_train
 
     cfg = make_config(get_method("mesa").config_cls, parse_sets(a.set), seed=a.seed)
     train = registry.load(a.dataset, split=a.split, limit=a.limit, seed=a.seed)

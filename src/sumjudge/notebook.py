@@ -61,7 +61,7 @@ class Session:
     def llm_for(self, method: str) -> LLM:
         """The engine that runs ``method``: the profile's, or MESA's own long-context model where the profile
         names one (``mesa_model``)."""
-        from .methods import get_method
+        from .judges import get_method
 
         engine = self.prof.engine_for(get_method(method).paper)
         if engine == (self.prof.backend, self.prof.model, self.prof.base_url):
@@ -90,7 +90,7 @@ class Session:
         from .runs import RunConfig, run
 
         p = self.prof
-        from .methods import get_method as _get
+        from .judges import get_method as _get
 
         backend, model, base_url = p.engine_for(_get(method).paper)
         rc = RunConfig(method=method, dataset=dataset, split=split, level=level,
@@ -100,7 +100,7 @@ class Session:
         # defaults included): another profile, setting or default never collides with an older run
         from dataclasses import asdict
 
-        from .methods import get_method, make_config
+        from .judges import get_method, make_config
 
         method_cfg = asdict(make_config(get_method(method).config_cls, rc.settings, seed=rc.seed))
         # (a dtype the profile sets is part of it: the same weights in another dtype answer differently)

@@ -16,7 +16,7 @@ from .paths import figures_dir
 def paper_results(paper: str) -> dict[str, Any]:
     import yaml
 
-    f = files("sumjudge.paper_results").joinpath(f"{paper}.yaml")
+    f = files("sumjudge.papers").joinpath(paper).joinpath("results.yaml")
     return yaml.safe_load(f.read_text())
 
 

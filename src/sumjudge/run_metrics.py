@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .data import registry as data_registry
-from .methods.base import Judgement
+from .judges.base import Judgement
 
 
 def faithfulness_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
@@ -93,7 +93,7 @@ def rated_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
     (Table 2, each on its own scale: the method's scale is the one its judgements record), and what the
     method's details show (``protocol_stats``: DEBATE's stops and iterations, G-Eval's coverage);
     ``average``: the mean over aspects, as Table 1's Average column."""
-    from .methods.aspects import aspect
+    from .judges.aspects import aspect
     from .metrics import grouped_correlation, score_distribution
 
     methods = data_registry.get(examples[0].dataset).correlations if examples else ()

@@ -24,8 +24,8 @@ from . import __version__
 from .data import registry as data_registry
 from .llm import BackendRequestError, ConfigError, OptionScoringError, SumjudgeError, make_llm
 from .llm.engine import LLM
-from .methods import get_method, make_config
-from .methods.base import Judgement
+from .judges import get_method, make_config
+from .judges.base import Judgement
 from .run_metrics import METRICS_BY_KIND
 
 

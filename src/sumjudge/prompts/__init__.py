@@ -73,13 +73,16 @@ def exists(name: str) -> bool:
 
 
 def _file(name: str):
-    path = files("sumjudge.prompts")
-    for part in name.split("/")[:-1]:
+    """``"<paper>/<file>"`` names ``sumjudge/papers/<paper>/prompts/<file>.txt``."""
+    paper, _, rest = name.partition("/")
+    path = files("sumjudge.papers").joinpath(paper).joinpath("prompts")
+    parts = rest.split("/") if rest else []
+    for part in parts[:-1]:
         path = path.joinpath(part)
-    leaf = name.split("/")[-1]
+    leaf = parts[-1] if parts else ""
     f = path.joinpath(leaf if leaf.endswith(".txt") else leaf + ".txt")
-    if not f.is_file():
-        raise FileNotFoundError(f"no prompt template {name!r} under sumjudge/prompts")
+    if not leaf or not f.is_file():
+        raise FileNotFoundError(f"no prompt template {name!r} under sumjudge/papers/<paper>/prompts")
     return f
 
 
@@ -104,8 +107,9 @@ def render(name: str, **values: object) -> str:
 
 def available() -> list[str]:
     out = []
-    root = files("sumjudge.prompts")
+    root = files("sumjudge.papers")
     for d in root.iterdir():
-        if d.is_dir() and not d.name.startswith("_"):
-            out += [f"{d.name}/{f.name[:-4]}" for f in d.iterdir() if f.name.endswith(".txt")]
+        prompts = d.joinpath("prompts")
+        if d.is_dir() and not d.name.startswith("_") and prompts.is_dir():
+            out += [f"{d.name}/{f.name[:-4]}" for f in prompts.iterdir() if f.name.endswith(".txt")]
     return sorted(out)

@@ -27,10 +27,10 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from .data.factax_types import FACTAX_TYPES, UNMAPPED_TYPES
-from .data.records import FaithExample
-from .llm import ConfigError
-from .prompts import render
+from ....data.factax_types import FACTAX_TYPES, UNMAPPED_TYPES
+from ....data.records import FaithExample
+from ....llm import ConfigError
+from ....prompts import render
 
 SETTINGS = ("I-Binary", "I-Taxonomy", "I&II-Taxonomy")
 CORRECT, INCORRECT = "Factually_Correct", "Factually_Incorrect"

@@ -2,7 +2,7 @@
 and the per-aspect fan-out every scoring method shares.
 
 The scale of an aspect is read from its template's front matter (``scale: 1-5``), so the prompt and
-the parser cannot disagree. Templates live under ``prompts/debate/`` (Appendix G.2 and its format).
+the parser cannot disagree. Templates live under ``papers/debate/prompts/`` (Appendix G.2 and its format).
 """
 
 from __future__ import annotations

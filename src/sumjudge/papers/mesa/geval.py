@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from typing import Any
 
-from ..data.records import MeetingErrorExample
-from ..llm.engine import LLM
-from .aspects import Aspect
-from .base import Judgement, MethodSpec, register
-from .geval import GEvalConfig, geval_aspect
-from .mesa import MesaConfig, cut_words
+from ...data.records import MeetingErrorExample
+from ...llm.engine import LLM
+from ...judges.aspects import Aspect
+from ...judges.base import Judgement, MethodSpec, register
+from ...judges.geval import GEvalConfig, geval_aspect
+from .protocol import MesaConfig, cut_words
 
 TEMPLATE = "mesa/s31_geval4"
 

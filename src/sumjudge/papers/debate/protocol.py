@@ -42,14 +42,14 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..data.records import RatedExample
-from ..llm import ConfigError
-from ..llm.engine import LLM
-from ..llm.parsing import complete_lines, scale_score
-from ..llm.types import ChatRequest
-from ..prompts import load as load_template
-from .aspects import DEBATE_TEMPLATES, KIND, Aspect, score_aspects
-from .base import MethodSpec, fit_fields, register
+from ...data.records import RatedExample
+from ...llm import ConfigError
+from ...llm.engine import LLM
+from ...llm.parsing import complete_lines, scale_score
+from ...llm.types import ChatRequest
+from ...prompts import load as load_template
+from ...judges.aspects import DEBATE_TEMPLATES, KIND, Aspect, score_aspects
+from ...judges.base import MethodSpec, fit_fields, register
 
 CRITICS: dict[str, dict[str, str]] = {
     "strictly-negative": {"original": "debate/s2_devils_advocate",

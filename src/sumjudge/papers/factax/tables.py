@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .data.aggrefact import SOTA_SOURCES, sota_source
-from .notebook import run_name
-from .report import paper_results, paper_value, read_results
-from .run_metrics import parse_columns
+from ...data.aggrefact import SOTA_SOURCES, sota_source
+from ...notebook import run_name
+from ...report import paper_results, paper_value, read_results
+from ...run_metrics import parse_columns
 
 ORIGIN_DOMAIN = {"cnndm": "CNN/DM", "xsum": "XSum"}
 DOMAINS: dict[str, str | None] = {
@@ -68,7 +68,7 @@ def run_settings(method: str, settings: dict[str, Any], i: int, runs: int, seed:
         return dict(settings)
     from dataclasses import fields as dc_fields
 
-    from .methods.base import get_method
+    from ...judges.base import get_method
 
     defaults = {f.name: f.default for f in dc_fields(get_method(method).config_cls)}
     out = {**settings, "seed": seed + i}
@@ -128,7 +128,7 @@ class Part:
     note: str = ""
 
     def value(self) -> float | None:
-        from .metrics import binary_report
+        from ...metrics import binary_report
 
         return self.pearson if self.scored else binary_report(self.gold, self.pred).bacc  # nan: a class is missing
 
@@ -137,7 +137,7 @@ def dataset_place(dataset: str) -> tuple[str | None, str | None]:
     """(domain, Table 2 column) of a dataset: the built-in table, else what a user's spec says."""
     if dataset in DOMAINS or dataset in PAPER_COLUMN:
         return DOMAINS.get(dataset), PAPER_COLUMN.get(dataset)
-    from .data import registry
+    from ...data import registry
 
     try:
         spec = registry.get(dataset)
@@ -190,7 +190,7 @@ def parts_of(runs: dict[str, Path]) -> list[Part]:
 def domains_of(parts: list[Part]) -> dict[str, float | None]:
     """Domain -> pooled balanced accuracy over its parts; for the score-labelled domains (Reports, Stories: one
     dataset each) the Pearson r of that dataset's run."""
-    from .metrics import pooled_balanced_accuracy
+    from ...metrics import pooled_balanced_accuracy
 
     by_domain: dict[str, list] = {}
     out: dict[str, float | None] = {}
@@ -297,7 +297,7 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
 
 def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]:
     """Figure 2: accuracy per summary length (words) bucket, per method (label -> run folder)."""
-    from .metrics import length_buckets
+    from ...metrics import length_buckets
 
     rows = []
     for label, run in runs.items():
@@ -347,6 +347,6 @@ def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[
 
 def present(datasets: list[str]) -> list[str]:
     """The datasets among ``datasets`` whose files are here (no download is tried)."""
-    from .data import registry
+    from ...data import registry
 
     return [d for d in datasets if registry.is_present(d)]

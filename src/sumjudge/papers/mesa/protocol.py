@@ -30,7 +30,7 @@ Variants (parameters; ``config.variant`` names them as the paper does):
   prompt of its error type ("Single-1" / "Multi-1"); examples from the meetings it was learned on are
   refused, so training and test never share a summary or a transcript.
 
-Error types (codes, full-length definitions, importance) are data: ``prompts/mesa/error_types.yaml``, or
+Error types (codes, full-length definitions, importance) are data: ``papers/mesa/prompts/error_types.yaml``, or
 your own file with ``criteria=PATH``. Long transcripts are cut from the end to fit the model context
 under ``truncate=truncate`` (recorded per type as ``truncated_words``); ``truncate=error`` refuses them.
 """
@@ -45,14 +45,14 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
-from ..data.records import MeetingErrorExample
-from ..llm import ChatRequest, ConfigError, PromptTooLongError
-from ..llm.engine import LLM
-from ..llm.parsing import ParseError, json_number, lenient_json
-from ..prompts import load as load_template
-from ..prompts import render
-from . import mesa_madp as madp
-from .base import Judgement, MethodSpec, register
+from ...data.records import MeetingErrorExample
+from ...llm import ChatRequest, ConfigError, PromptTooLongError
+from ...llm.engine import LLM
+from ...llm.parsing import ParseError, json_number, lenient_json
+from ...prompts import load as load_template
+from ...prompts import render
+from . import madp
+from ...judges.base import Judgement, MethodSpec, register
 
 
 FALLBACK_ROOM = 16  # tokens kept free for the option-score fallback's JSON prefix
@@ -79,11 +79,11 @@ CRITERIA_SETS = ("authors", "table9")
 def error_types(criteria: str = "authors") -> dict[str, ErrorType]:
     """The error types of a criteria set: ``authors`` (default: the authors' full definitions, ``criteria/*.json``
     of their repository, resolved like a dataset: data/raw, the mirror, or ``sumjudge data fetch mesa-criteria``),
-    ``table9`` (``prompts/mesa/error_types.yaml``, written from the paper's Table 9), or a path: a YAML file
+    ``table9`` (``papers/mesa/prompts/error_types.yaml``, written from the paper's Table 9), or a path: a YAML file
     (code -> name, definition, importance) or a folder of the authors' JSON format (``<name>.json`` with a
     ``definition``)."""
     if criteria in ("", "authors"):
-        from ..data.sources import resolve
+        from ...data.sources import resolve
 
         out = {}
         for code, name in AUTHORS_NAMES.items():
@@ -117,10 +117,10 @@ def _yaml_types(criteria: str) -> dict[str, ErrorType]:
     import yaml
 
     table9 = criteria == "table9"
-    text = (files("sumjudge.prompts").joinpath("mesa/error_types.yaml").read_text(encoding="utf-8") if table9
+    text = (files("sumjudge.papers").joinpath("mesa/prompts/error_types.yaml").read_text(encoding="utf-8") if table9
             else Path(criteria).read_text(encoding="utf-8"))
     data = yaml.safe_load(text)
-    where = "prompts/mesa/error_types.yaml" if table9 else criteria
+    where = "papers/mesa/prompts/error_types.yaml" if table9 else criteria
     if not isinstance(data, dict) or not data:
         raise ConfigError(f"{where}: expected a mapping of error-type codes")
     out = {}

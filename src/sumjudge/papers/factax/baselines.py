@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..data.records import FaithExample
-from ..llm.engine import LLM
-from ..llm.parsing import complete_lines, star_rating, yes_no
-from .aspects import Aspect
-from .base import Judgement, MethodSpec, fit_prompt, register, request
-from .geval import GEvalConfig, geval_aspect
+from ...data.records import FaithExample
+from ...llm.engine import LLM
+from ...llm.parsing import complete_lines, star_rating, yes_no
+from ...judges.aspects import Aspect
+from ...judges.base import Judgement, MethodSpec, fit_prompt, register, request
+from ...judges.geval import GEvalConfig, geval_aspect
 
 
 def parse_stars(text: str) -> float:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..data.records import FaithExample
-from ..llm import ConfigError
-from ..llm.engine import LLM
-from ..llm.parsing import ParseError, complete_lines
-from .base import Judgement, MethodSpec, fit_prompt, register, request
-from .factax import LABELS, parse_factax
+from ....data.records import FaithExample
+from ....llm import ConfigError
+from ....llm.engine import LLM
+from ....llm.parsing import ParseError, complete_lines
+from ....judges.base import Judgement, MethodSpec, fit_prompt, register, request
+from ..protocol import LABELS, parse_factax
 
 PROMPTS = {"binary": "factax/s51_binary_completion", "taxonomy": "factax/s51_error_type_completion"}
 

@@ -29,13 +29,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..data.factax_types import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
-from ..data.records import FaithExample
-from ..llm.engine import LLM
-from ..llm.parsing import ParseError, complete_lines
-from .alignment import align
-from .base import Judgement, MethodSpec, fit_prompt, register, request
-from .windows import sentences, windows
+from ...data.factax_types import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
+from ...data.records import FaithExample
+from ...llm.engine import LLM
+from ...llm.parsing import ParseError, complete_lines
+from ...judges.alignment import align
+from ...judges.base import Judgement, MethodSpec, fit_prompt, register, request
+from ...judges.windows import sentences, windows
 
 TEMPLATE = "factax/fig3_factax"
 CORRECT = "Factually_Correct"

@@ -11,10 +11,10 @@ import html
 from pathlib import Path
 from typing import Any
 
-from .notebook import run_name
-from .prompts import load as load_template
-from .report import paper_results, paper_value, read_results
-from .run_metrics import parse_columns
+from ...notebook import run_name
+from ...prompts import load as load_template
+from ...report import paper_results, paper_value, read_results
+from ...run_metrics import parse_columns
 
 EVALUATORS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("G-Eval", "g-eval", {}),
@@ -74,10 +74,10 @@ def repeatability_rows(session, dataset: str, aspect: str, *, examples: int, rep
     """Appendix E.1's due-diligence check: DEBATE on ``examples`` texts, ``repeats`` times each, at temperature 0,
     every repeat computed by the backend (the response cache is bypassed: a cached repeat proves nothing).
     Per text: the distinct final scores and whether every transcript was identical."""
-    from .data import registry
-    from .llm import NullCache
-    from .llm.engine import LLM, run_sync
-    from .methods import get_method, make_config
+    from ...data import registry
+    from ...llm import NullCache
+    from ...llm.engine import LLM, run_sync
+    from ...judges import get_method, make_config
 
     spec = get_method("debate")
     cfg = make_config(spec.config_cls, session.method_settings("debate", aspects=aspect, iterations=iterations),
@@ -174,9 +174,9 @@ def rouge_l_metrics(session, dataset: str, aspects: list[str], limit: int | None
     """ROUGE-L of each SummEval summary (``ROUGE_VARIANTS``; the default reproduces the paper's row),
     correlated with the human scores exactly like the LLM evaluators (same examples: the profile's n and
     seed)."""
-    from .data import registry
-    from .methods.base import Judgement
-    from .run_metrics import rated_metrics
+    from ...data import registry
+    from ...judges.base import Judgement
+    from ...run_metrics import rated_metrics
 
     if dataset != "summeval":
         raise ValueError("ROUGE-L needs a reference text: SummEval only (Topical-Chat's reference is one of its "
@@ -269,7 +269,7 @@ def ablation_rows(runs: list[dict[str, Any]], model: str) -> list[dict[str, Any]
 
 def debate_endings(run_dir: Path) -> dict[str, Any]:
     """How the debates of a run ended: share stopped by NO ISSUE, mean Critic reviews."""
-    from .report import read_results
+    from ...report import read_results
 
     ds = [d for r in read_results(run_dir) for d in r["judgement"]["details"]["aspects"].values() if "stopped" in d]
     if not ds:  # not a debate (G-Eval)

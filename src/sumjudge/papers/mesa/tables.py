@@ -14,9 +14,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .notebook import run_name
-from .report import paper_value, read_results
-from .run_metrics import parse_columns, transcript_columns
+from ...notebook import run_name
+from ...report import paper_value, read_results
+from ...run_metrics import parse_columns, transcript_columns
 
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
 SETUPS = {"Single": {}, "Multi": {"madp": True}}
@@ -42,9 +42,9 @@ def shared_transcript_tokens(session, variants: list[tuple[dict[str, Any], bool]
     its examples, of the transcript tokens every prompt leaves room for. Run with it (``transcript_tokens``), every
     variant (and G-Eval-4) reads the same transcript text, cut once; None when the engine cannot count tokens
     or has no context length (nothing is cut then)."""
-    from .data import registry
-    from .methods import get_method, make_config
-    from .methods.mesa import transcript_budget
+    from ...data import registry
+    from ...judges import get_method, make_config
+    from .protocol import transcript_budget
 
     llm = session.llm_for("mesa")
     if not llm.context_length or llm.count_tokens("x") is None:
@@ -66,10 +66,10 @@ def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit:
     ``MesaConfig.feedback`` ({} for 0 iterations). Calls are logged under the notebook's run folder."""
     import hashlib
 
-    from .data import registry
-    from .llm import CallLog, run_sync
-    from .methods import get_method, make_config
-    from .methods.mesa_feedback import save, self_train
+    from ...data import registry
+    from ...llm import CallLog, run_sync
+    from ...judges import get_method, make_config
+    from .feedback import save, self_train
 
     if iterations <= 0:
         return {}
@@ -203,8 +203,8 @@ def rouge_rows(session, types: list[str], *, limit: int | None = None, split: st
     a gold summary (your own files without one) are left out."""
     from rouge_score import rouge_scorer
 
-    from .data import registry
-    from .metrics import point_biserial
+    from ...data import registry
+    from ...metrics import point_biserial
 
     examples = [ex for ex in registry.load(dataset, split=split, limit=session.prof.n if limit is None else limit,
                                            seed=session.prof.seed) if ex.meta.get("gold")]

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..data.records import FaithExample
-from ..llm.engine import LLM
-from ..llm.parsing import tag_bodies
-from ..prompts import load as load_template
-from ..prompts import variant
-from .base import Judgement, MethodSpec, fit_fields, register
-from .baselines import SelfConsistencyConfig, ZeroShotConfig, cot_samples, label_with_fallback
-from .madisse import MadisseConfig, Turn, guidelines_text, madisse, madisse_prompts
+from ...data.records import FaithExample
+from ...llm.engine import LLM
+from ...llm.parsing import tag_bodies
+from ...prompts import load as load_template
+from ...prompts import variant
+from ...judges.base import Judgement, MethodSpec, fit_fields, register
+from ...judges.baselines import SelfConsistencyConfig, ZeroShotConfig, cot_samples, label_with_fallback
+from .protocol import MadisseConfig, Turn, guidelines_text, madisse, madisse_prompts
 
 
 def taxonomy_text() -> str:

@@ -5,7 +5,7 @@ Configs: ``paper`` = Appendix D (full fine-tune, lr 1e-5, cosine schedule, warm-
 GPU on 8 A100s with flash attention: an effective batch of 8, which fewer devices reach by gradient
 accumulation, ``effective_batch_size``), ``lora`` = a LoRA adapter (``peft``) that fits one GPU
 (r 16, alpha 32, dropout 0.05 on the attention and MLP projections, lr 2e-4, same schedule). bf16 on GPU,
-fp32 on CPU. Several GPUs: ``accelerate launch -m sumjudge.factax_sft ...`` (the Trainer runs under
+fp32 on CPU. Several GPUs: ``accelerate launch -m sumjudge.papers.factax.sft.train ...`` (the Trainer runs under
 accelerate). A LoRA adapter is merged into the base weights when saved, so the result is an ordinary model
 folder: evaluate it with the ``factax-sft`` method on the hf backend (``--model OUT``), through the engine.
 
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .factax_pairs import Pair
+from .pairs import Pair
 
 
 @dataclass
@@ -61,8 +61,8 @@ def fit_pair(tok, pair: Pair, budget: int) -> tuple[list[int], int]:
     """(prompt token ids within ``budget``, document words cut): the longest start of the document, in whole
     words, whose rendered prompt fits. A pair without its template (an old jsonl) or whose prompt does not fit
     even with an empty document is an error, never a prompt cut at its end."""
-    from .llm import ConfigError
-    from .prompts import render
+    from ....llm import ConfigError
+    from ....prompts import render
 
     ids = prompt_ids(tok, pair.prompt)
     if len(ids) <= budget:
@@ -98,7 +98,7 @@ def tokenize_pair(tok, pair: Pair, max_length: int) -> dict[str, list[int]]:
 def accumulation_steps(cfg: SFTConfig, world_size: int) -> int:
     """Gradient accumulation that brings ``per_device_batch_size`` x ``world_size`` devices to the effective
     batch (at least 1; an effective batch the devices cannot divide evenly is an error)."""
-    from .llm import ConfigError
+    from ....llm import ConfigError
 
     per_step = cfg.per_device_batch_size * max(1, world_size)
     if cfg.effective_batch_size % per_step and cfg.effective_batch_size > per_step:
@@ -111,7 +111,7 @@ def base_model_for(base_model: str, profile: str, out_dir: str | Path) -> tuple[
     """(the model to fine-tune, whether it is the tiny stand-in). Without ``base_model`` the ``paper``
     profile refuses (Appendix D fine-tunes Llama3-8B; a tiny random model would be no reproduction); other
     profiles build a tiny random model that shows the path."""
-    from .llm import ConfigError
+    from ....llm import ConfigError
 
     if base_model:
         return base_model, False
@@ -119,7 +119,7 @@ def base_model_for(base_model: str, profile: str, out_dir: str | Path) -> tuple[
         raise ConfigError("the paper profile fine-tunes a real base model: set base_model (the paper's is "
                           "meta-llama/Meta-Llama-3-8B) with sft_config=paper; the tiny stand-in is for the "
                           "smoke and ci profiles")
-    from .llm.models import build_tiny_model
+    from ....llm.models import build_tiny_model
 
     return str(build_tiny_model(Path(out_dir) / "tiny-base", seed=0)), True
 
@@ -179,11 +179,11 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m sumjudge.factax_sft --model M --pairs pairs.jsonl --config lora --out DIR`` (also under
+    """``python -m sumjudge.papers.factax.sft.train --model M --pairs pairs.jsonl --config lora --out DIR`` (also under
     ``accelerate launch``)."""
     import argparse
 
-    p = argparse.ArgumentParser(prog="sumjudge.factax_sft")
+    p = argparse.ArgumentParser(prog="sumjudge.papers.factax.sft.train")
     p.add_argument("--model", required=True)
     p.add_argument("--pairs", required=True, type=Path, help="jsonl of prompt/completion pairs (factax_pairs)")
     p.add_argument("--config", default="lora", choices=sorted(CONFIGS))

@@ -18,12 +18,12 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..data.records import FaithExample
-from ..llm.engine import LLM
-from ..llm.parsing import xml_tag
-from ..prompts import load as load_template
-from .base import request
-from .madisse import MadisseConfig, guidelines_text, madisse
+from ...data.records import FaithExample
+from ...llm.engine import LLM
+from ...llm.parsing import xml_tag
+from ...prompts import load as load_template
+from ...judges.base import request
+from .protocol import MadisseConfig, guidelines_text, madisse
 
 
 @dataclass

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .notebook import run_name
-from .report import MADISSE_DATASET_COLUMNS, paper_results, paper_value, read_results
-from .run_metrics import parse_columns
+from ...notebook import run_name
+from ...report import MADISSE_DATASET_COLUMNS, paper_results, paper_value, read_results
+from ...run_metrics import parse_columns
 
 # (paper row, method, settings, variant of the run's metrics or None)
 EVALUATORS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
@@ -118,8 +118,8 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
     baseline is a seeded coin per sentence (the paper reports its expectation, 50)."""
     import random
 
-    from .data import registry
-    from .metrics import binary_report
+    from ...data import registry
+    from ...metrics import binary_report
 
     debate = {"rounds": rounds, "faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
               "adjudicators": adjudicators}
@@ -150,7 +150,7 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
 def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
     """Figure 3 / 6: each evaluator's BAcc, K-alpha, FPR, FNR on all sentences and on those the human
     annotators did not mark ambiguous (the same run, re-scored)."""
-    from .metrics import binary_report, krippendorff_alpha
+    from ...metrics import binary_report, krippendorff_alpha
 
     rows = []
     for row, m in results.items():

@@ -43,14 +43,14 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..data.records import FaithExample
-from ..llm import ConfigError
-from ..llm.engine import LLM
-from ..llm.parsing import ParseError, xml_tag
-from ..prompts import load as load_template
-from ..prompts import variant
-from .base import GREEDY_WARNING, Judgement, MethodSpec, derive_seed, fit_fields, register, request
-from .baselines import label_with_fallback
+from ...data.records import FaithExample
+from ...llm import ConfigError
+from ...llm.engine import LLM
+from ...llm.parsing import ParseError, xml_tag
+from ...prompts import load as load_template
+from ...prompts import variant
+from ...judges.base import GREEDY_WARNING, Judgement, MethodSpec, derive_seed, fit_fields, register, request
+from ...judges.baselines import label_with_fallback
 
 FAITHFUL, UNFAITHFUL = 1, 0
 

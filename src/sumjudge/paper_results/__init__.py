@@ -1,1 +1,0 @@
-"""Numbers as printed in the papers (YAML), shown beside reproduced ones."""

@@ -1,0 +1,1 @@
+"""FacTax's supervised distillation: training pairs, fine-tuning, inference with the tuned model."""
