@@ -186,7 +186,7 @@ def test_readme_exit_code_table_matches_the_cli():
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     table = readme[readme.index("Exit codes (each row"):]
     codes = {int(m.group(1)) for m in re.finditer(r"^\| (\d+) \|", table, re.M)}
     assert codes == {0, cli.EXIT_USAGE, cli.EXIT_DATA, cli.EXIT_BACKEND, cli.EXIT_RUN, cli.EXIT_INTERRUPTED}

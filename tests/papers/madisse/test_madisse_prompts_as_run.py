@@ -18,7 +18,7 @@ import pytest
 from sumjudge.prompts import AS_RUN, available, load
 from sumjudge.prompts import variant
 
-REF = Path(os.environ.get("SUMJUDGE_REFERENCE", Path(__file__).resolve().parents[2] / "shared" / "reference")) / "madisse"
+REF = Path(os.environ.get("SUMJUDGE_REFERENCE", Path(__file__).resolve().parents[4] / "shared" / "reference")) / "madisse"
 needs_reference = pytest.mark.skipif(not (REF / "prompts.py").exists(),
                                      reason=f"the authors' released code is not at {REF}")
 
