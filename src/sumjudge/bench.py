@@ -1,4 +1,5 @@
-"""Engine benchmark: a MADISSE-round-shaped workload, one ``generate`` per request vs the batched engine.
+"""Engine benchmark: a debate-round-shaped workload (4 agents per document), one ``generate`` per request vs
+the batched engine.
 
 The model is the tiny random Llama-3 (``--shape tiny``), random Llama-3-8B-shaped weights (``--shape
 llama3-8b``, GPU) or any model the hf backend loads (``--model smoke``, a folder, a Hugging Face id).
@@ -66,14 +67,16 @@ def counted_cut(count):
 
 
 def build_requests(cut, k: int, doc_tokens: int, max_new_tokens: int, salt: str = ""):
-    """4 agents per document, as a MADISSE round; ``salt`` starts every prompt (a benchmark pass of its own
-    against a server's prefix cache, with the same token count in every pass)."""
+    """4 agents per document, as a round of a stance-initialised debate; ``salt`` starts every prompt (a
+    benchmark pass of its own against a server's prefix cache, with the same token count in every pass)."""
+    from .judges.baselines import ZeroShotConfig
     from .llm import ChatRequest
     from .prompts import render
 
+    zero_shot = ZeroShotConfig.template  # the zero-shot judge's prompt
     reqs = []
     for di, (doc, summ) in enumerate(_documents(k, doc_tokens, cut)):
-        base = salt + render("madisse/table26_zero_shot", doc=doc, summary=summ)
+        base = salt + render(zero_shot, doc=doc, summary=summ)
         for agent in range(4):
             text = f"{base}\n\nYou are agent {agent + 1}. Your initial belief: {STANCES[agent % 2]}"
             reqs.append(ChatRequest(messages=[{"role": "user", "content": text}], max_new_tokens=max_new_tokens,
@@ -263,7 +266,7 @@ def run_openai(args) -> dict:
     """The same workload against an OpenAI-compatible server (``--backend openai``): every request sent one at a
     time and awaited, as a loop over the papers' prompts would, vs all of them through the engine at once (the
     server batches them). Each pass starts its prompts with its own short marker, so neither reuses the other's
-    prefix cache; within a pass the 4 agents of a document share its prefix as in a MADISSE round. vLLM is
+    prefix cache; within a pass the 4 agents of a document share its prefix as in a debate round. vLLM is
     asked to ignore end-of-sequence tokens so that both passes decode exactly ``max_new_tokens`` per request."""
     from .llm import NullCache
     from .llm.engine import LLM, run_sync

@@ -1,4 +1,4 @@
-"""``sumjudge run | learn-guidelines | mesa-feedback | data | bench | tiny-model | cache``."""
+"""``sumjudge run | data | bench | tiny-model | cache``, and the papers' own commands."""
 
 from __future__ import annotations
 
@@ -40,49 +40,6 @@ def _cmd_run(a) -> int:
     print(json.dumps(clean_nan({**keep, "out": str(a.out), "wall_s": round(m["wall_s"], 2),
                       "cache_hits": m["engine"]["cache_hits"], "backend_calls": m["engine"]["backend_calls"],
                       "backend_calls_all_processes": m["usage_all_processes"]["backend_calls"]})))
-    return 0
-
-
-def _cmd_learn(a) -> int:
-    """MADISSE guideline learning phase (Appendix A.1.1) -> a guidelines file for `madisse --set guidelines=FILE`."""
-    from .data import registry
-    from .llm import make_llm
-    from .llm.engine import run_sync
-    from .judges import make_config
-    from .papers.madisse.guidelines import learn_guidelines
-    from .papers.madisse.protocol import MadisseConfig
-
-    cfg = make_config(MadisseConfig, parse_sets(a.set), seed=a.seed)
-    examples = registry.load(a.dataset, split=a.split, level=a.level, limit=a.limit, seed=a.seed)
-    out = Path(a.out)
-    llm = make_llm(a.backend, a.model, base_url=a.base_url, cache=a.cache, log=out.with_suffix(".calls.jsonl"))
-    res = run_sync(learn_guidelines(examples, llm, cfg, max_passes=a.max_passes, start=a.start))
-    res.save(out)
-    out.with_suffix(".log.json").write_text(json.dumps({"passes": res.passes, "converged": res.converged,
-                                                        "added": res.log}, indent=2))
-    print(json.dumps({"guidelines": len(res.guidelines), "added": len(res.log), "passes": res.passes,
-                      "converged": res.converged, "out": str(out)}))
-    return 0
-
-
-def _cmd_mesa_feedback(a) -> int:
-    """MESA self-training (Section 2.5) on the train split -> a feedback file for `mesa --set feedback=FILE`."""
-    from .data import registry
-    from .llm import make_llm
-    from .llm.engine import run_sync
-    from .judges import get_method, make_config
-    from .papers.mesa.feedback import save, self_train
-
-    cfg = make_config(get_method("mesa").config_cls, parse_sets(a.set), seed=a.seed)
-    train = registry.load(a.dataset, split=a.split, limit=a.limit, seed=a.seed)
-    out = Path(a.out)
-    llm = make_llm(a.backend, a.model, base_url=a.base_url, cache=a.cache, log=out.with_suffix(".calls.jsonl"))
-    fb = run_sync(self_train(train, llm, cfg, iterations=a.iterations, judge=a.judge))
-    save(fb, out)
-    last = fb["history"][-1] if fb else {}
-    print(json.dumps({"iteration": fb.get("iteration", 0), "reports": sorted(fb.get("reports", {})),
-                      "judged": last.get("judged"), "unparsed": last.get("unparsed"), "train": len(train),
-                      "out": str(out)}))
     return 0
 
 
@@ -137,7 +94,7 @@ def _cmd_data(a) -> int:
         print(json.dumps(dataset_stats(a.name, level=a.level), indent=2))
         return 0
     if a.action == "fetch":
-        if a.name in sources.RESOURCES:  # files that are no dataset of their own (MESA's criteria, QMSum)
+        if a.name in sources.RESOURCES:  # files that are no dataset of their own (criteria files, QMSum)
             try:
                 for f in sources.RESOURCES[a.name]:
                     print(f"{a.name}: {sources.fetch(f)}")
@@ -177,6 +134,8 @@ def _cmd_bench(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .papers import add_paper_commands
+
     p = argparse.ArgumentParser(prog="sumjudge", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
 
@@ -203,36 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="openai: seconds one request may spend being retried in all (default 900)")
     r.set_defaults(fn=_cmd_run)
 
-    g = sub.add_parser("learn-guidelines", help="MADISSE guideline learning phase on labelled (dev) examples")
-    g.add_argument("--dataset", required=True)
-    g.add_argument("--split")
-    g.add_argument("--level", choices=("sentence", "summary"))
-    g.add_argument("--limit", type=int, default=20)
-    g.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
-    g.add_argument("--model")
-    g.add_argument("--base-url")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--set", action="append", metavar="KEY=VALUE", help="madisse setting (repeatable)")
-    g.add_argument("--max-passes", type=int, default=3)
-    g.add_argument("--start", default="paper", choices=("paper", "empty"))
-    g.add_argument("--cache", type=Path)
-    g.add_argument("--out", required=True, type=Path, help="guidelines file to write (plus .log.json, .calls.jsonl)")
-    g.set_defaults(fn=_cmd_learn)
-
-    f = sub.add_parser("mesa-feedback", help="MESA self-training: feedback reports learned on the train split")
-    f.add_argument("--dataset", default="meeting-errors")
-    f.add_argument("--split", default="train")
-    f.add_argument("--limit", type=int)
-    f.add_argument("--iterations", type=int, default=1)
-    f.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
-    f.add_argument("--model")
-    f.add_argument("--base-url")
-    f.add_argument("--judge", help="another model for the judge calls: backend:model[@base_url]")
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--set", action="append", metavar="KEY=VALUE", help="mesa setting (repeatable)")
-    f.add_argument("--cache", type=Path)
-    f.add_argument("--out", required=True, type=Path, help="feedback file to write (JSON; plus .calls.jsonl)")
-    f.set_defaults(fn=_cmd_mesa_feedback)
+    add_paper_commands(sub)  # each paper's own commands (guideline learning, self-training)
 
     t = sub.add_parser("tiny-model", help="build a tiny random Llama-architecture model with the Llama-3 tokenizer")
     t.add_argument("dir", type=Path)

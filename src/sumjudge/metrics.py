@@ -1,6 +1,6 @@
 """Metrics shared by the four papers (thin wrappers over scikit-learn / scipy / krippendorff).
 
-Faithfulness convention (MADISSE A.2.1): labels are 1 = faithful, 0 = unfaithful, and the
+Faithfulness convention (the papers' and LLM-AggreFact's): labels are 1 = faithful, 0 = unfaithful, and the
 *positive* class is "contains an error" (label 0). FPR = FP / (FP + TN): faithful summaries
 flagged as unfaithful; FNR = FN / (FN + TP): unfaithful summaries passed as faithful.
 BAcc = 1 - (FPR + FNR) / 2.
@@ -81,7 +81,7 @@ def bootstrap_ci(values: Sequence, statistic: Callable, n_resamples: int = 1000,
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-# ---- summary-level correlation (DEBATE Table 1, G-Eval) -------------------------------------------
+# ---- summary-level correlation (G-Eval's meta-evaluation) ---------------------------------------------
 
 CORRELATIONS = ("pearson", "spearman", "kendall")
 
@@ -119,7 +119,7 @@ class GroupedCorrelation:
 
 def grouped_correlation(groups: Sequence[str], human: Sequence[float], pred: Sequence[float | None], method: str,
                         *, ci: bool = True, n_resamples: int = 1000, seed: int = 0) -> GroupedCorrelation:
-    """Summary-level correlation as DEBATE and G-Eval compute it: the correlation between predicted and
+    """Summary-level correlation as G-Eval's meta-evaluation computes it: the correlation between predicted and
     human scores within each group (SummEval: a source document's 16 summaries; Topical-Chat: a dialogue
     context's 6 responses), averaged over groups.
 
@@ -151,7 +151,7 @@ def grouped_correlation(groups: Sequence[str], human: Sequence[float], pred: Seq
 
 
 def score_distribution(values: Sequence[float | None], lo: int, hi: int) -> dict[int, float]:
-    """Percentage of scores at each point of the scale lo..hi (DEBATE Table 2). Non-integer scores (means
+    """Percentage of scores at each point of the scale lo..hi. Non-integer scores (means
     of annotators, probability-weighted scores) are rounded half up to the nearest point and clipped to
     the scale; missing scores are left out."""
     import math
@@ -161,7 +161,7 @@ def score_distribution(values: Sequence[float | None], lo: int, hi: int) -> dict
 
 
 def point_biserial(labels: Sequence[int], scores: Sequence[float]) -> tuple[float, float, int]:
-    """(r, p, n): point-biserial correlation between a binary label and a score (MESA Table 3; equal to
+    """(r, p, n): point-biserial correlation between a binary label and a score (equal to
     Pearson's r with the label as 0/1). NaN where undefined (one class only, or constant scores)."""
     import warnings
 
@@ -177,7 +177,7 @@ def point_biserial(labels: Sequence[int], scores: Sequence[float]) -> tuple[floa
 
 
 def correlation_test(x: Sequence[float], y: Sequence[float], method: str) -> tuple[float, float, int]:
-    """(coefficient, p, n) of Spearman rho or Kendall tau-b (MESA Table 4, with significance); NaN where
+    """(coefficient, p, n) of Spearman rho or Kendall tau-b, with significance; NaN where
     undefined (fewer than 3 pairs, or either side constant)."""
     import warnings
 
@@ -197,7 +197,7 @@ def correlation_test(x: Sequence[float], y: Sequence[float], method: str) -> tup
 
 def error_type_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], types: Sequence[str]
                   ) -> dict[str, dict[str, float]]:
-    """FacTax Table 6: per error type, precision / recall / F1 of "the summary has this type" over all
+    """Per error type, precision / recall / F1 of "the summary has this type" over all
     summaries (a factually correct one has no type); NaN where undefined (no gold and no predicted instance)."""
     out = {}
     for t in types:
@@ -211,7 +211,7 @@ def error_type_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], 
 
 
 def error_type_criteria(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, float]:
-    """FacTax Table 7 over the factually incorrect summaries (non-empty gold types), in %: (i) exact match,
+    """Four matching criteria over the factually incorrect summaries (non-empty gold types), in %: (i) exact match,
     (ii) predicted types a non-empty subset of the gold types, (iii) predicted types contain one of the gold
     types (overlap), (iv) predicted types contain all gold types (superset)."""
     pairs = [(set(g), set(p)) for g, p in zip(gold, pred) if g]
@@ -224,7 +224,7 @@ def error_type_criteria(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[s
 
 def pooled_balanced_accuracy(parts: Sequence[tuple[Sequence[int], Sequence[int | None]]]) -> float:
     """Balanced accuracy over the pooled examples of several datasets (AggreFact's domain score, the
-    "micro average" of FacTax Section 4.3); unparsed predictions are left out as everywhere."""
+    "micro average" over domains); unparsed predictions are left out as everywhere."""
     y = [a for ys, _ in parts for a in ys]
     p = [b for _, ps in parts for b in ps]
     return binary_report(y, p).bacc
@@ -232,7 +232,7 @@ def pooled_balanced_accuracy(parts: Sequence[tuple[Sequence[int], Sequence[int |
 
 def length_buckets(lengths: Sequence[int], y_true: Sequence[int], y_pred: Sequence[int | None],
                    edges: Sequence[int]) -> list[dict[str, float]]:
-    """FacTax Figure 2: accuracy per summary-length bucket [edges[i], edges[i+1]) (the last is open)."""
+    """Accuracy per summary-length bucket [edges[i], edges[i+1]) (the last is open)."""
     out = []
     bounds = list(edges) + [None]
     for lo, hi in zip(bounds[:-1], bounds[1:]):

@@ -59,8 +59,8 @@ class Session:
         return self._llm
 
     def llm_for(self, method: str) -> LLM:
-        """The engine that runs ``method``: the profile's, or MESA's own long-context model where the profile
-        names one (``mesa_model``)."""
+        """The engine that runs ``method``: the profile's, or the model the profile names for the method's
+        paper (``Profile.engine_for``, e.g. a long-context model)."""
         from .judges import get_method
 
         engine = self.prof.engine_for(get_method(method).paper)

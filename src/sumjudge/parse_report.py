@@ -1,5 +1,5 @@
 """Parse rates over every run a ``make reproduce`` made: per method, and per role where a method has several
-(MESA's steps, MADISSE's agents and adjudicators).
+(a method's ``roles``: the steps of a protocol, or its agents and adjudicators).
 
 Each run's ``metrics.json`` holds its ``parse_rates`` (answers read on the first try, after retries,
 unreadable, option-scoring fallbacks). A notebook that repeats another's configuration gets the same
@@ -9,7 +9,6 @@ run-folder name (the name carries a hash of the configuration), so such runs are
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -26,16 +25,17 @@ def run_folders(runs_root: Path, profile: str) -> list[Path]:
     return list(seen.values())
 
 
-# roles read from a parse event's tag: MESA ".../step2", MADISSE ".../r1/agent3" and ".../adjudicator1"
-ROLE_PATTERNS = {"mesa": r"/(step\d)(?:$|[#/-])", "madisse": r"/(?:r\d+/)?(agent|adjudicator)\d*(?:$|#)"}
 
 
 def role_events(run: Path, method: str) -> dict[str, list[tuple[bool, int]]]:
-    """(ok, attempts) of the parse events of the run's last process, by role (``ROLE_PATTERNS``)."""
+    """(ok, attempts) of the parse events of the run's last process, by role (the method's ``roles``)."""
+    from .judges import METHODS
+
     out: dict[str, list[tuple[bool, int]]] = defaultdict(list)
     calls = run / "calls.jsonl"
-    pattern = ROLE_PATTERNS.get(method)
-    if pattern is None or not calls.exists():
+    spec = METHODS.get(method)
+    role_of = spec.roles if spec is not None else None
+    if role_of is None or not calls.exists():
         return out
     events: list[dict] = []
     for line in calls.read_text(encoding="utf-8").splitlines():
@@ -48,15 +48,14 @@ def role_events(run: Path, method: str) -> dict[str, list[tuple[bool, int]]]:
         elif rec.get("event") == "parse":
             events.append(rec)
     for rec in events:
-        m = re.search(pattern, rec.get("tag") or "")
-        if m:
-            out[m.group(1) + ("s" if method == "madisse" else "")].append((bool(rec.get("ok")),
-                                                                           int(rec.get("attempts") or 1)))
+        role = role_of(rec.get("tag") or "")
+        if role:
+            out[role].append((bool(rec.get("ok")), int(rec.get("attempts") or 1)))
     return out
 
 
 def parse_rate_rows(runs_root: Path, profile: str) -> list[dict[str, Any]]:
-    """One row per method (and per role, ``ROLE_PATTERNS``): calls, % read on the first try, % after retries,
+    """One row per method (and per role, the method's ``roles``): calls, % read on the first try, % after retries,
     unreadable, fallback calls and the examples whose verdict used one."""
     by: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COUNTS, 0))
     runs: dict[str, int] = defaultdict(int)

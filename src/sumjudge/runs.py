@@ -296,7 +296,7 @@ def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cf
     judged = [(ex, j) for ex, j in zip(examples, judgements) if j.label_source != "failed"]
     metrics = {"method": rc.method, "dataset": rc.dataset, "level": getattr(examples[0], "level", level) if examples else level,
                "n_examples": len(examples),
-               **METRICS_BY_KIND[spec.kind]([ex for ex, _ in judged], [j for _, j in judged]),
+               **(spec.metrics or METRICS_BY_KIND[spec.kind])([ex for ex, _ in judged], [j for _, j in judged]),
                "failed_examples": failure_summary(judgements),
                "parse_rates": parse_rates(judgements), "cost": cost_summary(judgements), "engine": engine_stats(llm, before),
                "server": server_stats(server_before, counters() if counters else None),

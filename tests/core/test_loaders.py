@@ -244,21 +244,24 @@ def test_tofueval_mediasum_route(raw):
 
 @needs_mirror
 def test_paper_tables_put_the_papers_numbers_beside_ours():
-    from sumjudge import dataset_tables as t
+    from sumjudge import dataset_tables
+    from sumjudge.papers.factax import dataset_tables as factax_t
+    from sumjudge.papers.madisse import dataset_tables as madisse_t
+    from sumjudge.papers.mesa import dataset_tables as mesa_t
 
-    t2 = t.madisse_table2().set_index("statistic")
+    t2 = madisse_t.madisse_table2().set_index("statistic")
     assert (t2.loc["annotated_sentences", "paper"], t2.loc["annotated_sentences", "ours"]) == (770, 770)
     assert (t2.loc["ambiguous_sentences", "paper"], t2.loc["ambiguous_sentences", "ours"]) == (131, 131)
-    f1 = t.factax_table1().set_index("dataset")
+    f1 = factax_t.factax_table1().set_index("dataset")
     assert f1.loc["diasumfact", ["paper_doc_len", "ours_doc_len", "paper_summaries", "ours_summaries"]].tolist() == \
         [187.0, 187.0, 475, 475]
     assert f1.loc["summeval", "ours_summaries"] == 1600 and f1.loc["summeval", "ours_pct_unfaithful"] == 18.4
     assert f1.loc["govreport", "paper_summaries"] == 204 and "not here" in f1.loc["govreport", "note"]
-    m10 = t.mesa_table10().set_index("statistic")
+    m10 = mesa_t.mesa_table10().set_index("statistic")
     assert m10.loc["auto_summary_words", "ours"] == 116.9 and m10.loc["meetings", "ours"] == 133
-    t5 = t.madisse_table5().set_index("dataset")
+    t5 = madisse_t.madisse_table5().set_index("dataset")
     assert t5.loc["tofueval-meetingbank", "ours_sentences"] == 777
-    ov = t.overview().set_index("dataset")
+    ov = dataset_tables.overview().set_index("dataset")
     assert ov.loc["summeval", "groups"] == 100 and not ov.loc["aggrefact-sota", "present"]
 
 

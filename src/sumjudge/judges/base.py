@@ -49,6 +49,10 @@ class MethodSpec:
     description: str
     # checks of the whole run before any call (examples, engine, config), e.g. inputs the model cannot hold
     preflight: Callable[[list, LLM, Any], None] | None = None
+    # the run's metrics (examples, judgements) -> dict; None: the kind's own (run_metrics.METRICS_BY_KIND)
+    metrics: Callable[[list, list], dict[str, Any]] | None = None
+    # parse events' roles for the parse-rate report: a regex over an event's tag whose group 1 names the role
+    roles: str | None = None
 
 
 METHODS: dict[str, MethodSpec] = {}
@@ -155,4 +159,4 @@ def derive_seed(*parts: object) -> int:
 
 GREEDY_WARNING = ("temperature=0 (greedy): agents without stances send identical prompts and get one answer, "
                   "sessions that draw the same order repeat each other, and samples do not differ; the papers "
-                  "sampled (MADISSE: temperature 1.0, top_p 0.9)")
+                  "sampled (the stance-initialised debate: temperature 1.0, top_p 0.9)")

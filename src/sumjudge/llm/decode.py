@@ -2,8 +2,8 @@
 
 One micro-batch of prompts is decoded as follows.
 
-1. Prefix groups. Rows whose prompts start with the same long token prefix (the MADISSE agents of
-   one document, n samples of one prompt, MESA's eight error types over one transcript) form a
+1. Prefix groups. Rows whose prompts start with the same long token prefix (the agents of a debate
+   over one document, n samples of one prompt, the error types assessed over one transcript) form a
    group; the group's longest common prefix is run through the model once and its key/value cache
    is copied to every member (what vLLM calls prefix caching). A row with no partner is a group of
    one. Models with sliding-window layers never share (their masks assume contiguous tokens): each

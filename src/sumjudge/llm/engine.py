@@ -102,7 +102,7 @@ class LLM:
     def companion(self, spec: str) -> "LLM":
         """Another model on this engine's cache and call log, built once per ``spec``
         ("backend:model[@base_url]", e.g. "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult
-        several models (MESA's MADP-M). Its calls are batched by its own backend."""
+        several models (a discussion among different models). Its calls are batched by its own backend."""
         if spec not in self.companions:
             from . import make_backend
 

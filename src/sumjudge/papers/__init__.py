@@ -3,5 +3,13 @@ what the paper leaves open (its ``README.md``). A paper imports the core and the
 another paper. Importing this package registers every paper's judges."""
 
 from . import debate, factax, madisse, mesa  # noqa: F401
+from .madisse import cli as madisse_cli
+from .mesa import cli as mesa_cli
 
 PAPERS = ("madisse", "debate", "mesa", "factax")
+
+
+def add_paper_commands(sub) -> None:
+    """Each paper's own ``sumjudge`` subcommands, added to the command line's subparsers."""
+    madisse_cli.add_commands(sub)
+    mesa_cli.add_commands(sub)

@@ -88,7 +88,7 @@ def _file(name: str):
 
 @lru_cache(maxsize=None)
 def load(name: str) -> Template:
-    """``load("madisse/table26_zero_shot")`` -> Template. ``name + "@doc-first"`` moves the paper's
+    """``load("<paper>/<table or figure>")`` -> Template (the file under ``papers/<paper>/prompts/``). ``name + "@doc-first"`` moves the paper's
     ``<doc> {{doc}} </doc>`` block, unchanged, to the start of the prompt: every prompt about one
     document then begins with the same tokens, which prefix caching (vLLM) and shared-prefix prefill
     (hf) reuse across agents, rounds, adjudicators and methods. The wording is the paper's either way."""

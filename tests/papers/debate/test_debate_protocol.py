@@ -216,7 +216,7 @@ def test_critic_stop_instructed_lets_the_devils_advocate_end_the_debate_and_tabl
     """A Critic that says NO_ISSUES only when its system message tells it how: the Section 2 prompt as printed
     runs every debate to the cap, the instructed one (default) ends it; the metrics report both facts."""
     from sumjudge.papers.debate.tables import correlation_rows
-    from sumjudge.run_metrics import rated_metrics
+    from sumjudge.papers.debate.metrics import debate_metrics
 
     rules = ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(
         is_("critic"), lambda r: "NO_ISSUES" if told_to_stop(r) else "The score is too high.").rules
@@ -226,7 +226,7 @@ def test_critic_stop_instructed_lets_the_devils_advocate_end_the_debate_and_tabl
     assert j_told.details["aspects"]["coherence"]["stopped"] == "no_issue" and j_told.scores["coherence"] == 2.0
     ex2 = RatedExample(id="d1|m2", dataset="summeval", group_id="d1", source=EX.source, output="x",
                        scores={**EX.scores, "coherence": 2.0})
-    m = {"dataset": "summeval", "n_examples": 2, **rated_metrics([EX, ex2], [j_paper, j_told])}
+    m = {"dataset": "summeval", "n_examples": 2, **debate_metrics([EX, ex2], [j_paper, j_told])}
     d = m["aspects"]["coherence"]["debate"]
     assert d["no_issue_share"] == 0.5 and d["mean_iterations"] == 2.0 and d["debates"] == 2
     row = next(r for r in correlation_rows("DEBATE", m, experiment="t", model="m") if r["aspect"] == "coherence")
@@ -253,14 +253,14 @@ def test_an_unreadable_score_is_asked_again_at_temperature_zero_with_a_format_re
 
 
 def test_an_unreadable_final_score_reports_an_earlier_readable_one_without_using_it():
-    from sumjudge.run_metrics import rated_metrics
+    from sumjudge.papers.debate.metrics import debate_metrics
 
     be = ScriptedBackend().add(lambda r: is_("scorer")(r) and not any(m["role"] == "assistant" for m in r.messages),
                                "Score: 3").add(is_("scorer"), "Hard to say.").add(is_("critic"), "Too high.")
     j, _ = run(be, iterations=1)
     d = j.details["aspects"]["coherence"]
     assert j.scores["coherence"] is None and d["final_source"] == "unparsed" and d["earlier_score"] == 3.0
-    m = rated_metrics([EX], [j])["aspects"]["coherence"]["debate"]
+    m = debate_metrics([EX], [j])["aspects"]["coherence"]["debate"]
     assert m["final_unreadable"] == 1 and m["final_unreadable_with_earlier_score"] == 1
 
 

@@ -31,7 +31,7 @@ def test_meeting_errors_transcripts_are_restored_from_qmsum():
 
 @needs_mirror
 def test_table10_statistics_come_from_the_restored_meetings():
-    from sumjudge.dataset_tables import mesa_table10
+    from sumjudge.papers.mesa.dataset_tables import mesa_table10
 
     t = mesa_table10().set_index("statistic")
     assert t.loc["meetings", "ours"] == 133 and t.loc["speakers", "ours"] is not None
@@ -101,7 +101,7 @@ def test_qmsum_mistake_format_is_read_with_all_eight_types(tmp_path):
 def test_likert_tables_run_on_qmsum_mistake(tmp_path):
     """Tables 4-5 have data: Spearman/Kendall against the human impact and the gap."""
     from sumjudge.judges.base import Judgement
-    from sumjudge.run_metrics import meeting_error_metrics
+    from sumjudge.papers.mesa.metrics import meeting_error_metrics
 
     rows = [{"Input": f"A : meeting {i} .", "Predicted": f"Summary {i}.", "Omission - Impact": str(i % 5),
              "Omission - Existence": "yes" if i % 5 else "no"} for i in range(8)]

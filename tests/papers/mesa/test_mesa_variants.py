@@ -17,7 +17,7 @@ from sumjudge.judges import get_method, make_config
 from sumjudge.papers.mesa.protocol import error_types
 from sumjudge.papers.mesa.feedback import DIFFERENCES, difference, save, self_train
 from sumjudge.papers.mesa.madp import PERSPECTIVES
-from sumjudge.run_metrics import meeting_error_metrics
+from sumjudge.papers.mesa.metrics import meeting_error_metrics
 
 from test_mesa_protocol import EX, FOUND, RATED, STEP1, STEP2, STEP3, three_step_backend
 

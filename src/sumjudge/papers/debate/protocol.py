@@ -50,6 +50,7 @@ from ...llm.types import ChatRequest
 from ...prompts import load as load_template
 from ...judges.aspects import DEBATE_TEMPLATES, KIND, Aspect, score_aspects
 from ...judges.base import MethodSpec, fit_fields, register
+from .metrics import debate_metrics
 
 CRITICS: dict[str, dict[str, str]] = {
     "strictly-negative": {"original": "debate/s2_devils_advocate",
@@ -259,6 +260,7 @@ async def debate(example: RatedExample, llm: LLM, config: DebateConfig):
 
 
 register(MethodSpec(name="debate", paper="debate", kind="rated", config_cls=DebateConfig, judge=debate,
+                    metrics=debate_metrics,
                     description="DEBATE: Commander, Scorer and devil's-advocate Critic (Algorithm 1)"))
 
 
@@ -268,4 +270,5 @@ class MultiAgentConfig(DebateConfig):
 
 
 register(MethodSpec(name="multiagent", paper="debate", kind="rated", config_cls=MultiAgentConfig, judge=debate,
+                    metrics=debate_metrics,
                     description="MultiAgent baseline: DEBATE's protocol with the Plain Critic (G.1)"))

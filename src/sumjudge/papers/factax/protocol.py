@@ -36,6 +36,7 @@ from ...llm.parsing import ParseError, complete_lines
 from ...judges.alignment import align
 from ...judges.base import Judgement, MethodSpec, fit_prompt, register, request
 from ...judges.windows import sentences, windows
+from .metrics import factax_metrics
 
 TEMPLATE = "factax/fig3_factax"
 CORRECT = "Factually_Correct"
@@ -169,6 +170,8 @@ async def factax(example: FaithExample, llm: LLM, config: FacTaxConfig) -> Judge
 
 
 register(MethodSpec(name="factax", paper="factax", kind="faithfulness", config_cls=FacTaxConfig, judge=factax,
+                    metrics=factax_metrics,
                     description="FacTax: taxonomy-grounded zero-shot detection on the whole summary (Figure 3)"))
 register(MethodSpec(name="factax-wd", paper="factax", kind="faithfulness", config_cls=FacTaxWDConfig, judge=factax,
+                    metrics=factax_metrics,
                     description="FacTax-WD: FacTax window by window (about 30 words of whole sentences)"))

@@ -443,6 +443,14 @@ async def madisse(example: FaithExample, llm: LLM, config: MadisseConfig) -> Jud
                      scores={"agents_vote": agents_vote, "debates_vote": debates_vote}, details=details)
 
 
+def agent_role(tag: str) -> str | None:
+    """``agents`` or ``adjudicators``: the role of a parse event (``.../r1/agent3``, ``.../adjudicator1``), for
+    the parse-rate report."""
+    m = re.search(r"/(?:r\d+/)?(agent|adjudicator)\d*(?:$|#)", tag)
+    return m.group(1) + "s" if m else None
+
+
 register(MethodSpec(name="madisse", paper="madisse", kind="faithfulness", config_cls=MadisseConfig, judge=madisse,
+                    roles=agent_role,
                     description="MADISSE: stance-initialised multi-agent debate with adjudicators (init=none: "
                                 "without initialization; sessions=m: simultaneous debates, agents/debates vote)"))

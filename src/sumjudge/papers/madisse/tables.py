@@ -7,10 +7,12 @@ single-session MADISSE run, so its calls are cache hits.
 
 from __future__ import annotations
 
+import html
+import json
 from typing import Any
 
 from ...notebook import run_name
-from ...report import MADISSE_DATASET_COLUMNS, paper_results, paper_value, read_results
+from ...report import paper_results, paper_value, read_results
 from ...run_metrics import parse_columns
 
 # (paper row, method, settings, variant of the run's metrics or None)
@@ -228,3 +230,54 @@ def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, 
                              "tokens_per_example": metrics["cost"]["prompt_tokens_per_example"]
                              + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"]})
     return rows
+
+
+# The paper's columns are LLM-AggreFact's subsets (AggreFact-CNN/-XSum are AggreFact-FtSota's, not QAGS-C/X,
+# which have no MADISSE values); TofuEval MeetingBank/MediaSum are the same data as LLM-AggreFact's TofuEval parts.
+MADISSE_DATASET_COLUMNS = {"tofueval-meetingbank": "meetingbank", "tofueval-mediasum": "mediasum",
+                           "llm-aggrefact-meetingbank": "meetingbank", "llm-aggrefact-mediasum": "mediasum",
+                           "llm-aggrefact-cnn": "cnn", "llm-aggrefact-xsum": "xsum"}
+
+
+def madisse_reported(method: str, dataset: str, level: str) -> tuple[float | None, float | None]:
+    """(BAcc %, Krippendorff alpha) the MADISSE paper reports for ``method`` (Llama-3-70B): Table 3 at
+    summary level / AggreFact, Table 33 at sentence level. (None, None) where the paper has no cell."""
+    table = "table33_sentence" if level == "sentence" else "table3"
+    cell = paper_value("madisse", table, method, MADISSE_DATASET_COLUMNS.get(dataset, dataset))
+    return (cell[0], cell[1]) if cell else (None, None)
+
+
+def faithfulness_rows(experiment: str, method: str, metrics: dict[str, Any], **context: Any) -> list[dict[str, Any]]:
+    """Two comparison rows (BAcc in %, K-alpha) for a faithfulness run's metrics.json, with the paper's values."""
+    p_bacc, p_alpha = madisse_reported(method, metrics["dataset"], metrics["level"])
+    bacc = metrics.get("bacc")
+    common = {"experiment": experiment, "dataset": metrics["dataset"], "level": metrics["level"], **context,
+              "n": metrics["n_examples"], "unparsed": metrics.get("unparsed")}
+    return [{**common, "metric": "BAcc (%)", "paper": p_bacc, "reproduced": None if bacc is None else 100 * bacc},
+            {**common, "metric": "K-alpha", "paper": p_alpha, "reproduced": metrics.get("k_alpha")}]
+
+
+def debate_html(result: dict[str, Any], max_chars: int = 600) -> str:
+    """One MADISSE judgement (a results.jsonl row) as HTML: per session the stances, each round's
+    labels and explanations, the adjudicators (order seen, label) and the final label beside the human one."""
+    esc = html.escape
+    ex, j = result["example"], result["judgement"]
+    parts = [f"<div style='font-family:sans-serif'><h4>{esc(ex['id'])}</h4>",
+             f"<p><b>Summary:</b> {esc(ex['summary'][:max_chars])}</p>",
+             f"<p><b>Human label:</b> {ex['label']} &middot; <b>MADISSE:</b> {j['label']} ({esc(j['label_source'])})"
+             + (f" &middot; votes {esc(json.dumps(j['scores']))}" if j.get("scores") else "") + "</p>"]
+    for s in j["details"].get("sessions", []):
+        parts.append(f"<h5>Session {s['index']}: stances {esc(str(s['stances']))}; "
+                     f"{'consensus in round %d' % s['consensus_round'] if s['consensus_round'] else 'no consensus'}"
+                     f" &rarr; {s['label']} ({esc(s['label_source'])})</h5><table border=1 cellpadding=4>"
+                     "<tr><th>round</th><th>agent</th><th>label</th><th>explanation</th></tr>")
+        for rnd in s["rounds"]:
+            for t in rnd:
+                parts.append(f"<tr><td>{t['round']}</td><td>{t['agent']}</td><td>{t['label']}</td>"
+                             f"<td>{esc(t['explanation'][:max_chars])}</td></tr>")
+        parts.append("</table>")
+        for a in s.get("adjudication", []):
+            parts.append(f"<p>Adjudicator {a['adjudicator']} (order {a['order']}): <b>{a['label']}</b> "
+                         f"{esc(a['explanation'][:max_chars])}</p>")
+    parts.append("</div>")
+    return "".join(parts)

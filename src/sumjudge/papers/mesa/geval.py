@@ -18,6 +18,7 @@ from ...llm.engine import LLM
 from ...judges.aspects import Aspect
 from ...judges.base import Judgement, MethodSpec, register
 from ...judges.geval import GEvalConfig, geval_aspect
+from .metrics import meeting_error_metrics
 from .protocol import MesaConfig, cut_words
 
 TEMPLATE = "mesa/s31_geval4"
@@ -59,5 +60,6 @@ async def mesa_g_eval(example: MeetingErrorExample, llm: LLM, config: MeetingGEv
 
 
 register(MethodSpec(name="mesa-g-eval", paper="mesa", kind="meeting-errors", config_cls=MeetingGEvalConfig,
+                    metrics=meeting_error_metrics,
                     judge=mesa_g_eval, description="MESA's G-Eval-4 baseline: eight error-type criteria, transcript, "
                                                    "0-5 impact, probability-weighted"))

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib.resources import files
@@ -51,8 +52,9 @@ from ...llm.engine import LLM
 from ...llm.parsing import ParseError, json_number, lenient_json
 from ...prompts import load as load_template
 from ...prompts import render
-from . import madp
 from ...judges.base import Judgement, MethodSpec, register
+from . import madp
+from .metrics import meeting_error_metrics
 
 
 FALLBACK_ROOM = 16  # tokens kept free for the option-score fallback's JSON prefix
@@ -602,6 +604,13 @@ def preflight(examples: list[MeetingErrorExample], llm: LLM, config: MesaConfig)
             "with truncate=truncate (the words kept are recorded)")
 
 
+def step_role(tag: str) -> str | None:
+    """The step a parse event belongs to (``.../step2``), for the parse-rate report."""
+    m = re.search(r"/(step\d)(?:$|[#/-])", tag)
+    return m.group(1) if m else None
+
+
 register(MethodSpec(name="mesa", paper="mesa", kind="meeting-errors", config_cls=MesaConfig, judge=mesa,
+                    metrics=meeting_error_metrics, roles=step_role,
                     description="MESA: per-error-type identify / rate / score, weighted impact and quality",
                     preflight=preflight))

@@ -16,7 +16,8 @@ from typing import Any
 
 from ...notebook import run_name
 from ...report import paper_value, read_results
-from ...run_metrics import parse_columns, transcript_columns
+from ...run_metrics import parse_columns
+from .metrics import transcript_columns
 
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
 SETUPS = {"Single": {}, "Multi": {"madp": True}}

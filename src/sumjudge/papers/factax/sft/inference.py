@@ -15,6 +15,7 @@ from ....llm import ConfigError
 from ....llm.engine import LLM
 from ....llm.parsing import ParseError, complete_lines
 from ....judges.base import Judgement, MethodSpec, fit_prompt, register, request
+from ..metrics import factax_metrics
 from ..protocol import LABELS, parse_factax
 
 PROMPTS = {"binary": "factax/s51_binary_completion", "taxonomy": "factax/s51_error_type_completion"}
@@ -72,4 +73,4 @@ async def factax_sft(example: FaithExample, llm: LLM, config: SFTInferenceConfig
 
 
 register(MethodSpec(name="factax-sft", paper="factax", kind="faithfulness", config_cls=SFTInferenceConfig,
-                    judge=factax_sft, description="FacTax fine-tuned model: INF-Binary or INF-Taxonomy"))
+                    judge=factax_sft, metrics=factax_metrics, description="FacTax fine-tuned model: INF-Binary or INF-Taxonomy"))
