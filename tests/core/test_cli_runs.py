@@ -42,6 +42,7 @@ def judgements(out):
     return [{k: v for k, v in r["judgement"].items() if k != "usage"} for r in rows]
 
 
+@pytest.mark.slow
 def test_run_writes_the_run_folder(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "run"
     assert cli.main(run_args(tiny_model_dir, tmp_path / "c.sqlite", out)) == 0
@@ -69,6 +70,7 @@ def test_run_writes_the_run_folder(tiny_model_dir, tmp_path, capsys):
     assert again["backend_calls"] == 0 and judgements(out) == before
 
 
+@pytest.mark.slow
 def test_kill_midway_then_rerun_repeats_no_call_and_gives_identical_results(tiny_model_dir, tmp_path):
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     small = ["--token-budget", "5000"]  # one or two rows per micro-batch: many chances to be killed mid-way
@@ -99,6 +101,7 @@ def test_kill_midway_then_rerun_repeats_no_call_and_gives_identical_results(tiny
     assert judgements(out) == judgements(ref_out)
 
 
+@pytest.mark.slow
 def test_no_cache_computes_everything_again(tiny_model_dir, tmp_path, capsys):
     assert cli.main(run_args(tiny_model_dir, tmp_path / "c.sqlite", tmp_path / "a", "--limit", "2")) == 0
     capsys.readouterr()
@@ -139,6 +142,7 @@ def test_unreachable_server_exits_4_and_leaves_no_result(tmp_path, capsys):
     assert not (out / "metrics.json").exists() and not (out / "results.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_prompt_over_the_context_errors_naming_the_example_or_is_truncated_on_request(tmp_path, capsys):
     from sumjudge.llm.models import TINY_SHAPE, build_tiny_model
 
@@ -156,6 +160,7 @@ def test_prompt_over_the_context_errors_naming_the_example_or_is_truncated_on_re
     assert json.loads((tmp_path / "b" / "config.json").read_text())["method_config"]["truncate"] == "truncate"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rounds,prompts,ctx", [(1, "code", 1536), (2, "code", 1536), (2, "printed", 1280)])
 def test_madisse_fits_every_prompt_it_sends_under_truncation(tmp_path, rounds, prompts, ctx):
     """The document is cut once so that round 1 (stances shown), later rounds (arguments shown) and the
@@ -193,6 +198,7 @@ def test_empty_text_is_refused_naming_the_example_and_field(monkeypatch, tmp_pat
     assert "broken, row b-7, field 'summary'" in err
 
 
+@pytest.mark.slow
 def test_madisse_runs_end_to_end_on_the_tiny_model(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "madisse"
     args = ["run", "madisse", "--dataset", "tofueval-meetingbank", "--level", "summary", "--limit", "3",
@@ -213,6 +219,7 @@ def test_madisse_runs_end_to_end_on_the_tiny_model(tiny_model_dir, tmp_path, cap
         s["consensus_round"] for r in rows for s in r["judgement"]["details"]["sessions"])
 
 
+@pytest.mark.slow
 def test_learn_guidelines_cli_writes_a_file_madisse_can_use(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "learned" / "guidelines.txt"
     assert cli.main(["learn-guidelines", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "2",
@@ -231,6 +238,7 @@ def test_learn_guidelines_cli_writes_a_file_madisse_can_use(tiny_model_dir, tmp_
     assert "1. You should aim for accuracy" in chats[0]["request"]["messages"][-1]["content"]
 
 
+@pytest.mark.slow
 def test_debate_and_geval_run_end_to_end_on_the_tiny_model_with_per_aspect_correlations(tiny_model_dir, tmp_path,
                                                                                           capsys):
     out = tmp_path / "debate"
@@ -281,6 +289,7 @@ def test_mesa_runs_end_to_end_on_the_tiny_model_with_per_type_scores_impact_and_
         assert all(t["truncated_words"] == 0 for t in j["details"]["types"].values())
 
 
+@pytest.mark.slow
 def test_mesa_self_training_cli_on_the_tiny_model_writes_a_feedback_file(tiny_model_dir, tmp_path):
     rows = [{"id": f"s{i}", "transcript": f"A: meeting {i // 2} decided plan {i // 2}. B: agreed.",
              "summary": f"They decided plan {i // 2}.", "RED": i % 3, "HAL": "no"} for i in range(8)]
@@ -301,6 +310,7 @@ def test_mesa_self_training_cli_on_the_tiny_model_writes_a_feedback_file(tiny_mo
     assert (tmp_path / "fb.calls.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_factax_wd_runs_end_to_end_on_the_tiny_model_with_per_type_predictions(tiny_model_dir, tmp_path):
     out = tmp_path / "fwd"
     assert cli.main(["run", "factax-wd", "--dataset", "diasumfact", "--limit", "10", "--backend", "hf",

@@ -4,7 +4,7 @@ import shutil
 from collections import Counter
 
 import pytest
-from conftest import needs_mirror
+from conftest import needs_mirror, require
 
 from sumjudge.data import registry, sources, tofueval
 from sumjudge.data.ambiguity import TAXONOMY, normalise_category, normalise_subcategory
@@ -104,8 +104,7 @@ def test_unknown_ambiguity_strings_are_errors_naming_the_row():
 @pytest.fixture
 def broken_mirror(tmp_path, monkeypatch):
     """A copy of the two TofuEval files in a temporary mirror, for corrupting."""
-    if not (sources.mirror_dir() or tmp_path).is_dir():
-        pytest.skip("no mirror")
+    require("needs_mirror")
     for rel in (tofueval.TOFU_CSV.format(domain="meetingbank", split="test"), tofueval.AMBIGUITY_JSON):
         dest = tmp_path / rel
         dest.parent.mkdir(parents=True, exist_ok=True)

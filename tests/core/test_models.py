@@ -28,14 +28,15 @@ def test_resolve_model_names():
         resolve_model("./missing-model")
 
 
-def test_gemma_base_model_converts_from_gguf_once_and_generates_through_the_plain_layout(tmp_path):
-    """The real GGUF -> safetensors route for a base model (about a minute on CPU)."""
+@pytest.mark.slow
+def test_gemma_base_model_converts_from_gguf_once_and_generates_through_the_plain_layout(gemma_model_dir):
+    """The real GGUF -> safetensors route for a base model (about a minute on CPU, once: data/models/)."""
     from sumjudge.llm.hf import HFBackend
     from sumjudge.llm.models import prepare_gemma_model
 
-    dest = prepare_gemma_model(tmp_path / "gemma-3-270m")
+    dest = gemma_model_dir
     assert (dest / "config.json").exists() and list(dest.glob("*.safetensors"))
-    assert not (tmp_path / "gemma-3-270m.gguf-tmp").exists()
+    assert not dest.with_name(dest.name + ".gguf-tmp").exists()
     assert json.loads((dest / "sumjudge_model.json").read_text())["base_model"] is True
     cfg = json.loads((dest / "config.json").read_text())
     assert "quantization_config" not in cfg
@@ -51,18 +52,19 @@ def test_gemma_base_model_converts_from_gguf_once_and_generates_through_the_plai
     assert prepare_gemma_model(dest) == dest  # second call: already converted, nothing redone
 
 
-def test_smoke_model_is_the_instruct_model_from_six_pypi_chunks_and_answers_through_its_chat_template(tmp_path):
-    """Qwen2.5-Coder-0.5B-Instruct: sha256-checked GGUF -> safetensors (about two minutes on CPU), its own chat
-    template, both end-of-turn tokens, and an answer that stops at the end of its turn."""
+@pytest.mark.slow
+def test_smoke_model_is_the_instruct_model_from_six_pypi_chunks_and_answers_through_its_chat_template(smoke_model_dir):
+    """Qwen2.5-Coder-0.5B-Instruct: sha256-checked GGUF -> safetensors (about two minutes on CPU, once:
+    data/models/), its own chat template, both end-of-turn tokens, and an answer that stops at the end of its turn."""
     from sumjudge.llm.hf import HFBackend
     from sumjudge.llm.models import QWEN_EOS_TOKENS, SMOKE_GGUF_SHA256, prepare_smoke_model
 
-    dest = prepare_smoke_model(tmp_path / "smoke")
+    dest = smoke_model_dir
     meta = json.loads((dest / "sumjudge_model.json").read_text())
     assert meta["sha256"] == SMOKE_GGUF_SHA256 and meta["base_model"] is False and len(meta["packages"]) == 6
     cfg = json.loads((dest / "config.json").read_text())
     assert cfg["model_type"] == "qwen2" and cfg["num_hidden_layers"] == 24 and "quantization_config" not in cfg
-    assert not (tmp_path / "smoke.gguf-tmp").exists() and not (tmp_path / "smoke.partial").exists()
+    assert not dest.with_name(dest.name + ".gguf-tmp").exists() and not dest.with_name(dest.name + ".partial").exists()
     be = HFBackend(str(dest))
     assert be.info.extra["chat_template"] == "model" and be.context_length == 32768
     assert {be.tokenizer.convert_tokens_to_ids(t) for t in QWEN_EOS_TOKENS} <= set(be.eos_ids)

@@ -129,6 +129,7 @@ def test_training_sets_from_files_docnli_format_and_typed_set_one(tmp_path):
         registry.load(f"file:{bad}?error_types=types")
 
 
+@pytest.mark.slow
 def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_model_dir, tmp_path):
     from sumjudge.papers.factax.sft.train import train
     from sumjudge.llm import NullCache, run_sync

@@ -4,7 +4,6 @@ The defaults are the authors' run (github.com/amazon-science/madisse @ ddb8276):
 prompts (answers in <argument>/<label>), the mediator text from round 3, ties adjudicated."""
 
 import re
-from collections import Counter
 
 import pytest
 
