@@ -322,7 +322,7 @@ def usage_from_log(path: Path) -> dict[str, int]:
             ev = rec.get("event")
             if ev == "process_start":
                 tot["processes"] += 1
-            elif ev == "parse_failure" or (ev == "parse" and not rec.get("ok")):  # parse_failure: older logs
+            elif ev == "parse" and not rec.get("ok"):
                 tot["parse_failures"] += 1
             elif ev in ("chat", "options"):
                 tot["calls" if ev == "chat" else "option_calls"] += 1

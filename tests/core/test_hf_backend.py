@@ -100,7 +100,7 @@ def test_prompt_over_the_context_fails_alone(tiny_backend):
         return await asyncio.gather(llm.chat(ok), llm.chat(long), return_exceptions=True)
 
     a, b = run_sync(both())
-    assert a.text is not None
+    assert a.prompt_tokens <= 120 and 1 <= a.completion_tokens <= 8  # the short prompt was answered
     assert isinstance(b, PromptTooLongError) and "ex-42/zero-shot" in str(b) and "120" in str(b)
 
 
@@ -176,7 +176,9 @@ def test_bfloat16_weights_are_recorded_and_keyed_apart(tiny_model_dir, tiny_back
     assert be.model.dtype == torch.bfloat16 and be.info.extra["dtype"] == "bfloat16"
     req = ChatRequest(messages=msg("Is the summary faithful?"), max_new_tokens=4)
     assert cache_key("chat", be.info, req.key_fields()) != cache_key("chat", tiny_backend.info, req.key_fields())
-    assert isinstance(run_sync(LLM(be, cache=NullCache()).chat(req)).text, str)
+    out = run_sync(LLM(be, cache=NullCache()).chat(req))  # bf16 weights decode: tokens come back, within the cap
+    ref = run_sync(LLM(tiny_backend, cache=NullCache()).chat(req))
+    assert 1 <= out.completion_tokens <= 4 and out.prompt_tokens == ref.prompt_tokens > 0
 
 
 def test_profile_dtype_reaches_the_hf_engine_only():

@@ -1,6 +1,7 @@
 """Every numbered notebook: committed without outputs, parameterised, and executed headlessly by papermill
 with the ``ci`` profile (tiny local model), so no notebook can rot."""
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -29,10 +30,28 @@ def test_committed_clean_and_parameterised(path: Path):
     for name in COMMON_PARAMETERS:
         assert f"\n{name} = " in "\n" + params[0].source
     first = nb.cells[0]
-    assert first.cell_type == "markdown" and "claim" in first.source.lower()
-    assert "How to read" in "".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert first.cell_type == "markdown" and first.source.startswith(f"# {path.name[:2]} · ")
+    assert re.search(r"\*\*The paper(?:'s|s') claims?\b", first.source), "open with the paper's claim, in bold"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_saved_table_has_a_reading_guide_beside_it(path: Path):
+    """Course material: each table a notebook saves comes with "How to read" in the markdown just before
+    or just after the cell that writes it."""
+    cells = nbformat.read(path, as_version=4).cells
+    written = sum(c.source.count("save_table(") for c in cells if c.cell_type == "code")
+    missing, seen = [], 0
+    for i, c in enumerate(cells):
+        for name in re.findall(r"report\.save_table\([^,]+,\s*NOTEBOOK,\s*f?\"([^\"]+)\"", c.source) if c.cell_type == "code" else []:
+            near = [cells[j] for j in (i - 1, i + 1) if 0 <= j < len(cells) and cells[j].cell_type == "markdown"]
+            seen += 1
+            if not any("How to read" in m.source for m in near):
+                missing.append(name)
+    assert seen == written, "a save_table call this test does not read"
+    assert missing == []
+
+
+@pytest.mark.slow
 @needs_mirror
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_runs_with_the_ci_profile(path: Path, tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 import pytest
 
-from sumjudge.llm.parsing import ParseError, binary_label, lenient_json, markdown_field, xml_tag
+from sumjudge.llm.parsing import ParseError, binary_label, lenient_json, xml_tag
 
 
 def test_xml_tag_last_complete_occurrence_and_unclosed_tail():
@@ -39,12 +39,3 @@ def test_lenient_json(text, expected):
 def test_lenient_json_failure_is_typed():
     with pytest.raises(ParseError):
         lenient_json("{not json at all")
-
-
-def test_markdown_field_forms_and_continuation():
-    text = "- Label: unfaithful\n- Explanation: the summary says 5\n  but the transcript says 6\n- Score: 2"
-    assert markdown_field(text, "Label") == "unfaithful"
-    assert markdown_field(text, "Explanation") == "the summary says 5 but the transcript says 6"
-    assert markdown_field("**Score:** 4", "Score") == "4"
-    with pytest.raises(ParseError):
-        markdown_field(text, "Severity")

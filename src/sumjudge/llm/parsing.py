@@ -157,6 +157,15 @@ def _balanced(text: str, start: int) -> str | None:
 
 
 _OPENING = re.compile(r"[\[{]")
+# a quoted string (left as it is) or one of JSON's bare words (true, false, null)
+_QUOTED_OR_WORD = re.compile(r"""("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|\b(true|false|null)\b""", re.S)
+_PY_WORDS = {"true": "True", "false": "False", "null": "None"}
+
+
+def _python_literals(text: str) -> str:
+    """JSON's bare ``true``/``false``/``null`` as Python's, for a Python-style answer (single quotes); the
+    same words inside quoted strings are text and stay as they are."""
+    return _QUOTED_OR_WORD.sub(lambda m: m.group(1) or _PY_WORDS[m.group(2)], text)
 
 
 def lenient_json(text: str) -> Any:
@@ -187,29 +196,10 @@ def lenient_json(text: str) -> Any:
                 except json.JSONDecodeError:
                     pass
                 try:
-                    py = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", candidate)))
-                    return ast.literal_eval(py)
+                    return ast.literal_eval(_python_literals(candidate))
                 except (ValueError, SyntaxError, MemoryError, RecursionError):
                     pass
         pos = end  # never read a value nested inside a chunk that is not itself the answer
-
-
-def markdown_field(text: str, name: str) -> str:
-    """Value of a ``- Name: value`` line (also ``**Name:**``, ``Name -``); the value may continue onto following lines."""
-    pat = re.compile(rf"^[ \t]*(?:[-*][ \t]*)?(?:\*\*)?{re.escape(name)}(?:\*\*)?[ \t]*[:\-][ \t]*(?:\*\*)?[ \t]*(.*)$",
-                     re.M | re.I)
-    m = pat.search(text)
-    if not m:
-        raise ParseError(f"no '- {name}:' field in output")
-    lines = [m.group(1)]
-    for line in text[m.end():].splitlines()[1:]:
-        if re.match(r"^[ \t]*(?:[-*][ \t]*)?(?:\*\*)?[A-Z][\w ]{0,30}(?:\*\*)?[ \t]*:", line) or not line.strip():
-            break
-        lines.append(line.strip())
-    value = " ".join(x.strip() for x in lines).strip()
-    if not value:
-        raise ParseError(f"'- {name}:' is empty")
-    return value
 
 
 _WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,

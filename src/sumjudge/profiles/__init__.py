@@ -23,11 +23,9 @@ class Profile:
     parse_retries: int = 2  # extra sampled attempts after an unparseable answer
     context_length: int | None = None  # hf: cap the prompt + answer tokens (None = the model's context)
     dtype: str | None = None  # hf: float32 | bfloat16 | float16 | cpu-native (None: bf16 on a GPU, fp32 on a CPU)
-    # MESA's methods on another model (MESA used GPT-4o, 128k context: meeting transcripts do not fit an 8k
-    # model); None = the profile's backend/model/base_url
-    mesa_backend: str | None = None
-    mesa_model: str | None = None
-    mesa_base_url: str | None = None
+    # a paper's methods on another model, by paper: {paper: {model, backend, base_url}} (e.g. a long-context
+    # model for meeting transcripts an 8k model cannot hold); backend defaults to the profile's
+    paper_engines: dict[str, dict[str, Any]] = field(default_factory=dict)
     # notebook parameters this profile sets (e.g. fewer self-consistency samples on a CPU); explicit
     # `make reproduce` overrides and the notebooks' own defaults apply otherwise
     parameters: dict[str, Any] = field(default_factory=dict)
@@ -38,9 +36,10 @@ class Profile:
     notebooks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def engine_for(self, paper: str) -> tuple[str, str, str | None]:
-        """(backend, model, base_url) that runs the methods of ``paper`` ("mesa" may have its own)."""
-        if paper == "mesa" and self.mesa_model:
-            return self.mesa_backend or self.backend, self.mesa_model, self.mesa_base_url
+        """(backend, model, base_url) that runs the methods of ``paper``: its own (``paper_engines``) or the profile's."""
+        own = self.paper_engines.get(paper) or {}
+        if own.get("model"):
+            return own.get("backend") or self.backend, own["model"], own.get("base_url")
         return self.backend, self.model, self.base_url
 
     def engine_options(self) -> dict[str, Any]:
@@ -84,5 +83,10 @@ def load(name: str, notebook: str | None = None, **overrides: Any) -> Profile:
     unknown = set(data) - {x.name for x in fields(Profile)}
     if unknown:
         raise ValueError(f"profile {f.name}: unknown key(s) {', '.join(sorted(unknown))}")
+    for paper, engine in (data.get("paper_engines") or {}).items():
+        bad = set(engine or {}) - {"backend", "model", "base_url"}
+        if bad or not (engine or {}).get("model"):
+            raise ValueError(f"profile {f.name}: paper_engines.{paper} takes model (required), backend, base_url; "
+                             f"got {', '.join(sorted(engine or {})) or 'nothing'}")
     prof = Profile(**data)
     return (prof.for_notebook(notebook) if notebook else prof).with_overrides(**overrides)

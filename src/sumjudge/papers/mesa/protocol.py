@@ -74,7 +74,6 @@ class ErrorType:
 AUTHORS_NAMES = {"OM": "omission", "RED": "repetition", "INC": "incoherence", "COR": "coreference",
                  "HAL": "hallucination", "LAN": "language", "STR": "structure", "IRR": "irrelevance"}
 IMPORTANCE = {"OM": 1.1, "HAL": 1.1, "IRR": 1.1, "RED": 0.9, "INC": 0.9, "LAN": 0.9, "COR": 1.0, "STR": 1.0}
-CRITERIA_SETS = ("authors", "table9")
 
 
 @lru_cache(maxsize=None)
@@ -600,7 +599,7 @@ def preflight(examples: list[MeetingErrorExample], llm: LLM, config: MesaConfig)
             f"{len(over)} of {len(examples)} transcripts do not fit {llm.info.model} (context {llm.context_length} "
             f"tokens) with {config.variant} and {config.max_new_tokens} answer tokens under truncate=error; the "
             f"longest ({worst}) needs {need}. MESA used GPT-4o (128k tokens): run it on a long-context model "
-            "(the profile's mesa_model / mesa_base_url, e.g. a 128k model served by vLLM), or cut the transcripts "
+            "(the profile's paper_engines.mesa: model, base_url; e.g. a 128k model served by vLLM), or cut the transcripts "
             "with truncate=truncate (the words kept are recorded)")
 
 
