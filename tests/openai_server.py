@@ -9,7 +9,8 @@ OpenAI-compatible servers. Like vLLM, a prompt over ``max_model_len`` is refused
 that would pass it is cut (``finish_reason=length``). ``fail_next(n, status)`` makes the next n requests fail with an HTTP status, to
 test retries; ``fault_next(kind, n)`` injects faults a real server shows: ``null_content``,
 ``empty_choices``, ``malformed_json`` (a 200 whose body is not JSON), ``retry_after`` (429 asking for a
-one-second wait) and ``hang`` (an answer that comes after ``hang_s`` seconds).
+one-second wait), ``hang`` (an answer that comes after ``hang_s`` seconds) and ``early_length`` (the
+answer's first characters with ``finish_reason=length`` after one token, far below ``max_tokens``).
 """
 
 from __future__ import annotations
@@ -218,6 +219,10 @@ class LocalOpenAIServer:
                         payload = work(body)
                 except PromptOverContext as e:
                     return self._send(400, {"error": {"message": str(e), "type": "BadRequestError"}})
+                if fault == "early_length" and payload.get("choices"):  # a lying server: a cut that is not one
+                    ch = payload["choices"][0]
+                    ch["message"]["content"], ch["finish_reason"] = (ch["message"]["content"] or "")[:3], "length"
+                    payload["usage"]["completion_tokens"] = 1
                 self._send(200, payload)
 
         return Handler

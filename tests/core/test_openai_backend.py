@@ -187,7 +187,7 @@ def test_sampled_requests_send_a_seed_per_sample(server):
     assert len(set(seeds)) == 3
 
 
-@pytest.mark.parametrize("fault", ["null_content", "empty_choices", "malformed_json"])
+@pytest.mark.parametrize("fault", ["null_content", "empty_choices", "malformed_json", "early_length"])
 def test_malformed_answers_are_retried_never_cached_or_parsed(server, fault, tmp_path):
     from sumjudge.llm import ResponseCache
 
@@ -293,3 +293,26 @@ def test_a_run_whose_examples_mostly_fail_stops(server, tmp_path):
         with server._lock:
             server._fail.clear()
     assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_an_answer_ended_early_with_length_is_a_fault_not_an_answer(server, tmp_path):
+    """A server that says finish_reason=length after 1 of max_tokens tokens, below the context: retried, and the
+    run's answers are those of a fault-free server; nothing of the cut answers is cached."""
+    from sumjudge.llm import ResponseCache
+
+    reqs = [ChatRequest(messages=msg(f"Early cut {i}?"), max_new_tokens=12, tag=f"e{i}") for i in range(4)]
+    clean = run_sync(LLM(backend(server), cache=NullCache()).chat_many(reqs))
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    be = backend(server)
+    server.fault_next("early_length", 3)
+    got = run_sync(LLM(be, cache=cache).chat_many(reqs))
+    assert [(r.text, r.finish_reason) for r in got] == [(r.text, r.finish_reason) for r in clean]
+    assert be.retries == 3 and cache.count() == 4
+    again = run_sync(LLM(backend(server), cache=cache).chat_many(reqs))  # replayed from the cache: clean answers
+    assert [r.text for r in again] == [r.text for r in clean] and all(r.cache_hit for r in again)
+
+
+def test_a_length_finish_at_max_tokens_is_an_answer(server):
+    be = backend(server)
+    out = run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("Go on and on"), max_new_tokens=3)))
+    assert out.finish_reason == "length" and out.completion_tokens == 3 and be.retries == 0

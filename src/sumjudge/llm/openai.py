@@ -353,6 +353,28 @@ class OpenAIBackend:
         if msg is None or not isinstance(getattr(msg, "content", None), str):
             raise MalformedAnswer("the answer's message content is null")
 
+    def _check_cut(self, resp, max_tokens: int) -> None:
+        """``finish_reason=length`` means the answer reached ``max_tokens`` or the model's context. One that
+        stopped short of both (per the server's own usage) was ended by the server: a fault, retried and never
+        cached. Where the server does not say its context, a short length finish may be a real cut at the
+        context and is kept as an answer (cut answers are read only as far as the method allows)."""
+        ch = resp.choices[0]
+        usage = getattr(resp, "usage", None)
+        done = getattr(usage, "completion_tokens", None)
+        if ch.finish_reason != "length" or done is None or done >= max_tokens or not self.context_length:
+            return
+        prompt = getattr(usage, "prompt_tokens", None) or 0
+        if prompt + done >= self.context_length:
+            return  # the context is full: a real cut
+        raise MalformedAnswer(f"the server ended the answer at {done} of {max_tokens} tokens with "
+                              "finish_reason=length (neither max_tokens nor the context was reached)")
+
+    def _check_answer(self, max_tokens: int):
+        def check(resp) -> None:
+            self._check_chat(resp)
+            self._check_cut(resp, max_tokens)
+        return check
+
     @staticmethod
     def _check_any(resp) -> None:
         if not getattr(resp, "choices", None):
@@ -376,7 +398,7 @@ class OpenAIBackend:
             kw["stop"] = list(r.stop)[:4]
         if self.extra_body:
             kw["extra_body"] = self.extra_body
-        resp = await self._call(self.client.chat.completions.create, check=self._check_chat, **kw)
+        resp = await self._call(self.client.chat.completions.create, check=self._check_answer(r.max_new_tokens), **kw)
         ch = resp.choices[0]
         usage = resp.usage
         return ChatResponse(text=ch.message.content, finish_reason=ch.finish_reason or "stop",
