@@ -146,6 +146,7 @@ def test_out_naming_a_file_or_a_foreign_folder_or_a_corrupt_config_is_refused(tm
     assert "config.json" in err and "not a readable run config" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_ctrl_c_prints_one_line_exits_130_and_the_run_resumes(tiny_model_dir, tmp_path):
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
     out, cache = tmp_path / "run", tmp_path / "c.sqlite"
@@ -182,11 +183,11 @@ def test_ctrl_c_prints_one_line_exits_130_and_the_run_resumes(tiny_model_dir, tm
     assert len(starts) == 2 and starts[1]["pid"] != starts[0]["pid"]
 
 
-def test_readme_exit_code_table_matches_the_cli():
+def test_documented_exit_code_table_matches_the_cli():
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "command-line.md").read_text(encoding="utf-8")
     table = readme[readme.index("Exit codes (each row"):]
     codes = {int(m.group(1)) for m in re.finditer(r"^\| (\d+) \|", table, re.M)}
     assert codes == {0, cli.EXIT_USAGE, cli.EXIT_DATA, cli.EXIT_BACKEND, cli.EXIT_RUN, cli.EXIT_INTERRUPTED}
