@@ -21,19 +21,59 @@ def parse_sets(sets: list[str] | None) -> dict[str, str]:
     return out
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_engine_flags(a) -> None:
+    """Engine flags that do not apply to the backend, contradict each other or are out of range: one
+    ``ConfigError`` naming the flag (exit 2), before anything is loaded or written."""
+    from urllib.parse import urlsplit
+
+    from .llm import ConfigError
+
+    backend = getattr(a, "backend", None)
+    given = {flag: getattr(a, attr, None) for flag, attr in (("--token-budget", "token_budget"), ("--dtype", "dtype"),
+             ("--base-url", "base_url"), ("--timeout", "timeout"), ("--max-retry-time", "max_retry_time"),
+             ("--server-name", "server_name"))}
+    for flag, only in (("--token-budget", "hf"), ("--dtype", "hf"), ("--base-url", "openai"), ("--timeout", "openai"),
+                       ("--max-retry-time", "openai"), ("--server-name", "openai")):
+        if given[flag] is not None and backend != only:
+            raise ConfigError(f"{flag} applies to --backend {only} only (this run uses --backend {backend})")
+    for flag in ("--token-budget", "--timeout", "--max-retry-time"):
+        if given[flag] is not None and not given[flag] > 0:
+            raise ConfigError(f"{flag} {given[flag]}: expected a number above 0")
+    url = given["--base-url"]
+    if url is not None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+            raise ConfigError(f"--base-url {url!r}: expected an http(s) URL such as http://host:8000/v1")
+    cache = getattr(a, "cache", None)
+    if cache is not None:
+        if getattr(a, "no_cache", False):
+            raise ConfigError(f"--no-cache and --cache {cache}: choose one (--no-cache neither reads nor writes a cache)")
+        cache = Path(cache)
+        if cache.is_dir():
+            raise ConfigError(f"--cache {cache}: is a folder; name the cache file (e.g. {cache / 'llm_cache.sqlite'})")
+        if cache.is_file() and cache.stat().st_size:
+            with open(cache, "rb") as f:
+                if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                    raise ConfigError(f"--cache {cache}: not a sumjudge cache (not an SQLite file); name another file")
+
+
 def _cmd_run(a) -> int:
     from .runs import RunConfig, clean_nan, run
 
+    check_engine_flags(a)
     settings = parse_sets(a.set)
     rc = RunConfig(method=a.method, dataset=a.dataset, split=a.split, level=a.level, limit=a.limit,
                    backend=a.backend, model=a.model, base_url=a.base_url, seed=a.seed, settings=settings)
     opts = {}
-    if a.backend == "hf" and a.token_budget:
+    if a.token_budget is not None:
         opts["token_budget"] = a.token_budget
-    if a.backend == "hf" and a.dtype:
+    if a.dtype:
         opts["dtype"] = a.dtype
-    if a.backend == "openai":
-        opts.update({k: v for k, v in (("timeout", a.timeout), ("max_retry_time", a.max_retry_time)) if v})
+    opts.update({k: v for k, v in (("timeout", a.timeout), ("max_retry_time", a.max_retry_time),
+                                   ("server_name", a.server_name)) if v is not None})
     m = run(rc, a.out, no_cache=a.no_cache, cache=a.cache, backend_options=opts)
     keep = {k: m[k] for k in ("method", "dataset", "level", "n_examples", "bacc", "k_alpha", "fpr", "fnr", "unparsed")
             if k in m}
@@ -160,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, help="openai: seconds one request may take (default 600)")
     r.add_argument("--max-retry-time", type=float,
                    help="openai: seconds one request may spend being retried in all (default 900)")
+    r.add_argument("--server-name", help="openai: a name for the server in the cache key in place of its URL, to "
+                                         "reuse its answers after a restart on another host or port (same model)")
     r.set_defaults(fn=_cmd_run)
 
     add_paper_commands(sub)  # each paper's own commands (guideline learning, self-training)

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import platform
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -100,7 +101,8 @@ def check_run_folder(out: Path) -> dict | None:
     if not cfg_path.exists():
         # without config.json only what a run killed during start-up leaves is ours (results/metrics are not)
         foreign = sorted(p.name for p in out.iterdir()
-                         if p.name not in (LOCK_NAME, "calls.jsonl") and not p.name.endswith(".tmp"))
+                         if p.name not in (LOCK_NAME, "calls.jsonl", FAILED_CONFIG, FAILED_CALLS)
+                         and not p.name.endswith(".tmp"))
         if foreign:
             raise ConfigError(f"{out} is not empty and is not a sumjudge run folder (it holds {', '.join(foreign[:5])}); "
                               "choose a new or empty folder")
@@ -113,6 +115,30 @@ def check_run_folder(out: Path) -> dict | None:
     if not isinstance(prev, dict) or "run" not in prev:
         raise ConfigError(f"{cfg_path} is not a sumjudge run config; choose another --out")
     return prev
+
+
+FAILED_CONFIG, FAILED_CALLS = "config.failed.json", "calls.failed.jsonl"
+
+
+def failed_before_results(out: Path) -> bool:
+    """The folder's last process ended in a recorded failure (``run_failed``) and no result was written."""
+    calls = out / "calls.jsonl"
+    if (out / "results.jsonl").exists() or (out / "metrics.json").exists() or not calls.exists():
+        return False
+    failed = False
+    for line in calls.read_text(encoding="utf-8").splitlines():
+        if '"event": "process_start"' in line:
+            failed = False
+        elif '"event": "run_failed"' in line:
+            failed = True
+    return failed
+
+
+def remove_stale_temps(out: Path) -> None:
+    """Temp files of the run's atomic writes that a killed process left (under the folder's lock: no writer)."""
+    for p in out.glob("*.tmp"):  # NAME.tmp (older versions) or NAME.<pid>.tmp (write_atomic)
+        if re.sub(r"\.\d+$", "", p.name[: -len(".tmp")]) in ("results.jsonl", "metrics.json", "config.json"):
+            p.unlink(missing_ok=True)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -233,7 +259,10 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
                          "(use meetingbank-ambiguity)")
     out = Path(out)
     check_run_folder(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--out {out}: cannot create the run folder ({e.strerror or e})") from None
     with RunLock(out):
         return _run_locked(rc, spec, cfg, examples, out, no_cache=no_cache, cache=cache, llm=llm, progress=progress,
                            backend_options=backend_options)
@@ -244,7 +273,13 @@ def _run_locked(rc: RunConfig, spec, cfg, examples, out: Path, *, no_cache, cach
     record = {"run": rc.to_json(), "method_config": dataclasses.asdict(cfg)}
     prev = check_run_folder(out)  # again under the lock: another process may have written it meanwhile
     if prev is not None and {k: prev.get(k) for k in record} != json.loads(json.dumps(record)):
-        raise ConfigError(f"{out} holds a run with a different configuration; use another --out folder")
+        if not failed_before_results(out):
+            raise ConfigError(f"{out} holds a run with a different configuration; use another --out folder")
+        # a run that failed before any result (e.g. a prompt over the context) leaves its folder to the rerun its
+        # message suggests; what it wrote is kept beside, so its calls do not count as the new run's
+        for name, kept in (("config.json", FAILED_CONFIG), ("calls.jsonl", FAILED_CALLS)):
+            if (out / name).exists():
+                os.replace(out / name, out / kept)
     for stale in ("results.jsonl", "metrics.json"):
         (out / stale).unlink(missing_ok=True)
     t0 = time.time()
@@ -259,6 +294,11 @@ def _run_locked(rc: RunConfig, spec, cfg, examples, out: Path, *, no_cache, cach
         previous_log, llm.log = llm.log, CallLog(out / "calls.jsonl")
     try:
         return _execute(rc, spec, cfg, examples, llm, out, record, cfg_path, t0, progress)
+    except Exception as e:  # recorded, so that the folder may take another configuration (failed_before_results)
+        if llm.log is not None:
+            llm.log.write({"event": "run_failed", "pid": os.getpid(), "time": time.time(),
+                           "error": f"{type(e).__name__}: {e}"})
+        raise
     finally:
         llm.log.close()
         if not own:
@@ -302,6 +342,7 @@ def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cf
                "server": server_stats(server_before, counters() if counters else None),
                "usage_all_processes": usage_from_log(out / "calls.jsonl"), "wall_s": time.time() - t0}
     write_atomic(out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
+    remove_stale_temps(out)
     return metrics
 
 

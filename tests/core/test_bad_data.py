@@ -72,7 +72,7 @@ def test_byte_order_marks_are_accepted_in_every_text_format(tmp_path, name, body
 def test_a_json_list_of_non_objects_names_the_item(tmp_path):
     f = tmp_path / "l.json"
     f.write_text(json.dumps([GOOD, "oops"]))
-    with pytest.raises(DataFormatError, match="l.json, row 1: expected a JSON object, got str"):
+    with pytest.raises(DataFormatError, match="l.json, row 2: expected a JSON object, got str"):
         registry.load(f"file:{f}")
 
 

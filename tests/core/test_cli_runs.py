@@ -345,7 +345,7 @@ def test_run_dtype_reaches_the_hf_backend_only(monkeypatch, tmp_path):
     monkeypatch.setattr(runs, "run", fake_run)
     args = ["run", "zero-shot", "--dataset", "sample-mediasum", "--out", str(tmp_path / "r")]
     assert cli.main([*args, "--dtype", "bfloat16"]) == 0
-    assert cli.main([*args, "--backend", "scripted", "--dtype", "bfloat16"]) == 0
-    assert seen == [{"dtype": "bfloat16"}, {}]
+    assert cli.main([*args, "--backend", "scripted", "--dtype", "bfloat16"]) == 2  # not ignored: refused
+    assert seen == [{"dtype": "bfloat16"}]
     with pytest.raises(SystemExit):
         cli.main([*args, "--dtype", "fp8"])

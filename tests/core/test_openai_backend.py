@@ -316,3 +316,32 @@ def test_a_length_finish_at_max_tokens_is_an_answer(server):
     be = backend(server)
     out = run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("Go on and on"), max_new_tokens=3)))
     assert out.finish_reason == "length" and out.completion_tokens == 3 and be.retries == 0
+
+
+def test_a_prompt_no_served_model_reads_is_not_sent_to_a_server_that_states_no_context(tiny_backend):
+    from sumjudge.llm.openai import MAX_PROMPT_CHARS_UNKNOWN_CONTEXT
+
+    with LocalOpenAIServer(tiny_backend, vllm_routes=False) as plain:  # no max_model_len, no /tokenize
+        be = backend(plain)
+        assert be.context_length is None
+        huge = ChatRequest(messages=msg("x" * (MAX_PROMPT_CHARS_UNKNOWN_CONTEXT + 1)), max_new_tokens=4, tag="doc-7")
+        with pytest.raises(PromptTooLongError, match="prompt for doc-7 has .* characters.*does not state its context"):
+            run_sync(LLM(be, cache=NullCache()).chat(huge))
+        assert plain.requests == []  # never sent
+
+
+def test_a_server_name_keeps_the_cache_across_a_restart_on_another_port(tiny_backend, tmp_path):
+    from sumjudge.llm import ResponseCache
+
+    req = ChatRequest(messages=msg("Same server, new port?"), max_new_tokens=4)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    with LocalOpenAIServer(tiny_backend) as first:
+        run_sync(LLM(backend(first, server_name="lab-8b"), cache=cache).chat(req))
+        run_sync(LLM(backend(first), cache=cache).chat(req))  # by URL: a key of its own
+    with LocalOpenAIServer(tiny_backend) as restarted:  # another port
+        assert restarted.base_url != first.base_url
+        chats = lambda: [r for r in restarted.requests if "messages" in r]  # noqa: E731 (not the start-up probe)
+        named = run_sync(LLM(backend(restarted, server_name="lab-8b"), cache=cache).chat(req))
+        assert named.cache_hit and chats() == []
+        by_url = run_sync(LLM(backend(restarted), cache=cache).chat(req))  # the safe default: recomputed
+        assert not by_url.cache_hit and len(chats()) == 1

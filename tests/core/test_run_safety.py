@@ -62,7 +62,9 @@ def test_bad_settings_exit_2_naming_key_value_and_what_is_allowed_before_any_mod
     assert not out.exists()  # nothing written for a refused run
 
 
-def test_settings_are_converted_to_their_types():
+def test_settings_are_converted_to_their_types(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "123").write_text("A guideline.\n")  # a file named like a number stays a file name
     cfg = make_config(get_method("madisse").config_cls, ["sessions=3", "temperature=1", "doc_first=false",
                                                         "history_tokens=none", "guidelines=123"])
     assert cfg.sessions == 3 and cfg.temperature == 1.0 and cfg.doc_first is False

@@ -48,16 +48,20 @@ def _rows(path: Path, columns: Iterable[str]) -> list[tuple[int, dict]]:
         data = read_json(path)
         if not isinstance(data, list):
             raise DataFormatError(path, None, None, "expected a JSON list of objects")
-        for i, r in enumerate(data):
+        for i, r in enumerate(data, start=1):  # rows numbered from 1, as in JSONL and CSV files
             if not isinstance(r, dict):
                 raise DataFormatError(path, i, None, f"expected a JSON object, got {type(r).__name__}")
-        return list(enumerate(data))
+        return list(enumerate(data, start=1))
     if suffix in (".csv", ".tsv"):
         return read_csv(path, columns, delimiter="\t" if suffix == ".tsv" else ",")
     if suffix == ".parquet":
         import pandas as pd
 
-        return list(enumerate(pd.read_parquet(path).to_dict("records"), start=1))
+        try:
+            frame = pd.read_parquet(path)
+        except Exception as e:  # a truncated or foreign file: pyarrow's errors have no common base
+            raise DataFormatError(path, None, None, f"not a readable parquet file ({type(e).__name__}: {e})") from None
+        return list(enumerate(frame.to_dict("records"), start=1))
     raise DataFormatError(path, None, None, f"unsupported file type {suffix!r} (jsonl, json, csv, tsv, parquet)")
 
 

@@ -309,5 +309,9 @@ def check_examples(dataset: str, examples: list[Example]) -> None:
             raise DataFormatError(dataset, e.id, "id", "duplicate example id")
         seen.add(e.id)
         for f in REQUIRED_TEXT.get(type(e), ()):
-            if not str(getattr(e, f) or "").strip():
+            text = str(getattr(e, f) or "")
+            if not text.strip():
                 raise DataFormatError(dataset, e.id, f, "empty text; fix or drop this example")
+            if "\x00" in text:
+                raise DataFormatError(dataset, e.id, f, f"a NUL byte at character {text.index(chr(0)) + 1} "
+                                                        "(binary data in a text field?); fix or drop this example")

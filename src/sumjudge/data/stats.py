@@ -83,6 +83,7 @@ def meeting_error_stats(examples: list[MeetingErrorExample], dropped: dict[str, 
         "errors_per_type": {t: sum(ex.labels[t] == 1 for ex in examples) for t in types},
         "unlabelled_per_type": {t: sum(ex.labels[t] is None for ex in examples) for t in types},
         "transcripts_truncated": sum(bool(ex.meta.get("transcript_truncated")) for ex in examples),
+        "transcripts_restored": sum(bool(ex.meta.get("transcript_restored")) for ex in examples),
         "dropped": dropped or {},
     }
 
@@ -90,9 +91,10 @@ def meeting_error_stats(examples: list[MeetingErrorExample], dropped: dict[str, 
 def dataset_stats(name: str, level: str | None = None) -> dict[str, Any]:
     spec = registry.get(name)
     if spec.kind == "meeting-errors":
-        from .meeting_errors import read_meeting_errors
+        from .meeting_errors import read_meeting_errors, restore_transcripts
 
         examples, dropped = read_meeting_errors()
+        examples = restore_transcripts(examples)  # as every run reads them
         registry.check_examples(name, examples)
         body = meeting_error_stats(examples, dropped)
     else:

@@ -8,12 +8,16 @@ class SumjudgeError(Exception):
 
 
 class PromptTooLongError(SumjudgeError):
-    def __init__(self, tag: str, prompt_tokens: int, max_new_tokens: int, context_length: int):
+    def __init__(self, tag: str, prompt_tokens: int, max_new_tokens: int, context_length: int,
+                 unit: str = "tokens", note: str = ""):
         self.tag, self.prompt_tokens, self.context_length = tag, prompt_tokens, context_length
-        super().__init__(
-            f"prompt for {tag or 'a request'} has {prompt_tokens} tokens + {max_new_tokens} new tokens, over the "
-            f"model context of {context_length}; shorten the input or choose a truncation policy (--set truncate=...)"
-        )
+        if unit == "tokens":
+            text = (f"prompt for {tag or 'a request'} has {prompt_tokens} tokens + {max_new_tokens} new tokens, over "
+                    f"the model context of {context_length}; shorten the input or choose a truncation policy "
+                    "(--set truncate=...)")
+        else:
+            text = f"prompt for {tag or 'a request'} has {prompt_tokens} {unit}, over {context_length}"
+        super().__init__(text + (f"; {note}" if note else ""))
 
 
 class BackendUnavailableError(SumjudgeError):

@@ -43,6 +43,10 @@ RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
 
 
+# A prompt over this many characters (about a million tokens, more than any served context) is not sent to a
+# server that does not state its context: a 10 MB document is a mistake, not a request.
+MAX_PROMPT_CHARS_UNKNOWN_CONTEXT = 4_000_000
+
 class MalformedAnswer(Exception):
     """A 200 answer that is not a usable completion (no choices, null content, a body that is not JSON): a
     fault of the server, retried like a 5xx and never cached or parsed."""
@@ -97,7 +101,7 @@ class OpenAIBackend:
                  max_backoff: float = 60.0, top_logprobs: int = 20, connect_retries: int = 2,
                  max_retry_time: float = 900.0, context_length: int | None = None, tokenizer: str | None = None,
                  option_scoring: str = "auto", min_coverage: float = 0.5, discover: bool = True,
-                 extra_body: dict[str, Any] | None = None):
+                 extra_body: dict[str, Any] | None = None, server_name: str | None = None):
         import httpx
         import openai
 
@@ -146,7 +150,13 @@ class OpenAIBackend:
         if exact and option_scoring == "auto" and discover:
             exact = self._probe_prompt_logprobs()
         self.option_scoring = "prompt_logprobs" if exact else "top_logprobs"
-        self.info = BackendInfo(name="openai", model=model, revision="", server=server,
+        # the cache key names the server by its base URL; a name the user gives says "the same server as before"
+        # (e.g. restarted on another port): its answers are then shared under that name
+        if server_name is not None and not server_name.strip():
+            raise ConfigError("--server-name: give a non-empty name")
+        self.server_name = server_name
+        key_server = f"name:{server_name.strip()}" if server_name else server
+        self.info = BackendInfo(name="openai", model=model, revision="", server=key_server,
                                 server_model={k: self.served[k] for k in ("id", "root", "max_model_len")
                                               if self.served.get(k) is not None},
                                 option_scoring=self.option_scoring,
@@ -389,6 +399,12 @@ class OpenAIBackend:
         if self.tokenizes and self.context_length:
             n = len(await asyncio.to_thread(self.encode, r.messages))
             self._check_fits(r.tag, n, r.max_new_tokens)  # never let the server cut the answer short
+        elif not self.context_length:  # nothing to fit against: refuse what no served model reads
+            chars = sum(len(m.get("content") or "") for m in r.messages)
+            if chars > MAX_PROMPT_CHARS_UNKNOWN_CONTEXT:
+                raise PromptTooLongError(r.tag, chars, r.max_new_tokens, MAX_PROMPT_CHARS_UNKNOWN_CONTEXT,
+                                         unit="characters", note=f"{self.where} does not state its context; give it "
+                                         "(context_length) so that documents are cut to fit")
         kw = dict(messages=r.messages, temperature=r.temperature, max_tokens=r.max_new_tokens, n=1)
         if not r.greedy:
             kw["top_p"] = r.top_p

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...cli import parse_sets
+from ...cli import check_engine_flags, parse_sets
 
 
 def _cmd_learn(a) -> int:
     """MADISSE guideline learning phase (Appendix A.1.1) -> a guidelines file for `madisse --set guidelines=FILE`."""
+    check_engine_flags(a)
     from ...data import registry
     from ...llm import make_llm
     from ...llm.engine import run_sync

@@ -85,6 +85,12 @@ class MadisseConfig:
     def warnings(self) -> list[str]:
         return [GREEDY_WARNING] if self.temperature == 0 else []
 
+    def check(self) -> None:
+        """The guidelines file must be there before any model loads (named by the setting)."""
+        if self.guidelines and not Path(self.guidelines).is_file():
+            raise ConfigError(f"madisse setting guidelines={self.guidelines!r}: no such file (a guidelines file, "
+                              "one guideline per line, e.g. from `sumjudge learn-guidelines`)")
+
 
 @dataclass
 class Turn:
