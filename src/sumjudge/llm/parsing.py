@@ -170,7 +170,9 @@ def _python_literals(text: str) -> str:
 
 def lenient_json(text: str) -> Any:
     """The JSON value an answer consists of: the whole reply, a fenced block, or the first top-level JSON
-    value standing on its own in prose (single quotes, Python literals and trailing commas forgiven).
+    value standing on its own in prose (single quotes, Python literals and trailing commas forgiven). A value
+    introduced as an example, a template or the format ("Use this format:", "For example:") gives way to a
+    later one: quoting the format before answering is common; it is read only when no answer follows.
 
     Unreadable (``ParseError``) rather than guessed: a value that is cut (unbalanced brackets: nothing inside
     a truncated object is read), one glued to other symbols (``x([]*`` is not an empty list), and a value
@@ -178,9 +180,12 @@ def lenient_json(text: str) -> Any:
     """
     body = _strip_fences(text)
     pos = 0
+    example: Any = _NO_VALUE
     while True:
         m = _OPENING.search(body, pos)
         if m is None:
+            if example is not _NO_VALUE:
+                return example  # only what was introduced as a format: it is the answer after all
             raise ParseError("no parseable JSON object in output")
         start = m.start()
         chunk = _balanced(body, start)
@@ -190,16 +195,33 @@ def lenient_json(text: str) -> Any:
         prev, nxt = body[start - 1: start], body[end: end + 1]
         standalone = (not prev or prev.isspace() or prev in ":=>`") and (not nxt or nxt.isspace() or nxt in ".,;!`")
         if standalone:
-            for candidate in (chunk, re.sub(r",\s*([}\]])", r"\1", chunk)):
-                try:
-                    return json.loads(candidate)
-                except json.JSONDecodeError:
-                    pass
-                try:
-                    return ast.literal_eval(_python_literals(candidate))
-                except (ValueError, SyntaxError, MemoryError, RecursionError):
-                    pass
+            value = _json_value(chunk)
+            if value is not _NO_VALUE:
+                if not _EXAMPLE_INTRO.search(body[max(0, start - 120):start]):
+                    return value
+                if example is _NO_VALUE:
+                    example = value  # an example or template: the answer is a later value, if there is one
         pos = end  # never read a value nested inside a chunk that is not itself the answer
+
+
+_NO_VALUE = object()
+# what introduces a quoted example or template rather than the answer ("Use this format:", "For example:")
+_EXAMPLE_INTRO = re.compile(r"(?:\bfor\s+(?:example|instance)|\be\.g\.|\bexample(?:\s+\w+){0,2}|\btemplate|\bschema|"
+                            r"\bformat|\blooks?\s+like|\bsuch\s+as|\blike\s+this)[^\n\w]*(?:\n[ \t]*)?$", re.I)
+
+
+def _json_value(chunk: str) -> Any:
+    """The value of one balanced chunk: JSON, JSON with trailing commas, or a Python-style literal."""
+    for candidate in (chunk, re.sub(r",\s*([}\]])", r"\1", chunk)):
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            pass
+        try:
+            return ast.literal_eval(_python_literals(candidate))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+    return _NO_VALUE
 
 
 _WORD_NUMBERS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -215,13 +237,23 @@ _DEFINES = re.compile(r"\s*(?:(?:means|is\s+for|indicates|represents|stands\s+fo
 _STRONG = [r"(?:\b(?:final|overall|my)\s+)?\b(?:score|rating)\b[^\S\n]*(?:\*\*)?[^\S\n]*[:=][^\S\n]*(?:\*\*)?[^\S\n]*",
            r"(?m:^)[^\S\n]*[-*#>]*[^\S\n]*(?:\*\*)?(?:final\s+|overall\s+)?(?:score|rating)(?:\*\*)?[^\S\n]+"]
 _WEAK = [r"\b(?:score|rating)s?\s+(?:of|is|would\s+be|should\s+be|will\s+be|to|as|at)\s+(?:an?\s+)?",
-         r"\b(?:give|gave|giving|assign|assigned|assigning|award|awarded|rate|rated|score|scored)\s+"
+         r"\b(?:give|gave|giving|assign|assigned|assigning|award|awarded|rate|rated|score|scored|gets?|deserves?|earns?)\s+"
          r"(?:(?:it|this|that|the|them)\s+(?:\w+\s+)?)?(?:an?\s+)?(?:(?:score|rating)\s+of\s+)?",
          r"(?<![\w.,])(?=\d+(?:\.\d+)?\s*(?:/|out\s+of)\s*\d)"]
 
 
+# a mention whose clause gives the overall verdict ("but overall I would give it a 4") states the score as much
+# as "Score: 4" does: it outranks an earlier rating of one part or aspect in the same answer
+_OVERALL = re.compile(r"\b(?:overall|all\s+in\s+all|all\s+things\s+considered|altogether|in\s+total|on\s+balance)\b", re.I)
+
+
 def _clause_before(text: str, start: int) -> str:
     return re.split(r"[.!?;,\n]|\bbut\b", text[:start])[-1]
+
+
+def _overall_clause(text: str, pos: int) -> str:
+    """The words from the last sentence or clause break (``but``, ``yet``, ``though``, a comma) to ``pos``."""
+    return re.split(r"[.!?;,\n]|\b(?:but|yet|though|although|however)\b", text[:pos])[-1]
 
 
 def _statements(text: str, prefixes: list[str], strength: int, lo: float, hi: float, *, weak: bool) -> list[tuple]:
@@ -269,8 +301,10 @@ def scale_score(text: str, lo: float, hi: float, aspect: str | None = None) -> f
     if aspect:
         found += _statements(text, [rf"\b{re.escape(aspect)}\b[^\S\n]*(?:\(\s*\d+\s*[-–]\s*\d+\s*\))?[^\S\n]*(?:\*\*)?"
                                     rf"[^\S\n]*[:=][^\S\n]*(?:\*\*)?[^\S\n]*"], 2, lo, hi, weak=False)
+    mentions = _statements(text, _WEAK, 1, lo, hi, weak=True)
+    found += [(p, 2, v) for p, _, v in mentions if _OVERALL.search(_overall_clause(text, p))]
     if not found:
-        found = _statements(text, _WEAK, 1, lo, hi, weak=True)
+        found = mentions
     if not found:
         m = re.match(rf"\s*(?:\*\*)?\s*{_VAL}{_DEN}\s*(?:\*\*)?\s*(?:$|[\n.)\-–:,]|\s+[-–])", text, re.I)
         if m and not _RANGE_AFTER.match(text, m.end("v")):

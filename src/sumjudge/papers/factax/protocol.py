@@ -48,6 +48,8 @@ _LABEL_LINE = re.compile(_FIELD + _LABEL_NAME + r"(?:\(s\))?[ \t]*(?:\*\*)?[ \t]
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(.*)$")
 _LABEL = re.compile(r"(predicate|entity|circumstantial|coreference|addition)[ _-]*errors?|factually[ _-]*correct", re.I)
 _NEGATED = re.compile(r"(?:\bnot|\bno|\bnor|\bneither|\bwithout|\bnever|n[\'’]t)[ \t]+(?:\w+[ \t]+){0,2}$", re.I)
+# a negating prefix glued or hyphenated to a label name: "Non-Entity_Error", "not-Factually_Correct", "nonfactually"
+NEGATING_PREFIX = re.compile(r"(?:\bnon|\bnot|\bno)[ \t]*[-_]?[ \t]*$", re.I)
 _REASONING = re.compile(_FIELD + r"reasoning(?:\*\*)?[ \t]*:?[ \t]*(?:\*\*)?[ \t]*:?[ \t]*"
                         r"(.*?)(?=" + _FIELD + _LABEL_NAME + r"\b|\Z)", re.I | re.S | re.M)
 
@@ -57,7 +59,7 @@ def label_names(value: str) -> list[str]:
     factually correct", "no Entity_Error") or the list of labels echoed as alternatives ("... or ...")."""
     found: list[str] = []
     for m in _LABEL.finditer(value):
-        if _NEGATED.search(value[:m.start()]):
+        if _NEGATED.search(value[:m.start()]) or NEGATING_PREFIX.search(value[:m.start()]):
             raise ParseError(f"negated label in {value.strip()[:80]!r}")
         name = f"{m.group(1).capitalize()}_Error" if m.group(1) else CORRECT
         if name not in found:

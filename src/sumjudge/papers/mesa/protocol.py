@@ -197,11 +197,31 @@ class TypeAssessment:
     feedback_used: bool = False
 
 
+# a value that says no error was found ("None found", "No omissions identified", "There are no hallucinations");
+# "No mention of the vote" is an omission's description, not this
+_NOTHING_FOUND = re.compile(
+    r"^\s*(?:none(?:\s+(?:found|identified|detected))?|n/?a|nothing(?:\s+(?:found|identified|detected|to\s+report))?|"
+    r"(?:there\s+(?:are|is|were|was)\s+)?no\s+(?:\w+\s+){0,2}?(?:errors?|instances?|issues?|problems?|omissions?|"
+    r"hallucinations?|repetitions?|redundanc\w*|incoherenc\w*|inconsistenc\w*|coreference\s+errors?|irrelevan\w*|"
+    r"structur\w*\s+errors?|language\s+errors?)(?:\s+(?:were\s+|was\s+|are\s+|is\s+)?(?:found|identified|detected|"
+    r"present))?(?:\s+(?:in|of|for)\b.*)?)\s*[.!]?\s*$", re.I | re.S)
+
+
+def _says_nothing_found(obj: dict) -> bool:
+    values = [v for v in obj.values() if v is not None]
+    return bool(values) and all(isinstance(v, str) and _NOTHING_FOUND.match(v) for v in values)
+
+
 def parse_instances(text: str) -> list[dict]:
     """Steps 1-2: a JSON list of instance objects. Also accepted: an object wrapping one such list
     (``{"instances": [...]}``; ``{"omissions": []}`` is an empty list, not an instance) and a single instance
-    object (no list inside). An object with several lists is unreadable."""
+    object (no list inside). An object with several lists is unreadable. An object whose every value says
+    that nothing was found (``{"omissions": "None found"}``) is no instance: an empty list."""
     data = lenient_json(text)
+    if isinstance(data, dict) and not any(isinstance(v, list) for v in data.values()) and _says_nothing_found(data):
+        return []
+    if isinstance(data, list) and len(data) == 1 and isinstance(data[0], dict) and _says_nothing_found(data[0]):
+        return []
     if isinstance(data, dict):
         lists = [v for v in data.values() if isinstance(v, list)]
         if "instances" in data:

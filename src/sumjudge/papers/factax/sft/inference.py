@@ -16,7 +16,7 @@ from ....llm.engine import LLM
 from ....llm.parsing import ParseError, complete_lines
 from ....judges.base import Judgement, MethodSpec, fit_prompt, register, request
 from ..metrics import factax_metrics
-from ..protocol import LABELS, parse_factax
+from ..protocol import LABELS, NEGATING_PREFIX, parse_factax
 
 PROMPTS = {"binary": "factax/s51_binary_completion", "taxonomy": "factax/s51_error_type_completion"}
 
@@ -38,7 +38,8 @@ def parse_binary(text: str) -> int:
         raise ParseError("no Factually_Correct / Factually_Incorrect")
     if len(found) > 1:
         raise ParseError("both Factually_Correct and Factually_Incorrect named")
-    if re.search(r"(?:\bnot|\bno|n[\'’]t)[ \t]+(?:\w+[ \t]+){0,2}factually", text, re.I):
+    if re.search(r"(?:\bnot|\bno|n[\'’]t)[ \t]+(?:\w+[ \t]+){0,2}factually", text, re.I) or \
+            any(NEGATING_PREFIX.search(text[:m.start()]) for m in re.finditer(r"factually", text, re.I)):
         raise ParseError(f"negated label: {text.strip()[:60]!r}")
     return found.pop()
 
