@@ -50,7 +50,8 @@ def check_engine_flags(a) -> None:
     cache = getattr(a, "cache", None)
     if cache is not None:
         if getattr(a, "no_cache", False):
-            raise ConfigError(f"--no-cache and --cache {cache}: choose one (--no-cache neither reads nor writes a cache)")
+            raise ConfigError(f"--no-cache and --cache {cache}: choose one "
+                              "(--no-cache neither reads nor writes a cache)")
         cache = Path(cache)
         if cache.is_dir():
             raise ConfigError(f"--cache {cache}: is a folder; name the cache file (e.g. {cache / 'llm_cache.sqlite'})")

@@ -237,14 +237,16 @@ _DEFINES = re.compile(r"\s*(?:(?:means|is\s+for|indicates|represents|stands\s+fo
 _STRONG = [r"(?:\b(?:final|overall|my)\s+)?\b(?:score|rating)\b[^\S\n]*(?:\*\*)?[^\S\n]*[:=][^\S\n]*(?:\*\*)?[^\S\n]*",
            r"(?m:^)[^\S\n]*[-*#>]*[^\S\n]*(?:\*\*)?(?:final\s+|overall\s+)?(?:score|rating)(?:\*\*)?[^\S\n]+"]
 _WEAK = [r"\b(?:score|rating)s?\s+(?:of|is|would\s+be|should\s+be|will\s+be|to|as|at)\s+(?:an?\s+)?",
-         r"\b(?:give|gave|giving|assign|assigned|assigning|award|awarded|rate|rated|score|scored|gets?|deserves?|earns?)\s+"
+         r"\b(?:give|gave|giving|assign|assigned|assigning|award|awarded|rate|rated|score|scored|gets?|deserves?|"
+         r"earns?)\s+"
          r"(?:(?:it|this|that|the|them)\s+(?:\w+\s+)?)?(?:an?\s+)?(?:(?:score|rating)\s+of\s+)?",
          r"(?<![\w.,])(?=\d+(?:\.\d+)?\s*(?:/|out\s+of)\s*\d)"]
 
 
 # a mention whose clause gives the overall verdict ("but overall I would give it a 4") states the score as much
 # as "Score: 4" does: it outranks an earlier rating of one part or aspect in the same answer
-_OVERALL = re.compile(r"\b(?:overall|all\s+in\s+all|all\s+things\s+considered|altogether|in\s+total|on\s+balance)\b", re.I)
+_OVERALL = re.compile(r"\b(?:overall|all\s+in\s+all|all\s+things\s+considered|altogether|in\s+total|"
+                      r"on\s+balance)\b", re.I)
 
 
 def _clause_before(text: str, start: int) -> str:
