@@ -105,8 +105,12 @@ def test_kill_midway_then_rerun_repeats_no_call_and_gives_identical_results(tiny
 def test_no_cache_computes_everything_again(tiny_model_dir, tmp_path, capsys):
     assert cli.main(run_args(tiny_model_dir, tmp_path / "c.sqlite", tmp_path / "a", "--limit", "2")) == 0
     capsys.readouterr()
-    assert cli.main(run_args(tiny_model_dir, tmp_path / "c.sqlite", tmp_path / "b", "--limit", "2", "--no-cache")) == 0
+    cache_rows_before = cache_rows(tmp_path / "c.sqlite")
+    args = run_args(tiny_model_dir, tmp_path / "c.sqlite", tmp_path / "b", "--limit", "2", "--no-cache")
+    i = args.index("--cache")
+    assert cli.main(args[:i] + args[i + 2:]) == 0  # --no-cache names no cache file (with one it is refused)
     assert json.loads(capsys.readouterr().out)["cache_hits"] == 0
+    assert not (tmp_path / "c.sqlite").exists() or cache_rows(tmp_path / "c.sqlite") == cache_rows_before
 
 
 @pytest.mark.parametrize("args, code, message", [
