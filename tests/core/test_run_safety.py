@@ -3,6 +3,7 @@ usage totals over every process that worked on a run (issue: parsers, settings a
 guess)."""
 
 import json
+from pathlib import Path
 import os
 import signal
 import subprocess
@@ -156,8 +157,11 @@ def test_ctrl_c_prints_one_line_exits_130_and_the_run_resumes(tiny_model_dir, tm
     # well before the run's end, so the interrupt lands inside the run, not in its last instant
     args = [str(a) for a in run_args(out, "--token-budget", "1600", model=tiny_model_dir, cache=cache, limit="24")]
     args[args.index("max_new_tokens=8")] = "max_new_tokens=48"
+    # SIGINT at its default in the child whatever an earlier test left ignored in this process (an ignored
+    # disposition is inherited, and Python then installs no KeyboardInterrupt handler)
     proc = subprocess.Popen([sys.executable, "-m", "sumjudge.cli", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     calls = out / "calls.jsonl"
     while time.time() < deadline and proc.poll() is None:
@@ -165,6 +169,10 @@ def test_ctrl_c_prints_one_line_exits_130_and_the_run_resumes(tiny_model_dir, tm
             break
         time.sleep(0.05)
     assert proc.poll() is None, "the run finished before it could be interrupted"
+    status = Path(f"/proc/{proc.pid}/status")
+    if status.exists():  # Linux: the child must catch SIGINT (an ignored one would let the run finish)
+        masks = dict(x.split(":\t") for x in status.read_text().splitlines() if x.startswith(("SigIgn", "SigCgt")))
+        assert int(masks["SigCgt"], 16) >> (signal.SIGINT - 1) & 1, f"the run does not catch SIGINT: {masks}"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
