@@ -5,9 +5,9 @@ import re
 from pathlib import Path
 
 import sumjudge
+from sumjudge.papers import PAPERS
 
 PKG = Path(sumjudge.__file__).parent
-PAPERS = ("madisse", "debate", "mesa", "factax")
 # The core: the engine, runs, metrics, reports, notebooks' helpers, the command line and what every judge
 # builds on. Not in it: papers/ (each paper's own), judges/ other than base and settings (the shared
 # judges name the paper whose prompt they send), data/ (loaders cite the papers that published the data)
@@ -65,6 +65,8 @@ def test_the_core_does_not_import_a_papers_internals():
 
 
 def test_every_paper_folder_holds_its_own_parts():
+    folders = {d.name for d in (PKG / "papers").iterdir() if d.is_dir() and not d.name.startswith("_")}
+    assert folders == set(PAPERS)  # a new paper folder is listed, so the layout tests cover it
     for paper in PAPERS:
         d = PKG / "papers" / paper
         for part in ("README.md", "results.yaml", "protocol.py", "tables.py"):

@@ -253,11 +253,6 @@ def _clause_before(text: str, start: int) -> str:
     return re.split(r"[.!?;,\n]|\bbut\b", text[:start])[-1]
 
 
-def _overall_clause(text: str, pos: int) -> str:
-    """The words from the last sentence or clause break (``but``, ``yet``, ``though``, a comma) to ``pos``."""
-    return re.split(r"[.!?;,\n]|\b(?:but|yet|though|although|however)\b", text[:pos])[-1]
-
-
 def _statements(text: str, prefixes: list[str], strength: int, lo: float, hi: float, *, weak: bool) -> list[tuple]:
     out = []
     for prefix in prefixes:
@@ -304,7 +299,7 @@ def scale_score(text: str, lo: float, hi: float, aspect: str | None = None) -> f
         found += _statements(text, [rf"\b{re.escape(aspect)}\b[^\S\n]*(?:\(\s*\d+\s*[-–]\s*\d+\s*\))?[^\S\n]*(?:\*\*)?"
                                     rf"[^\S\n]*[:=][^\S\n]*(?:\*\*)?[^\S\n]*"], 2, lo, hi, weak=False)
     mentions = _statements(text, _WEAK, 1, lo, hi, weak=True)
-    found += [(p, 2, v) for p, _, v in mentions if _OVERALL.search(_overall_clause(text, p))]
+    found += [(p, 2, v) for p, _, v in mentions if _OVERALL.search(_clause_before(text, p))]
     if not found:
         found = mentions
     if not found:
