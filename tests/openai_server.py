@@ -10,7 +10,8 @@ that would pass it is cut (``finish_reason=length``). ``fail_next(n, status)`` m
 test retries; ``fault_next(kind, n)`` injects faults a real server shows: ``null_content``,
 ``empty_choices``, ``malformed_json`` (a 200 whose body is not JSON), ``retry_after`` (429 asking for a
 one-second wait), ``hang`` (an answer that comes after ``hang_s`` seconds) and ``early_length`` (the
-answer's first characters with ``finish_reason=length`` after one token, far below ``max_tokens``).
+answer's first characters with ``finish_reason=length`` after one token, far below ``max_tokens``);
+``slow_tokenize = (marker, seconds)`` makes ``/tokenize`` of a text holding the marker take that long.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class LocalOpenAIServer:
         self._fail: list[int] = []
         self._faults: list[str] = []
         self.hang_s = 3.0
+        self.slow_tokenize: tuple[str, float] = ("", 0.0)  # (text marker, seconds): a /tokenize that takes its time
         self._lock = threading.Lock()
         self.httpd = _QuietServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -214,6 +216,9 @@ class LocalOpenAIServer:
                     return self._send(status, {"error": {"message": f"injected {status}", "type": "test"}})
                 if body.get("model") != server.model_name:
                     return self._send(404, {"error": {"message": f"model {body.get('model')} not found"}})
+                marker, delay = server.slow_tokenize
+                if route.endswith("/tokenize") and marker and marker in json.dumps(body):
+                    time.sleep(delay)  # a slow tokenizer, which holds back no other request
                 try:
                     with server._lock:  # one forward at a time on the shared model
                         payload = work(body)

@@ -120,7 +120,7 @@ def test_hf_and_vllm_option_scores_agree_on_the_same_weights(vllm_server, model_
     from sumjudge.prompts import render
 
     url, name, _ = vllm_server
-    remote = LLM(OpenAIBackend(name, base_url=url), cache=NullCache())
+    remote = LLM(OpenAIBackend.connect(name, base_url=url), cache=NullCache())
     local = LLM(HFBackend(str(model_dir)), cache=NullCache())
     examples = registry.load("qags-xsum", limit=4, seed=0)
     asks = [([{"role": "user", "content": render("madisse/table26_zero_shot", doc=e.document, summary=e.summary)}],
@@ -138,7 +138,7 @@ def test_hf_and_vllm_option_scores_agree_on_the_same_weights(vllm_server, model_
 
 def test_context_is_learnt_from_the_server_and_checked_before_sending(vllm_server):
     url, name, _ = vllm_server
-    be = OpenAIBackend(name, base_url=url)
+    be = OpenAIBackend.connect(name, base_url=url)
     assert be.context_length == 4096 and be.server_tokenizes
     llm = LLM(be, cache=NullCache())
     messages = [{"role": "user", "content": "word " * 100}]
@@ -155,8 +155,8 @@ def test_seeded_sampling_is_reproducible_and_leaves_the_server_healthy(vllm_serv
     url, name, _ = vllm_server
     req = ChatRequest(messages=[{"role": "user", "content": "Say something."}], max_new_tokens=12, temperature=1.0,
                       top_p=0.9, seed=7)
-    first = run_sync(LLM(OpenAIBackend(name, base_url=url), cache=NullCache()).sample(req, 6))
-    second = run_sync(LLM(OpenAIBackend(name, base_url=url), cache=NullCache()).sample(req, 6))
+    first = run_sync(LLM(OpenAIBackend.connect(name, base_url=url), cache=NullCache()).sample(req, 6))
+    second = run_sync(LLM(OpenAIBackend.connect(name, base_url=url), cache=NullCache()).sample(req, 6))
     assert [r.text for r in first] == [r.text for r in second]
     assert len({r.text for r in first}) > 1
     assert httpx.get(url.removesuffix("/v1") + "/health", timeout=10).status_code == 200

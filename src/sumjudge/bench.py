@@ -131,6 +131,16 @@ def ulp(value: float, dtype) -> float:
     return eps * 2.0 ** math.floor(math.log2(abs(value))) if value else torch.finfo(dtype).tiny
 
 
+def decode_without_eos(be) -> None:
+    """Both paths decode exactly ``max_new_tokens``: the engine's decoder and ``generate()`` stop at no token.
+    ``generate()`` fills an ``eos_token_id`` left None in the config it is given from the model's own generation
+    config, so that one is cleared too (else the sequential path stops at an end-of-turn token the engine decodes
+    through, and the outputs differ where nothing diverged)."""
+    be.eos_ids = []
+    be.decoder.eos = set()
+    be.model.generation_config.eos_token_id = None
+
+
 def greedy_config(be, max_new_tokens: int, **extra):
     """The sequential path's ``generate`` settings: greedy, no eos, exactly ``max_new_tokens``."""
     from transformers import GenerationConfig
@@ -195,8 +205,7 @@ def run(args) -> dict:
         be = HFBackend(model_or_path, device=args.device, dtype=dtype, token_budget=args.token_budget)
     else:
         be = HFBackend.from_loaded(model_or_path, tok, name="random-llama3-8b-shape", token_budget=args.token_budget)
-    be.eos_ids = []  # decode exactly max_new_tokens in both paths
-    be.decoder.eos = set()
+    decode_without_eos(be)
     reqs = build_requests(tokenizer_cut(be.tokenizer), args.docs, args.doc_tokens, args.max_new_tokens)
 
     # (a) one generate call per request
@@ -273,7 +282,7 @@ def run_openai(args) -> dict:
     from .llm.openai import OpenAIBackend
     from .runs import server_stats
 
-    be = OpenAIBackend(args.model, base_url=args.base_url, concurrency=args.concurrency, extra_body={"ignore_eos": True})
+    be = OpenAIBackend.connect(args.model, base_url=args.base_url, concurrency=args.concurrency, extra_body={"ignore_eos": True})
     cut = counted_cut(be.count_tokens) if be.tokenizes else (lambda t, n: " ".join(t.split()[: int(n * 0.75)]))
     llm = LLM(be, cache=NullCache())
 

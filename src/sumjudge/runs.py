@@ -24,7 +24,7 @@ from typing import Any
 from . import __version__
 from .data import registry as data_registry
 from .llm import BackendRequestError, ConfigError, OptionScoringError, SumjudgeError, make_llm
-from .llm.engine import LLM
+from .llm.engine import LLM, Calls
 from .judges import get_method, make_config
 from .judges.base import Judgement
 from .run_metrics import METRICS_BY_KIND
@@ -185,8 +185,7 @@ async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int 
                 j = Judgement(example_id=ex.id, label=None, parsed=False, label_source="failed",
                               details={"error": f"{type(e).__name__}: {e}"})
                 tally["failed"] += 1
-                if llm.log:
-                    llm.log.write({"event": "example_failed", "example": ex.id, "error": str(e)})
+                llm.write_event({"event": "example_failed", "example": ex.id, "error": str(e)})
             tally["done"] += 1
             if tally["failed"] >= FAIL_STOP_MIN and tally["failed"] > tally["done"] / 2:
                 raise MostExamplesFailed(f"{tally['failed']} of the {tally['done']} examples judged so far failed; "
@@ -213,11 +212,11 @@ def server_stats(before: dict[str, float] | None, after: dict[str, float] | None
     the server's, so requests of other clients in the same time are counted too."""
     if before is None or after is None:
         return None
-    from .llm.openai import PREFIX_CACHE_COUNTERS
-
-    queries, hits = (after[k] - before.get(k, 0.0) for k in PREFIX_CACHE_COUNTERS)
-    return {"prefix_cache_queried_tokens": queries, "prefix_cache_hit_tokens": hits,
-            "prefix_cache_hit_rate": hits / queries if queries else None}
+    out = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    if "prefix_cache_queried_tokens" in out:
+        queries = out["prefix_cache_queried_tokens"]
+        out["prefix_cache_hit_rate"] = out.get("prefix_cache_hit_tokens", 0.0) / queries if queries else None
+    return out
 
 
 def cost_summary(judgements: list[Judgement]) -> dict[str, float]:
@@ -243,10 +242,24 @@ def parse_rates(judgements: list[Judgement]) -> dict[str, Any]:
             "examples_with_fallback": sum(int(j.usage.get("fallbacks", 0)) > 0 for j in judgements)}
 
 
-def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | Path | None = None,
-        llm: LLM | None = None, progress: bool = True, backend_options: dict | None = None) -> dict[str, Any]:
-    """Execute one run into ``out``; returns the metrics. Rerunning into the same folder with the same
-    config resumes (finished calls come from the cache); a different config is refused."""
+@dataclass
+class Run:
+    """One run as it executes: its configuration, method, method settings, examples and folder."""
+
+    rc: RunConfig
+    spec: Any  # judges.base.MethodSpec
+    cfg: Any  # the method's config dataclass
+    examples: list
+    out: Path
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """What identifies the run in ``config.json``: another record in the same folder is another run."""
+        return {"run": self.rc.to_json(), "method_config": dataclasses.asdict(self.cfg)}
+
+
+def prepare(rc: RunConfig, out: str | Path) -> Run:
+    """The run ``rc`` describes, checked (the method fits the dataset, the folder can hold it), its folder made."""
     spec = get_method(rc.method)
     cfg = make_config(spec.config_cls, rc.settings, seed=rc.seed)
     ds = data_registry.get(rc.dataset)
@@ -263,16 +276,28 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"--out {out}: cannot create the run folder ({e.strerror or e})") from None
-    with RunLock(out):
-        return _run_locked(rc, spec, cfg, examples, out, no_cache=no_cache, cache=cache, llm=llm, progress=progress,
-                           backend_options=backend_options)
+    return Run(rc, spec, cfg, examples, out)
 
 
-def _run_locked(rc: RunConfig, spec, cfg, examples, out: Path, *, no_cache, cache, llm, progress, backend_options):
-    cfg_path = out / "config.json"
-    record = {"run": rc.to_json(), "method_config": dataclasses.asdict(cfg)}
+def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | Path | None = None,
+        llm: LLM | None = None, progress: bool = True, backend_options: dict | None = None) -> dict[str, Any]:
+    """Execute one run into ``out``; returns the metrics. Rerunning into the same folder with the same
+    config resumes (finished calls come from the cache); a different config is refused."""
+    r = prepare(rc, out)
+    with RunLock(r.out):
+        claim_folder(r)
+        if llm is None:
+            llm = make_llm(rc.backend, rc.model, base_url=rc.base_url, no_cache=no_cache, cache=cache,
+                           **(backend_options or {}))
+        return execute(r, llm, progress=progress)
+
+
+def claim_folder(r: Run) -> None:
+    """Under the run's lock: the folder holds this run or none (a run that failed before any result leaves it
+    to the next configuration, its files kept beside); stale results and metrics are removed."""
+    out = r.out
     prev = check_run_folder(out)  # again under the lock: another process may have written it meanwhile
-    if prev is not None and {k: prev.get(k) for k in record} != json.loads(json.dumps(record)):
+    if prev is not None and {k: prev.get(k) for k in r.record} != json.loads(json.dumps(r.record)):
         if not failed_before_results(out):
             raise ConfigError(f"{out} holds a run with a different configuration; use another --out folder")
         # a run that failed before any result (e.g. a prompt over the context) leaves its folder to the rerun its
@@ -282,68 +307,111 @@ def _run_locked(rc: RunConfig, spec, cfg, examples, out: Path, *, no_cache, cach
                 os.replace(out / name, out / kept)
     for stale in ("results.jsonl", "metrics.json"):
         (out / stale).unlink(missing_ok=True)
-    t0 = time.time()
-    from .llm import CallLog
-
-    own = llm is None
-    if own:
-        llm = make_llm(rc.backend, rc.model, base_url=rc.base_url, no_cache=no_cache, cache=cache,
-                       log=out / "calls.jsonl", **(backend_options or {}))
-        previous_log = None
-    else:  # a shared engine (notebooks): log this run's calls into this run's folder
-        previous_log, llm.log = llm.log, CallLog(out / "calls.jsonl")
-    try:
-        return _execute(rc, spec, cfg, examples, llm, out, record, cfg_path, t0, progress)
-    except Exception as e:  # recorded, so that the folder may take another configuration (failed_before_results)
-        if llm.log is not None:
-            llm.log.write({"event": "run_failed", "pid": os.getpid(), "time": time.time(),
-                           "error": f"{type(e).__name__}: {e}"})
-        raise
-    finally:
-        llm.log.close()
-        if not own:
-            llm.log = previous_log
 
 
-def _execute(rc: RunConfig, spec, cfg, examples, llm: LLM, out: Path, record, cfg_path: Path, t0: float,
-             progress: bool) -> dict[str, Any]:
-    ds = data_registry.get(rc.dataset)
-    provenance = ds.provenance(rc.split or ds.splits[0]) if ds.provenance else None
-    warnings = cfg.warnings() if hasattr(cfg, "warnings") else []  # e.g. greedy decoding of a sampled protocol
-    for w in warnings:
-        print(f"warning ({rc.method}): {w}", file=sys.stderr)
-    write_atomic(cfg_path, json.dumps({**record, "backend_info": dataclasses.asdict(llm.info),
-                                       "dataset_provenance": provenance, "warnings": warnings,
-                                       "sumjudge": __version__, "python": platform.python_version()}, indent=2))
+def execute(r: Run, llm: LLM, *, progress: bool = True) -> dict[str, Any]:
+    """Judge every example of ``r`` on the run's own context of ``llm`` (its calls logged to the folder's
+    ``calls.jsonl``, counted apart from other runs on the same engine); write results and metrics."""
     from .llm.engine import run_sync
 
-    if spec.preflight is not None:  # e.g. transcripts the model's context cannot hold: refused before any call
-        spec.preflight(examples, llm, cfg)
-    before = llm.usage.as_dict()
-    counters = getattr(llm.backend, "server_counters", None)
-    server_before = counters() if counters else None
-    if llm.log is not None:  # where this process's calls begin (a resumed run has several processes)
-        llm.log.write({"event": "process_start", "pid": os.getpid(), "host": platform.node(), "time": time.time(),
-                       "sumjudge": __version__})
-    judgements = run_sync(judge_all(examples, llm, spec, cfg, max_concurrent=rc.max_concurrent_examples,
-                                    progress=progress))
-    bulky = ("document", "source", "transcript")  # long texts stay in the dataset, not in every results row
+    return run_sync(execute_async(r, llm, progress=progress))
+
+
+async def execute_async(r: Run, llm: LLM, *, progress: bool = True) -> dict[str, Any]:
+    from .llm import CallLog
+    from .llm.engine import RunContext
+
+    t0 = time.time()
+    view = llm.for_run(RunContext(log=CallLog(r.out / "calls.jsonl")))
+    try:
+        write_config(r, view)
+        if r.spec.preflight is not None:  # e.g. transcripts the model's context cannot hold: refused before any call
+            await r.spec.preflight(r.examples, view, r.cfg)
+        counters = view.engine.backend.server_counters if view.capabilities.server_metrics else None
+        server_before = counters() if counters else None
+        # where this process's calls begin (a resumed run has several processes)
+        view.write_event({"event": "process_start", "pid": os.getpid(), "host": platform.node(), "time": time.time(),
+                          "sumjudge": __version__})
+        judgements = await judge_all(r.examples, view, r.spec, r.cfg, max_concurrent=r.rc.max_concurrent_examples,
+                                     progress=progress)
+        write_results(r, judgements)
+        metrics = run_metrics(r, judgements, view, server_stats(server_before, counters() if counters else None))
+        metrics["wall_s"] = time.time() - t0
+        write_atomic(r.out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
+        remove_stale_temps(r.out)
+        return metrics
+    except Exception as e:  # recorded, so that the folder may take another configuration (failed_before_results)
+        view.write_event({"event": "run_failed", "pid": os.getpid(), "time": time.time(),
+                          "error": f"{type(e).__name__}: {e}"})
+        raise
+    finally:
+        view.log.close()
+
+
+def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = True) -> list[dict[str, Any]]:
+    """Several runs at once, each ``(config, folder, engine)``: their examples' requests reach each engine
+    together and share its batches (a notebook's grid of settings, a table's evaluators), while every run keeps
+    its own folder, call log, cache entries and metrics, and resumes on its own. When a run fails the others
+    still finish; the first failure is raised after them."""
+    import contextlib
+
+    from .llm.engine import run_sync
+
+    runs = [prepare(rc, out) for rc, out, _ in jobs]
+    folders = [r.out.resolve() for r in runs]
+    if len(set(folders)) != len(folders):
+        raise ConfigError("run_many: two runs name the same folder: " +
+                          ", ".join(sorted({str(f) for f in folders if folders.count(f) > 1})))
+
+    async def all_runs() -> list:
+        return await asyncio.gather(*(execute_async(r, llm, progress=progress) for r, (_, _, llm) in zip(runs, jobs)),
+                                    return_exceptions=True)
+
+    with contextlib.ExitStack() as locks:
+        for r in runs:
+            locks.enter_context(RunLock(r.out))
+            claim_folder(r)
+        results = run_sync(all_runs())
+    for res in results:
+        if isinstance(res, BaseException):
+            raise res
+    return results
+
+
+def write_config(r: Run, llm: Calls) -> None:
+    """``config.json``: the run's record, the backend, the data's provenance, the method's warnings."""
+    ds = data_registry.get(r.rc.dataset)
+    provenance = ds.provenance(r.rc.split or ds.splits[0]) if ds.provenance else None
+    warnings = r.cfg.warnings() if hasattr(r.cfg, "warnings") else []  # e.g. greedy decoding of a sampled protocol
+    for w in warnings:
+        print(f"warning ({r.rc.method}): {w}", file=sys.stderr)
+    write_atomic(r.out / "config.json", json.dumps({**r.record, "backend_info": dataclasses.asdict(llm.info),
+                                                   "dataset_provenance": provenance, "warnings": warnings,
+                                                   "sumjudge": __version__, "python": platform.python_version()},
+                                                  indent=2))
+
+
+def write_results(r: Run, judgements: list[Judgement]) -> None:
+    """``results.jsonl``: one row per example (its long texts left in the dataset) with its judgement."""
+    bulky = ("document", "source", "transcript")
     rows = [{"example": ex.to_json() | {k: None for k in bulky if hasattr(ex, k)}, "judgement": j.to_json()}
-            for ex, j in zip(examples, judgements)]
-    write_jsonl_atomic(out / "results.jsonl", rows)
+            for ex, j in zip(r.examples, judgements)]
+    write_jsonl_atomic(r.out / "results.jsonl", rows)
+
+
+def run_metrics(r: Run, judgements: list[Judgement], llm: Calls, server: dict | None) -> dict[str, Any]:
+    """The method's metrics over the examples that were judged (failed ones, server refusals, counted apart),
+    parse rates, cost, this run's engine counters, the server's counters, usage over every process."""
+    rc, examples = r.rc, r.examples
     level = rc.level or data_registry.get(rc.dataset).levels[0]  # rated examples carry no level of their own
-    # metrics over the examples that were judged; failed ones (server refusals) are counted apart
     judged = [(ex, j) for ex, j in zip(examples, judgements) if j.label_source != "failed"]
-    metrics = {"method": rc.method, "dataset": rc.dataset, "level": getattr(examples[0], "level", level) if examples else level,
-               "n_examples": len(examples),
-               **(spec.metrics or METRICS_BY_KIND[spec.kind])([ex for ex, _ in judged], [j for _, j in judged]),
-               "failed_examples": failure_summary(judgements),
-               "parse_rates": parse_rates(judgements), "cost": cost_summary(judgements), "engine": engine_stats(llm, before),
-               "server": server_stats(server_before, counters() if counters else None),
-               "usage_all_processes": usage_from_log(out / "calls.jsonl"), "wall_s": time.time() - t0}
-    write_atomic(out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
-    remove_stale_temps(out)
-    return metrics
+    metrics_fn = r.spec.metrics or METRICS_BY_KIND[r.spec.kind]
+    return {"method": rc.method, "dataset": rc.dataset,
+            "level": getattr(examples[0], "level", level) if examples else level, "n_examples": len(examples),
+            **metrics_fn([ex for ex, _ in judged], [j for _, j in judged]),
+            "failed_examples": failure_summary(judgements), "parse_rates": parse_rates(judgements),
+            "cost": cost_summary(judgements), "engine": engine_stats(llm), "server": server,
+            "usage_all_processes": usage_from_log(r.out / "calls.jsonl")}
 
 
 def usage_from_log(path: Path) -> dict[str, int]:
@@ -378,11 +446,10 @@ def usage_from_log(path: Path) -> dict[str, int]:
     return tot
 
 
-def engine_stats(llm: LLM, before: dict[str, Any]) -> dict[str, Any]:
-    """The engine's counters for this run only (an engine may be shared by several runs)."""
-    after = llm.usage.as_dict()
+def engine_stats(llm: Calls) -> dict[str, Any]:
+    """The engine's counters for this run only (its own context: an engine may be shared by several runs)."""
     return {"backend": llm.info.name, "model": llm.info.model, "revision": llm.info.revision,
-            **{k: v - before.get(k, 0) if isinstance(v, (int, float)) else v for k, v in after.items()}}
+            **llm.context.usage.as_dict()}
 
 
 def clean_nan(o):

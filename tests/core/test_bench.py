@@ -66,3 +66,27 @@ def test_bench_check_catches_a_decoding_bug(tiny_models, monkeypatch, dtype):
         if d["ulps"] is not None:
             assert d["ulps"] == pytest.approx(d["margin"] / bench.ulp(d["top_logit"], getattr(torch, dtype)), rel=1e-3)
     assert not bench.passed(r)
+
+
+def test_the_sequential_path_decodes_through_the_models_own_end_of_turn(tiny_backend):
+    """``generate()`` fills an eos left None from the model's generation config: with the model's eos set to the
+    very token it answers first, the sequential path would stop at once; after ``decode_without_eos`` it
+    decodes exactly ``max_new_tokens``, as the engine does."""
+    ids = torch.tensor([tiny_backend.encode([{"role": "user", "content": "Hello there"}])])
+    cfg = bench.greedy_config(tiny_backend, 6)
+    saved = (tiny_backend.eos_ids, set(tiny_backend.decoder.eos), tiny_backend.model.generation_config.eos_token_id)
+    try:
+        with torch.inference_mode():
+            first = int(tiny_backend.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                                    generation_config=bench.greedy_config(tiny_backend, 1))[0, -1])
+            tiny_backend.model.generation_config.eos_token_id = first
+            stopped = tiny_backend.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                                  generation_config=cfg)
+            assert stopped.shape[1] - ids.shape[1] < 6  # the pitfall: the model's eos applied
+            bench.decode_without_eos(tiny_backend)
+            out = tiny_backend.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                              generation_config=bench.greedy_config(tiny_backend, 6))
+    finally:
+        tiny_backend.eos_ids, tiny_backend.decoder.eos = saved[0], saved[1]
+        tiny_backend.model.generation_config.eos_token_id = saved[2]
+    assert out.shape[1] - ids.shape[1] == 6 and int(out[0, ids.shape[1]]) == first

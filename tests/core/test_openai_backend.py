@@ -31,7 +31,7 @@ def msg(text):
 
 
 def backend(server, **kw):
-    return OpenAIBackend("tiny-llama3", base_url=server.base_url, backoff=0.01, **kw)
+    return OpenAIBackend.connect("tiny-llama3", base_url=server.base_url, backoff=0.01, **kw)
 
 
 def test_greedy_text_and_usage_match_the_local_model(server, tiny_backend):
@@ -64,7 +64,7 @@ def test_gives_up_after_max_retries_with_a_clear_error(server):
 def test_unknown_model_is_refused_before_any_call_naming_what_the_server_serves(server):
     n = len(server.requests)
     with pytest.raises(ConfigError, match="does not serve model 'no-such-model'; it serves: tiny-llama3"):
-        OpenAIBackend("no-such-model", base_url=server.base_url, backoff=0.01)
+        OpenAIBackend.connect("no-such-model", base_url=server.base_url, backoff=0.01)
     assert len(server.requests) == n
 
 
@@ -76,13 +76,17 @@ def test_a_refusal_is_not_retried(server):
     assert be.retries == 0
 
 
-def test_unreachable_server_fails_fast():
+def free_port() -> int:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return s.getsockname()[1]
+
+
+def test_unreachable_server_fails_fast():
+    port = free_port()
     t0 = time.time()
     with pytest.raises(BackendUnavailableError, match=f"127.0.0.1:{port}.*not reachable"):
-        OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01)
+        OpenAIBackend.connect("m", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01)
     assert time.time() - t0 < 10
 
 
@@ -129,13 +133,14 @@ def test_top_logprobs_below_the_coverage_floor_are_an_error_not_a_guess(server):
 
 def test_a_server_without_vllm_routes_gets_top_logprobs_and_no_context_check(tiny_backend):
     with LocalOpenAIServer(tiny_backend, vllm_routes=False) as plain:
-        be = OpenAIBackend("tiny-llama3", base_url=plain.base_url, backoff=0.01)
+        be = OpenAIBackend.connect("tiny-llama3", base_url=plain.base_url, backoff=0.01)
         assert be.option_scoring == "top_logprobs" and be.context_length is None and not be.tokenizes
         assert be.info.server_model == {"id": "tiny-llama3"}
         llm = LLM(be, cache=NullCache())
-        assert llm.prompt_tokens(msg("hi")) is None and llm.count_tokens("hi") is None
+        assert run_sync(llm.prompt_tokens(msg("hi"))) is None and run_sync(llm.count_tokens("hi")) is None
+        assert be.capabilities.tokenizer == "none" and be.capabilities.option_scoring == "top_logprobs"
         with pytest.raises(ConfigError, match="option_scoring=prompt_logprobs needs token ids"):
-            OpenAIBackend("tiny-llama3", base_url=plain.base_url, option_scoring="prompt_logprobs")
+            OpenAIBackend.connect("tiny-llama3", base_url=plain.base_url, option_scoring="prompt_logprobs")
 
 
 @pytest.fixture(scope="module")
@@ -147,10 +152,10 @@ def small_server(tiny_backend):
 def test_a_request_over_the_server_context_is_refused_before_it_is_sent(small_server):
     """prompt + max_new_tokens over max_model_len: refused here, naming the request, instead of the server's
     400 (prompt over) or a silently shortened answer (prompt + answer over)."""
-    be = OpenAIBackend("tiny-llama3", base_url=small_server.base_url, backoff=0.01)
+    be = OpenAIBackend.connect("tiny-llama3", base_url=small_server.base_url, backoff=0.01)
     n = len(small_server.requests)
     llm = LLM(be, cache=NullCache())
-    p = llm.prompt_tokens(msg("What was decided?"))
+    p = run_sync(llm.prompt_tokens(msg("What was decided?")))
     assert p == len(be.encode(msg("What was decided?"))) > 5
     with pytest.raises(PromptTooLongError, match=rf"ex-7/zero-shot has {p} tokens \+ {301 - p} new tokens, over the "
                                                  r"model context of 300"):
@@ -166,18 +171,20 @@ def test_documents_are_fitted_to_the_server_context_as_on_hf(small_server, tiny_
     from sumjudge.judges.base import fit_fields
 
     fields = {"doc": " ".join(f"word{i}" for i in range(400)), "summary": "A summary."}
-    remote = LLM(OpenAIBackend("tiny-llama3", base_url=small_server.base_url), cache=NullCache())
+    remote = LLM(OpenAIBackend.connect("tiny-llama3", base_url=small_server.base_url), cache=NullCache())
     ctx, tiny_backend.context_length = tiny_backend.context_length, 300
     try:
-        local_fields, local_info = fit_fields(LLM(tiny_backend, cache=NullCache()), "madisse/table26_zero_shot",
-                                              fields, max_new_tokens=16, policy="truncate", tag="e")
+        local_fields, local_info = run_sync(fit_fields(LLM(tiny_backend, cache=NullCache()),
+                                                       "madisse/table26_zero_shot", fields, max_new_tokens=16,
+                                                       policy="truncate", tag="e"))
     finally:
         tiny_backend.context_length = ctx
-    remote_fields, remote_info = fit_fields(remote, "madisse/table26_zero_shot", fields, max_new_tokens=16,
-                                            policy="truncate", tag="e")
+    remote_fields, remote_info = run_sync(fit_fields(remote, "madisse/table26_zero_shot", fields, max_new_tokens=16,
+                                                     policy="truncate", tag="e"))
     assert 0 < remote_info["truncated_words"] < 400 and remote_info == local_info and remote_fields == local_fields
     with pytest.raises(PromptTooLongError, match="prompt for doc-9 has"):
-        fit_fields(remote, "madisse/table26_zero_shot", fields, max_new_tokens=16, policy="error", tag="doc-9")
+        run_sync(fit_fields(remote, "madisse/table26_zero_shot", fields, max_new_tokens=16, policy="error",
+                            tag="doc-9"))
 
 
 def test_sampled_requests_send_a_seed_per_sample(server):
@@ -243,7 +250,7 @@ def test_credentials_in_the_base_url_are_never_recorded(server, tmp_path):
     from sumjudge.runs import RunConfig
 
     url = server.base_url.replace("http://", "http://user:s3cret@") + "?api_key=s3cret"
-    be = OpenAIBackend("tiny-llama3", base_url=url)
+    be = OpenAIBackend.connect("tiny-llama3", base_url=url)
     assert "s3cret" not in be.info.server and "s3cret" not in str(be.info.extra) and "s3cret" not in be.where
     rc = RunConfig(method="zero-shot", dataset="x", backend="openai", model="m", base_url=url)
     assert "s3cret" not in str(rc.to_json()) and rc.to_json()["base_url"] == server.base_url
@@ -345,3 +352,87 @@ def test_a_server_name_keeps_the_cache_across_a_restart_on_another_port(tiny_bac
         assert named.cache_hit and chats() == []
         by_url = run_sync(LLM(backend(restarted), cache=cache).chat(req))  # the safe default: recomputed
         assert not by_url.cache_hit and len(chats()) == 1
+
+
+def test_a_slow_tokenize_does_not_hold_back_other_examples(server):
+    """Token counting on a server is a request: while one example waits for ``/tokenize``, another example's
+    chat request reaches the server and is answered."""
+    import asyncio
+
+    server.slow_tokenize = ("SLOW-DOC", 2.0)
+    try:
+        llm = LLM(backend(server), cache=NullCache())
+
+        async def counting():
+            n = await llm.count_tokens("SLOW-DOC " * 20)
+            return n, time.monotonic()
+
+        async def chatting():
+            await llm.chat(ChatRequest(messages=msg("Another example"), max_new_tokens=2))
+            return time.monotonic()
+
+        async def both():
+            return await asyncio.gather(counting(), chatting())
+
+        (n, counted_at), chatted_at = run_sync(both())
+    finally:
+        server.slow_tokenize = ("", 0.0)
+    assert n > 20 and chatted_at < counted_at - 1.0
+
+
+def test_stop_strings_beyond_the_api_limit_are_applied_to_the_answer(server):
+    """The API takes four stop strings; a fifth and sixth are applied here: the answer ends before the first of
+    them it holds, finish_reason stop."""
+    llm = LLM(backend(server), cache=NullCache())
+    free = run_sync(llm.chat(ChatRequest(messages=msg("Tell me more"), max_new_tokens=24)))
+    words = free.text.split()
+    assert len(words) > 4
+    stop = words[3]
+    cut = free.text[: free.text.find(stop)]
+    req = ChatRequest(messages=msg("Tell me more"), max_new_tokens=24,
+                      stop=("@@1", "@@2", "@@3", "@@4", "@@5", stop))
+    out = run_sync(llm.chat(req))
+    assert server.requests[-1]["stop"] == ["@@1", "@@2", "@@3", "@@4"]
+    assert out.text == cut and out.finish_reason == "stop"
+
+
+def test_tokenize_faults_are_retried_under_the_same_policy_as_model_calls(server):
+    """``/tokenize`` answering 503 with Retry-After is retried (waiting what it asks), as a model call is; an empty
+    token list for a non-empty text is never read as zero tokens."""
+    be = backend(server)
+    calls = []
+    real = be._http.post
+
+    class Busy:
+        status_code, text = 503, "busy"
+        headers = {"retry-after": "0.3"}
+
+    class Empty:
+        status_code, text, headers = 200, '{"tokens": []}', {}
+
+        def json(self):
+            return {"tokens": []}
+
+    def flaky(url, json):
+        calls.append(time.monotonic())
+        return Busy() if len(calls) == 1 else real(url, json=json)
+
+    be._http.post = flaky
+    assert be.count_tokens("a fresh text to count") > 3
+    assert len(calls) == 2 and calls[1] - calls[0] >= 0.3 and be.retries == 1
+    be._http.post = lambda url, json: Empty()
+    with pytest.raises(BackendRequestError, match="no tokens for a non-empty text"):
+        be.count_tokens("another text")
+
+
+def test_the_constructor_asks_the_server_nothing(server):
+    """Discovery is ``connect()``'s: a backend built directly has sent no request and knows only what it is told."""
+    nowhere = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there: any request would fail
+    be = OpenAIBackend("tiny-llama3", base_url=nowhere, context_length=512)
+    assert be.served == {} and be.capabilities.tokenizer == "none"
+    with pytest.raises(BackendUnavailableError, match="not reachable"):
+        OpenAIBackend.connect("tiny-llama3", base_url=nowhere)
+    assert be.capabilities.context_length == 512 and be.capabilities.option_scoring == "top_logprobs"
+    full = backend(server)
+    assert full.capabilities.tokenizer == "remote" and full.capabilities.option_scoring == "exact"
+    assert full.capabilities.server_metrics and full.served["max_model_len"] == 4096

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from ..llm import ChatRequest, ConfigError, PromptTooLongError
-from ..llm.engine import LLM
+from ..llm.engine import LLM, Calls
+from ..llm.fitting import fit_to_context
 from ..prompts import load as load_template
 
 
@@ -48,7 +49,7 @@ class MethodSpec:
     judge: JudgeFn
     description: str
     # checks of the whole run before any call (examples, engine, config), e.g. inputs the model cannot hold
-    preflight: Callable[[list, LLM, Any], None] | None = None
+    preflight: Callable[[list, LLM, Any], Awaitable[None]] | None = None
     # the run's metrics (examples, judgements) -> dict; None: the kind's own (run_metrics.METRICS_BY_KIND)
     metrics: Callable[[list, list], dict[str, Any]] | None = None
     # parse events' roles for the parse-rate report: a regex over an event's tag whose group 1 names the role
@@ -97,45 +98,39 @@ def _wants_json(cls: type, name: str) -> bool:
     return typing.get_type_hints(cls)[name] is Any
 
 
-def fit_prompt(llm: LLM, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,
-               tag: str, shrink: str = "doc") -> tuple[str, dict[str, Any]]:
+async def fit_prompt(llm: Calls, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,
+                     tag: str, shrink: str = "doc") -> tuple[str, dict[str, Any]]:
     """Render ``template`` so that prompt + ``max_new_tokens`` fit the model context (see ``fit_fields``)."""
-    fitted, info = fit_fields(llm, template, fields, max_new_tokens=max_new_tokens, policy=policy, tag=tag,
-                              shrink=shrink)
+    fitted, info = await fit_fields(llm, template, fields, max_new_tokens=max_new_tokens, policy=policy, tag=tag,
+                                    shrink=shrink)
     return load_template(template).render(**fitted), info
 
 
-def fit_fields(llm: LLM, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,
-               tag: str, shrink: str = "doc") -> tuple[dict[str, str], dict[str, Any]]:
+async def fit_fields(llm: Calls, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,
+                     tag: str, shrink: str = "doc") -> tuple[dict[str, str], dict[str, Any]]:
     """The fields with which ``template`` fits the model context; if it would overflow, apply ``policy``:
 
     - ``error``: raise PromptTooLongError naming the example (the default);
-    - ``truncate``: cut the end of field ``shrink`` (the document) word by word until it fits; the
-      run records how many words were cut.
+    - ``truncate``: cut the end of field ``shrink`` (the document) to the most whole words that fit
+      (``fit_to_context``); the run records how many words were cut.
     Tokens are counted as the backend will feed them (chat template included). Backends without a
-    tokenizer (openai) are not checked here: the server reports overflows.
+    tokenizer are not checked here: the server reports overflows.
     """
     tmpl = load_template(template)
-    ctx = llm.context_length
-    n = llm.prompt_tokens(user(tmpl.render(**fields)))
-    if n is None or ctx is None or n + max_new_tokens <= ctx:
+    whole = user(tmpl.render(**fields))
+    if await llm.fits(whole, max_new_tokens):
         return dict(fields), {}
+    n, ctx = await llm.prompt_tokens(whole), llm.context_length
     if policy == "error":
         raise PromptTooLongError(tag, n, max_new_tokens, ctx)
     if policy != "truncate":
         raise ConfigError(f"unknown truncation policy {policy!r} (error | truncate)")
     words = fields[shrink].split()
-    lo, hi = 0, len(words)  # binary search for the longest prefix that fits
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        cand = tmpl.render(**{**fields, shrink: " ".join(words[:mid])})
-        if llm.prompt_tokens(user(cand)) + max_new_tokens <= ctx:
-            lo = mid
-        else:
-            hi = mid - 1
-    if lo == 0:
+    kept = await fit_to_context(llm, lambda k: user(tmpl.render(**{**fields, shrink: " ".join(words[:k])})),
+                                len(words), max_new_tokens)
+    if not kept:
         raise PromptTooLongError(tag, n, max_new_tokens, ctx)
-    return {**fields, shrink: " ".join(words[:lo])}, {"truncated_words": len(words) - lo}
+    return {**fields, shrink: " ".join(words[:kept])}, {"truncated_words": len(words) - kept}
 
 
 def user(text: str) -> list[dict[str, str]]:

@@ -73,7 +73,7 @@ async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str
 
 
 async def zero_shot(example: FaithExample, llm: LLM, config: ZeroShotConfig) -> Judgement:
-    prompt, fit = fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
+    prompt, fit = await fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     (req,) = config.requests(example, prompt, 1, "zero-shot")
     label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
@@ -112,7 +112,7 @@ async def cot_samples(example: FaithExample, llm: LLM, config: SelfConsistencyCo
     """The ``samples`` chain-of-thought answers of ``example``: [(label, explanation, source, details)], fit."""
     import asyncio
 
-    prompt, fit = fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
+    prompt, fit = await fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     reqs = config.requests(example, prompt, config.samples, "self-consistency")
     return list(await asyncio.gather(*(label_with_fallback(llm, r, config.fallback) for r in reqs))), fit

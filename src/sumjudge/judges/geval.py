@@ -57,7 +57,7 @@ class GEvalConfig:
 async def geval_aspect(example: RatedExample, a: Aspect, llm: LLM, config: GEvalConfig) -> tuple[float | None, dict]:
     tag = f"{example.id}/{a.name}/g-eval"
     temperature, max_new_tokens, role, unreadable = config.sampling()
-    prompt, fit = fit_prompt(llm, a.template, a.fields(example), max_new_tokens=max_new_tokens,
+    prompt, fit = await fit_prompt(llm, a.template, a.fields(example), max_new_tokens=max_new_tokens,
                              policy=config.truncate, tag=tag, shrink=a.shrink)
     info: dict[str, Any] = dict(fit)
     if config.mode in ("probs", "auto"):

@@ -31,7 +31,7 @@ def make_backend(backend: str, model: str | None = None, *, base_url: str | None
 
         if not model:
             raise ConfigError("the openai backend needs --model (the name the server knows the model by)")
-        return OpenAIBackend(model, base_url=base_url, **options)
+        return OpenAIBackend.connect(model, base_url=base_url, **options)
     if backend == "scripted":
         from .scripted import ScriptedBackend
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
+from .backend import Backend, Capabilities
 from .cache import NullCache, ResponseCache
 from .errors import SumjudgeError
 from .loops import run_sync
@@ -80,47 +81,75 @@ class CallLog:
             self._fh.close()
 
 
-class LLM:
-    """Batched, cached LLM interface over one backend (hf | openai | scripted)."""
+@dataclass
+class RunContext:
+    """What one run owns on a shared engine: its call log, its progress callback and its usage. Each call's
+    events go to the log of the context it was made in, so runs sharing one engine (a notebook's runs, runs
+    submitted together) keep their own logs and counts; nothing of the engine is swapped while they run."""
 
-    def __init__(self, backend, cache: ResponseCache | NullCache | None = None, log: CallLog | None = None,
-                 parse_retries: int = 2, retry_temperature: float = 0.7, progress=None):
-        self.backend = backend
-        self.info = backend.info
-        self.cache = cache if cache is not None else NullCache()
-        self.log = log
-        self.parse_retries = parse_retries
-        self.retry_temperature = retry_temperature
-        self.usage = Usage()
-        self.progress = progress  # optional callable(n) called once per finished call
-        self._pending: list[tuple[str, Any, str, asyncio.Future]] = []
-        self._inflight_keys: dict[str, asyncio.Future] = {}
-        self._dispatcher: asyncio.Task | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.companions: dict[str, LLM] = {}
+    log: CallLog | None = None
+    progress: Callable[[int], None] | None = None
+    usage: Usage = field(default_factory=Usage)
 
-    def companion(self, spec: str) -> "LLM":
-        """Another model on this engine's cache and call log, built once per ``spec``
-        ("backend:model[@base_url]", e.g. "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult
-        several models (a discussion among different models). Its calls are batched by its own backend."""
-        if spec not in self.companions:
-            from . import make_backend
 
-            backend, _, rest = spec.partition(":")
-            model, _, url = rest.partition("@")
-            self.companions[spec] = LLM(make_backend(backend, model or None, base_url=url or None), cache=self.cache,
-                                        parse_retries=self.parse_retries, retry_temperature=self.retry_temperature)
-        c = self.companions[spec]
-        c.log = self.log  # follow this engine's current run log
-        return c
+class Calls:
+    """The model-calling interface every method receives: chat, samples, option scoring, parsed answers with
+    retries, token counting and the context length. Implemented over one engine by ``LLM`` (the engine's own
+    context) and ``Scope`` (a run's or an example's view of it)."""
 
-    # ---- public API -------------------------------------------------------------------------
-    def scoped(self, name: str) -> "ScopedLLM":
-        """A view that shares this engine (cache, batching) but also counts its own usage: one per example."""
-        return ScopedLLM(self, name)
+    engine: "LLM"
+    info: Any
+
+    @property
+    def context(self) -> RunContext:
+        raise NotImplementedError
+
+    @property
+    def usages(self) -> tuple[Usage, ...]:
+        """Every usage a call made here counts into (the engine's totals first)."""
+        raise NotImplementedError
+
+    @property
+    def usage(self) -> Usage:
+        return self.usages[-1]
+
+    @property
+    def log(self) -> CallLog | None:
+        return self.context.log
+
+    @property
+    def scope_name(self) -> str | None:
+        return None
+
+    @property
+    def parse_retries(self) -> int:
+        return self.engine._parse_retries
+
+    @property
+    def retry_temperature(self) -> float:
+        return self.engine._retry_temperature
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.engine.backend.capabilities
+
+    @property
+    def context_length(self) -> int | None:
+        return self.capabilities.context_length
+
+    def scoped(self, name: str) -> "Scope":
+        """A view on the same engine (cache, batching, log) that also counts its own usage: one per example."""
+        prefix = self.scope_name
+        return Scope(self.engine, self.context, f"{prefix}/{name}" if prefix else name, self.usages + (Usage(),))
+
+    def companion(self, spec: str) -> "Scope":
+        """Another model on this engine's cache (see ``LLM.companion_engine``), logging into this context and
+        counting into this view's usages beside its own engine's totals."""
+        other = self.engine.companion_engine(spec)
+        return Scope(other, self.context, self.scope_name, (other.usage,) + self.usages[1:])
 
     async def chat(self, req: ChatRequest) -> ChatResponse:
-        return await self._get("chat", req)
+        return await self.engine._get("chat", req, self)
 
     async def chat_many(self, reqs: list[ChatRequest]) -> list[ChatResponse]:
         return list(await asyncio.gather(*(self.chat(r) for r in reqs)))
@@ -130,7 +159,8 @@ class LLM:
         return await self.chat_many([replace(req, sample_index=req.sample_index + i) for i in range(n)])
 
     async def score_options(self, messages, options, prefix: str = "", tag: str = "") -> OptionScores:
-        return await self._get("options", OptionRequest(messages=messages, options=tuple(options), prefix=prefix, tag=tag))
+        req = OptionRequest(messages=messages, options=tuple(options), prefix=prefix, tag=tag)
+        return await self.engine._get("options", req, self)
 
     async def score_fallback(self, messages, options, prefix: str = "", tag: str = "") -> OptionScores:
         """Option scoring that stands in for an answer the method could not read (``fallback=option_scores``):
@@ -139,8 +169,14 @@ class LLM:
         return await self.score_options(messages, options, prefix=prefix, tag=tag + "#fallback")
 
     def _count(self, **deltas: int) -> None:
-        for k, v in deltas.items():
-            setattr(self.usage, k, getattr(self.usage, k) + v)
+        for usage in self.usages:
+            for k, v in deltas.items():
+                setattr(usage, k, getattr(usage, k) + v)
+
+    def write_event(self, record: dict[str, Any]) -> None:
+        """An event of this run (a parse outcome, a failed example) in its call log, if it keeps one."""
+        if self.context.log is not None:
+            self.context.log.write(record)
 
     async def chat_parsed(self, req: ChatRequest, parse: Callable[[str], T], retries: int | None = None,
                           cut_parse: Callable[[str], T] | None = None,
@@ -180,45 +216,132 @@ class LLM:
                 continue
             self._count(parse_calls=1, parse_retries=attempt, parsed_first_try=attempt == 0,
                         parsed_after_retries=attempt > 0)
-            if self.log:
-                self.log.write({"event": "parse", "tag": req.tag, "ok": True, "attempts": attempt + 1})
+            self.write_event({"event": "parse", "tag": req.tag, "ok": True, "attempts": attempt + 1})
             return Parsed(value=value, ok=True, attempts=attempt + 1, response=resp, responses=responses)
         self._count(parse_calls=1, parse_retries=retries, parse_failures=1)
-        if self.log:
-            self.log.write({"event": "parse", "tag": req.tag, "ok": False, "error": err, "attempts": retries + 1})
+        self.write_event({"event": "parse", "tag": req.tag, "ok": False, "error": err, "attempts": retries + 1})
         return Parsed(value=None, ok=False, attempts=retries + 1, response=responses[-1], error=err,
                       responses=responses)
+
+    # ---- token counting ------------------------------------------------------------------------
+    @property
+    def counts_tokens(self) -> bool:
+        """Whether prompts can be counted (the backend has a tokenizer, its own or the server's)."""
+        return self.capabilities.tokenizer != "none"
+
+    async def count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` under the backend's tokenizer, or None when it has none. A server's tokenizer is
+        asked off the event loop, so other examples' requests go out while one waits; counts are cached."""
+        return await self.engine._count_tokens(("t", text))
+
+    async def prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
+        """Tokens the backend will feed for ``messages`` (chat template included), or None when unknown."""
+        return await self.engine._count_tokens(("m", tuple((m["role"], m["content"]) for m in messages)))
+
+    async def fits(self, messages: list[dict[str, str]], reserve: int) -> bool:
+        """Whether ``messages`` plus ``reserve`` answer tokens fit the context (True when either is unknown)."""
+        ctx = self.context_length
+        if ctx is None or not self.counts_tokens:
+            return True
+        return await self.prompt_tokens(messages) + reserve <= ctx
+
+
+class LLM(Calls):
+    """Batched, cached LLM interface over one backend (hf | openai | scripted): the engine. Calls made on it
+    directly belong to its own context (the ``log`` and ``progress`` given here); ``for_run`` gives a run its
+    own context on the same engine."""
+
+    def __init__(self, backend: Backend, cache: ResponseCache | NullCache | None = None, log: CallLog | None = None,
+                 parse_retries: int = 2, retry_temperature: float = 0.7, progress=None):
+        self.backend = backend
+        self.info = backend.info
+        self.cache = cache if cache is not None else NullCache()
+        self._parse_retries = parse_retries
+        self._retry_temperature = retry_temperature
+        self.usage_total = Usage()
+        self._own = RunContext(log=log, progress=progress, usage=self.usage_total)
+        self._pending: list[tuple[str, Any, str, asyncio.Future, Calls]] = []
+        self._inflight_keys: dict[str, asyncio.Future] = {}
+        self._dispatcher: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._token_counts: dict[Any, int] = {}
+        self.companions: dict[str, LLM] = {}
+
+    @property
+    def engine(self) -> "LLM":  # type: ignore[override]
+        return self
+
+    @property
+    def context(self) -> RunContext:
+        return self._own
+
+    @property
+    def usages(self) -> tuple[Usage, ...]:
+        return (self.usage_total,)
+
+    @property
+    def log(self) -> CallLog | None:
+        return self._own.log
+
+    @log.setter
+    def log(self, value: CallLog | None) -> None:
+        self._own.log = value
+
+    @property
+    def progress(self):
+        return self._own.progress
+
+    @progress.setter
+    def progress(self, value) -> None:
+        self._own.progress = value
+
+    def for_run(self, context: RunContext) -> "Scope":
+        """This engine as one run sees it: calls logged to ``context.log``, counted in ``context.usage`` (and in
+        the engine's totals), progress reported to ``context.progress``."""
+        return Scope(self, context, None, (self.usage_total, context.usage))
+
+    def companion_engine(self, spec: str) -> "LLM":
+        """Another model on this engine's cache, built once per ``spec`` ("backend:model[@base_url]", e.g.
+        "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult several models (a discussion among
+        different models). Its calls are batched by its own backend and logged in the caller's context."""
+        if spec not in self.companions:
+            from . import make_backend
+
+            backend, _, rest = spec.partition(":")
+            model, _, url = rest.partition("@")
+            self.companions[spec] = LLM(make_backend(backend, model or None, base_url=url or None), cache=self.cache,
+                                        parse_retries=self._parse_retries, retry_temperature=self._retry_temperature)
+        return self.companions[spec]
 
     # ---- machinery --------------------------------------------------------------------------
     def _key(self, kind: str, req) -> str:
         return cache_key(kind, self.info, req.key_fields())
 
-    async def _get(self, kind: str, req, scope: "ScopedLLM | None" = None):
+    async def _get(self, kind: str, req, via: Calls):
         key = self._key(kind, req)
-        usages = [self.usage] + ([scope.usage] if scope else [])
-        for u in usages:
+        for u in via.usages:
             u.calls += kind == "chat"
             u.option_calls += kind == "options"
         hit = self.cache.get(key)
         if hit is not None:
-            for u in usages:
+            for u in via.usages:
                 u.cache_hits += 1
             resp = (ChatResponse if kind == "chat" else OptionScores).from_json(hit)
             resp.cache_hit = True
-            self._record(kind, req, resp, key, scope)
+            self._record(kind, req, resp, key, via)
             return resp
         loop = asyncio.get_running_loop()
         if self._loop is not loop:  # a new event loop (e.g. a second asyncio.run in a notebook)
             self._loop, self._pending, self._inflight_keys, self._dispatcher = loop, [], {}, None
         if key in self._inflight_keys:  # identical request already on its way: share its answer
             resp = replace(await asyncio.shield(self._inflight_keys[key]), cache_hit=True)
-            for u in usages:
+            for u in via.usages:
                 u.cache_hits += 1
-            self._record(kind, req, resp, key, scope)
+            self._record(kind, req, resp, key, via)
             return resp
         fut = loop.create_future()
         self._inflight_keys[key] = fut
-        self._pending.append((kind, req, key, fut, scope))
+        self._pending.append((kind, req, key, fut, via))
         if self._dispatcher is None or self._dispatcher.done():
             self._dispatcher = loop.create_task(self._dispatch())
         return await fut
@@ -233,7 +356,7 @@ class LLM:
 
     async def _dispatch(self) -> None:
         inflight: set[asyncio.Task] = set()
-        limit = getattr(self.backend, "max_inflight", 1)
+        limit = self.backend.capabilities.max_inflight
         while self._pending or inflight:
             await self._settle()
             if self._pending and len(inflight) < limit:
@@ -248,7 +371,9 @@ class LLM:
         """Send one batch to the backend. Backends that report results as they finish (per micro-batch,
         per HTTP response) through ``on_results`` get each result cached and delivered at once, so a
         run killed during a long batch keeps everything already generated."""
-        self.usage.batches += 1
+        for u in {id(u): u for b in batch for u in b[4].usages}.values():  # every run with a request in it
+            u.batches += 1
+        streams = self.backend.capabilities.streams_results
         for kind in ("chat", "options"):
             items = [b for b in batch if b[0] == kind]
             if not items:
@@ -261,12 +386,8 @@ class LLM:
                 self._settle_results(kind, [(items[i], r) for i, r in fresh])
 
             call = self.backend.generate if kind == "chat" else self.backend.score
-            reqs = [b[1] for b in items]
             try:
-                if getattr(self.backend, "streams_results", False):
-                    results = await call(reqs, on_results=deliver)
-                else:
-                    results = await call(reqs)
+                results = await call([b[1] for b in items], on_results=deliver if streams else None)
             except Exception as e:  # the whole call failed (server down, CUDA error): every waiter gets it
                 results = [e] * len(items)
             deliver(list(enumerate(results)))
@@ -274,97 +395,86 @@ class LLM:
     def _settle_results(self, kind: str, pairs: list[tuple[tuple, Any]]) -> None:
         """Cache, log and hand out finished results (one SQLite transaction per call)."""
         to_store = []
-        for (_, req, key, fut, scope), res in pairs:
+        for (_, req, key, fut, via), res in pairs:
             self._inflight_keys.pop(key, None)
             if isinstance(res, Exception):
-                self.usage.errors += 1
+                for u in via.usages:
+                    u.errors += 1
                 if not fut.done():
                     fut.set_exception(res)
                 continue
-            self.usage.backend_calls += 1
-            if scope:
-                scope.usage.backend_calls += 1
+            for u in via.usages:
+                u.backend_calls += 1
             to_store.append((key, kind, self.info.name, self.info.model, req.to_json(), res.to_json(),
                              self.info.revision, self.info.server))
-            self._record(kind, req, res, key, scope)
+            self._record(kind, req, res, key, via)
             if not fut.done():
                 fut.set_result(res)
         if to_store:
             self.cache.put_many(to_store)
 
-    def _record(self, kind: str, req, resp, key: str, scope: "ScopedLLM | None" = None) -> None:
+    def _record(self, kind: str, req, resp, key: str, via: Calls) -> None:
         if kind == "chat":
-            for u in [self.usage] + ([scope.usage] if scope else []):
+            for u in via.usages:
                 u.prompt_tokens += resp.prompt_tokens
                 u.completion_tokens += resp.completion_tokens
-        if self.progress:
-            self.progress(1)
-        if self.log:
-            self.log.write({"event": kind, "key": key, "scope": scope.name if scope else None, "tag": req.tag, "cache_hit": resp.cache_hit,
-                            "request": req.to_json(), "response": resp.to_json(), "time": time.time()})
+        ctx = via.context
+        if ctx.progress:
+            ctx.progress(1)
+        if ctx.log:
+            ctx.log.write({"event": kind, "key": key, "scope": via.scope_name, "tag": req.tag,
+                           "cache_hit": resp.cache_hit, "request": req.to_json(), "response": resp.to_json(),
+                           "time": time.time()})
 
-    def count_tokens(self, text: str) -> int | None:
-        """Tokens of ``text`` under the backend's tokenizer, or None when the backend has none (a server
-        without a tokenize route)."""
-        fn = getattr(self.backend, "count_tokens", None)
-        return fn(text) if fn else None
-
-    def prompt_tokens(self, messages: list[dict[str, str]]) -> int | None:
-        """Tokens the backend will feed for ``messages`` (chat template included), or None when unknown."""
-        fn = getattr(self.backend, "encode", None)
-        if fn is not None and getattr(self.backend, "tokenizes", True):
-            return len(fn(messages))
-        n = [self.count_tokens(m["content"]) for m in messages]
-        return None if None in n else sum(n)
-
-    @property
-    def context_length(self) -> int | None:
-        return getattr(self.backend, "context_length", None)
+    async def _count_tokens(self, what: tuple) -> int | None:
+        """Tokens of a text (``("t", text)``) or of chat messages (``("m", ((role, content), ...))``), cached;
+        a remote tokenizer is called in a worker thread."""
+        tokenizer = self.backend.capabilities.tokenizer
+        if tokenizer == "none":
+            return None
+        hit = self._token_counts.get(what)
+        if hit is not None:
+            return hit
+        kind, value = what
+        fn, arg = ((self.backend.count_tokens, value) if kind == "t" else
+                   (self.backend.prompt_tokens, [{"role": r, "content": c} for r, c in value]))
+        n = await asyncio.to_thread(fn, arg) if tokenizer == "remote" else fn(arg)
+        if len(self._token_counts) > 65536:
+            self._token_counts.clear()
+        self._token_counts[what] = n
+        return n
 
     def stats(self) -> dict[str, Any]:
         return {"backend": self.info.name, "model": self.info.model, "revision": self.info.revision,
-                **self.usage.as_dict()}
+                **self.usage_total.as_dict()}
 
 
-class ScopedLLM(LLM):
-    """Same engine, own ``usage`` (per-example calls, tokens, parse failures). Methods receive one of these."""
+class Scope(Calls):
+    """The engine as one run, or one example of a run, sees it: the same cache and batching; calls logged to
+    its run's context and counted into its usages (the engine's totals, the run's, the example's)."""
 
-    def __init__(self, parent: LLM, name: str):  # noqa: D107 - deliberately not calling LLM.__init__
-        self.parent = parent
-        self.name = name
-        self.info = parent.info
-        self.backend = parent.backend
-        self.parse_retries = parent.parse_retries
-        self.retry_temperature = parent.retry_temperature
-        self.log = parent.log
-        self.usage = Usage()
+    def __init__(self, engine: LLM, context: RunContext, name: str | None, usages: tuple[Usage, ...]):
+        self.engine = engine
+        self.info = engine.info
+        self._context = context
+        self._name = name
+        self._usages = usages
 
-    async def chat(self, req: ChatRequest) -> ChatResponse:
-        return await self.parent._get("chat", req, self)
+    @property
+    def context(self) -> RunContext:
+        return self._context
 
-    async def score_options(self, messages, options, prefix: str = "", tag: str = "") -> OptionScores:
-        req = OptionRequest(messages=messages, options=tuple(options), prefix=prefix, tag=tag)
-        return await self.parent._get("options", req, self)
+    @property
+    def usages(self) -> tuple[Usage, ...]:
+        return self._usages
 
-    def _count(self, **deltas: int) -> None:
-        for usage in (self.usage, self.parent.usage):
-            for k, v in deltas.items():
-                setattr(usage, k, getattr(usage, k) + v)
+    @property
+    def scope_name(self) -> str | None:
+        return self._name
 
-    def scoped(self, name: str) -> "ScopedLLM":
-        return ScopedLLM(self.parent, f"{self.name}/{name}")
-
-    def companion(self, spec: str) -> "LLM":
-        """The companion engine, scoped to this example and counting into this example's usage."""
-        scoped = self.parent.companion(spec).scoped(self.name)
-        scoped.usage = self.usage
-        return scoped
-
-    def count_tokens(self, text: str) -> int | None:
-        return self.parent.count_tokens(text)
-
-    def prompt_tokens(self, messages) -> int | None:
-        return self.parent.prompt_tokens(messages)
+    @property
+    def name(self) -> str | None:
+        return self._name
 
 
-__all__ = ["LLM", "CallLog", "Parsed", "Usage", "run_sync", "SumjudgeError"]
+__all__ = ["LLM", "Scope", "RunContext", "Calls", "CallLog", "Parsed", "Usage", "run_sync", "SumjudgeError"]

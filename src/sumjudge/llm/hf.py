@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from .attention import NAME, use_gqa_decode_attention
+from .backend import Capabilities
 from .decode import BatchDecoder, DecodeResult, DecodeRow
 from .errors import PromptTooLongError
 from .models import LLAMA3_EOS_TOKENS, resolve_model, split_revision, template_text
-from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
+from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs
 
 
 @dataclass
@@ -71,7 +72,6 @@ class HFBackend:
     """
 
     name = "hf"
-    max_inflight = 1  # one model: batches run one after another; new requests queue meanwhile
 
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  device_map: str | None = None, token_budget: int = 32768, max_batch: int = 64,
@@ -182,8 +182,19 @@ class HFBackend:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False).input_ids)
 
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
+        return len(self.encode(messages))
+
+    def server_counters(self) -> None:
+        return None
+
     # ---- async entry points (the engine calls these) ------------------------------------------
-    streams_results = True  # generate() reports each finished micro-batch through on_results
+    @property
+    def capabilities(self) -> Capabilities:
+        """Exact option scoring and a local tokenizer; one model, so batches run one after another (new requests
+        queue meanwhile) and each finished micro-batch is reported through ``on_results``."""
+        return Capabilities(option_scoring="exact", tokenizer="local", context_length=self.context_length,
+                            max_inflight=1, streams_results=True)
 
     async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
         loop = asyncio.get_running_loop()
@@ -325,13 +336,3 @@ class HFBackend:
                                       backend="hf", model=self.info.model, latency_s=dt,
                                       coverage=min(1.0, sum(math.exp(v) for v in raw.values())))
         return out  # type: ignore[return-value]
-
-
-def normalise_logprobs(raw: dict[str, float | None]) -> dict[str, float]:
-    """Softmax over the options that have a log-probability; options without one get 0."""
-    known = {o: v for o, v in raw.items() if v is not None}
-    if not known:
-        raise ValueError("no option has a log-probability")
-    m = max(known.values())
-    z = sum(math.exp(v - m) for v in known.values())
-    return {o: (math.exp(known[o] - m) / z if o in known else 0.0) for o in raw}

@@ -27,8 +27,10 @@ import random
 import re
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
+from .backend import Capabilities
 from .errors import (
     BackendRequestError,
     BackendUnavailableError,
@@ -37,7 +39,7 @@ from .errors import (
     PromptTooLongError,
 )
 from .loops import on_loop_close
-from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, server_identity
+from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs, server_identity
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
@@ -55,7 +57,11 @@ class MalformedAnswer(Exception):
 def retry_after(e: Exception) -> float | None:
     """Seconds a 429/503 answer asks us to wait (``Retry-After``: seconds or an HTTP date), if it says."""
     resp = getattr(e, "response", None)
-    value = resp.headers.get("retry-after") if resp is not None and hasattr(resp, "headers") else None
+    return asked_wait(resp.headers.get("retry-after") if resp is not None and hasattr(resp, "headers") else None)
+
+
+def asked_wait(value: str | None) -> float | None:
+    """A ``Retry-After`` header's value in seconds (it gives seconds or an HTTP date); None when absent."""
     if not value:
         return None
     try:
@@ -87,20 +93,56 @@ def prometheus_totals(text: str, names: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
-# vLLM's prefix-cache counters (tokens queried / found in the cache), read before and after a run
-PREFIX_CACHE_COUNTERS = ("vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total")
+# vLLM's prefix-cache counters (tokens queried / found in the cache), read before and after a run, under the
+# names the run's metrics give them
+PREFIX_CACHE_COUNTERS = {"vllm:prefix_cache_queries_total": "prefix_cache_queried_tokens",
+                         "vllm:prefix_cache_hits_total": "prefix_cache_hit_tokens"}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How every HTTP call of the backend is retried (model calls, ``/tokenize``, discovery): exponential backoff
+    from ``backoff`` seconds up to ``max_backoff``, with jitter (half to all of it), never shorter than what
+    ``Retry-After`` asks, at most ``max_retries`` times and ``max_retry_time`` seconds of waiting per call."""
+
+    max_retries: int = 6
+    backoff: float = 1.0
+    max_backoff: float = 60.0
+    max_retry_time: float = 900.0
+
+    def delay(self, attempt: int, started: float, asked: float | None = None, retries: int | None = None
+              ) -> float | None:
+        """Seconds to wait before trying again after failed ``attempt`` (0-based) of a call begun at ``started``
+        (``time.monotonic()``); None when the call should give up."""
+        if attempt >= (self.max_retries if retries is None else retries):
+            return None
+        wait = max(min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2), asked or 0.0)
+        return None if time.monotonic() - started + wait > self.max_retry_time else wait
+
+
+# The most stop strings the OpenAI API takes; more are applied to the answer here.
+SERVER_STOP_LIMIT = 4
+
+
+def apply_stops(text: str, stops: tuple[str, ...]) -> str | None:
+    """``text`` up to the first of ``stops`` it contains (what a server applying them would have returned), or
+    None when it contains none."""
+    cuts = [i for i in (text.find(s) for s in stops if s) if i >= 0]
+    return text[:min(cuts)] if cuts else None
 
 
 class OpenAIBackend:
+    """An OpenAI-compatible server. ``OpenAIBackend.connect(...)`` asks the server what it serves and can do
+    (the model list, ``/tokenize``, ``prompt_logprobs``, ``/metrics``) and loads a local tokenizer when one is
+    given; the constructor itself makes no request, so a backend built directly knows only what it is told."""
+
     name = "openai"
-    max_inflight = 1_000_000  # dispatch every batch at once; the semaphore bounds requests on the wire
-    streams_results = True  # each response is reported as soon as it arrives
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  concurrency: int = 32, max_retries: int = 6, timeout: float = 600.0, backoff: float = 1.0,
                  max_backoff: float = 60.0, top_logprobs: int = 20, connect_retries: int = 2,
                  max_retry_time: float = 900.0, context_length: int | None = None, tokenizer: str | None = None,
-                 option_scoring: str = "auto", min_coverage: float = 0.5, discover: bool = True,
+                 option_scoring: str = "auto", min_coverage: float = 0.5,
                  extra_body: dict[str, Any] | None = None, server_name: str | None = None):
         import httpx
         import openai
@@ -114,10 +156,8 @@ class OpenAIBackend:
         self._client_obj = None
         self.model = model
         self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.max_retry_time = max_retry_time  # bound on the time one request spends waiting to be retried
+        self.retry = RetryPolicy(max_retries=max_retries, backoff=backoff, max_backoff=max_backoff,
+                                 max_retry_time=max_retry_time)
         self.top_logprobs = top_logprobs
         self.min_coverage = min_coverage
         self.timeout = timeout
@@ -135,33 +175,51 @@ class OpenAIBackend:
         self.server_tokenizes = False
         self._local_tokenizer = None
         self._token_cache: OrderedDict[str, list[int]] = OrderedDict()
-        if discover:
-            self._discover()
-        if tokenizer:  # the model's own tokenizer, for servers without /tokenize
+        self.server_metrics = False  # /metrics holds vLLM's counters
+        if server_name is not None and not server_name.strip():
+            raise ConfigError("--server-name: give a non-empty name")
+        self.server_name = server_name
+        self._asked = {"context_length": context_length, "tokenizer": tokenizer, "option_scoring": option_scoring}
+        self._configure(probe=False)
+
+    @classmethod
+    def connect(cls, model: str, **options: Any) -> "OpenAIBackend":
+        """A backend that knows its server: ``GET /models`` (the model must be served; its ``root`` and
+        ``max_model_len`` join the cache key), whether ``/tokenize`` works, whether the completions endpoint
+        returns ``prompt_logprobs`` (exact option scoring), whether ``/metrics`` has vLLM's counters; and the
+        local tokenizer named by ``tokenizer=``, for servers without ``/tokenize``."""
+        be = cls(model, **options)
+        be._discover()
+        be.server_metrics = be._read_counters() is not None
+        if be._asked["tokenizer"]:  # the model's own tokenizer, for servers without /tokenize
             from transformers import AutoTokenizer
 
-            self._local_tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+            be._local_tokenizer = AutoTokenizer.from_pretrained(be._asked["tokenizer"])
+        be._configure(probe=True)
+        return be
+
+    def _configure(self, probe: bool) -> None:
+        """The context, option scoring and cache identity from what the user asked and the server said."""
+        asked = self._asked
         served_ctx = self.served.get("max_model_len")
-        self.context_length = min(x for x in (context_length, served_ctx) if x) if (context_length or served_ctx) else None
-        exact = self.tokenizes and option_scoring in ("auto", "prompt_logprobs")
-        if option_scoring == "prompt_logprobs" and not self.tokenizes:
+        limits = [x for x in (asked["context_length"], served_ctx) if x]
+        self.context_length = min(limits) if limits else None
+        exact = self.tokenizes and asked["option_scoring"] in ("auto", "prompt_logprobs")
+        if probe and asked["option_scoring"] == "prompt_logprobs" and not self.tokenizes:
             raise ConfigError(f"option_scoring=prompt_logprobs needs token ids: {self.where} has no /tokenize "
                               "(vLLM has) and no --set tokenizer=... was given")
-        if exact and option_scoring == "auto" and discover:
+        if exact and asked["option_scoring"] == "auto" and probe:
             exact = self._probe_prompt_logprobs()
         self.option_scoring = "prompt_logprobs" if exact else "top_logprobs"
         # the cache key names the server by its base URL; a name the user gives says "the same server as before"
         # (e.g. restarted on another port): its answers are then shared under that name
-        if server_name is not None and not server_name.strip():
-            raise ConfigError("--server-name: give a non-empty name")
-        self.server_name = server_name
-        key_server = f"name:{server_name.strip()}" if server_name else server
-        self.info = BackendInfo(name="openai", model=model, revision="", server=key_server,
+        key_server = f"name:{self.server_name.strip()}" if self.server_name else self.where
+        self.info = BackendInfo(name="openai", model=self.model, revision="", server=key_server,
                                 server_model={k: self.served[k] for k in ("id", "root", "max_model_len")
                                               if self.served.get(k) is not None},
                                 option_scoring=self.option_scoring,
-                                extra={"base_url": server, "context_length": self.context_length,
-                                       "tokenizer": "server" if self.server_tokenizes else (tokenizer or None),
+                                extra={"base_url": self.where, "context_length": self.context_length,
+                                       "tokenizer": "server" if self.server_tokenizes else (asked["tokenizer"] or None),
                                        "option_scoring": self.option_scoring})
 
     # ---- what the server says about itself ------------------------------------------------------
@@ -212,8 +270,21 @@ class OpenAIBackend:
             return False
         return isinstance(choice, dict) and isinstance(choice.get("prompt_logprobs"), list)
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """Every batch is dispatched at once (the semaphore bounds the requests on the wire) and each response is
+        reported as it arrives; scoring, tokenizer and metrics are what discovery found."""
+        return Capabilities(option_scoring="exact" if self.option_scoring == "prompt_logprobs" else "top_logprobs",
+                            tokenizer="remote" if self.server_tokenizes else
+                            ("local" if self._local_tokenizer is not None else "none"),
+                            server_metrics=self.server_metrics, context_length=self.context_length,
+                            max_inflight=1_000_000, streams_results=True)
+
     def server_counters(self) -> dict[str, float] | None:
-        """The server's prefix-cache counters (vLLM ``/metrics``), or None when it has none."""
+        """The server's prefix-cache counters (vLLM ``/metrics``) under the run metrics' names, or None."""
+        return self._read_counters() if self.server_metrics else None
+
+    def _read_counters(self) -> dict[str, float] | None:
         import httpx
 
         try:
@@ -222,7 +293,8 @@ class OpenAIBackend:
             return None
         if r.status_code != 200 or "vllm:" not in r.text:
             return None
-        return prometheus_totals(r.text, PREFIX_CACHE_COUNTERS)
+        totals = prometheus_totals(r.text, tuple(PREFIX_CACHE_COUNTERS))
+        return {name: totals[counter] for counter, name in PREFIX_CACHE_COUNTERS.items()}
 
     # ---- tokenization -----------------------------------------------------------------------------
     @property
@@ -230,12 +302,15 @@ class OpenAIBackend:
         return self.server_tokenizes or self._local_tokenizer is not None
 
     def _server_tokenize(self, payload: dict, retries: int | None = None) -> list[int]:
-        """vLLM's ``POST /tokenize``; transient faults (connection, 408/409/429/5xx) are retried as model calls
-        are, a refusal raises BackendRequestError."""
+        """vLLM's ``POST /tokenize`` (called off the event loop); transient faults (connection, 408/409/429/5xx)
+        are retried under the backend's ``RetryPolicy``, as model calls are; a refusal raises BackendRequestError.
+        An answer with no tokens for a non-empty text is refused, never read as zero tokens."""
         import httpx
 
-        retries = self.max_retries if retries is None else retries
-        for attempt in range(retries + 1):
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            asked = None
             try:
                 r = self._http.post(self.root + "/tokenize", json={"model": self.model, **payload})
             except httpx.HTTPError as e:
@@ -243,16 +318,25 @@ class OpenAIBackend:
             else:
                 if r.status_code == 200:
                     try:
-                        return [int(t) for t in r.json()["tokens"]]
+                        tokens = [int(t) for t in r.json()["tokens"]]
                     except (ValueError, KeyError, TypeError):
-                        problem = f"an answer without tokens: {r.text[:200]}"
+                        tokens = None
+                    if tokens or not any(payload.get(k) for k in ("prompt", "messages")):
+                        return tokens or []
+                    # e.g. a server whose /tokenize reads another field: asking again changes nothing
+                    raise BackendRequestError(f"{self.where}/tokenize gave no tokens for a non-empty text: "
+                                              f"{r.text[:200]}")
                 elif r.status_code in RETRYABLE_STATUS:
-                    problem = f"HTTP {r.status_code}"
+                    problem, asked = f"HTTP {r.status_code}", asked_wait(r.headers.get("retry-after"))
                 else:
                     raise BackendRequestError(f"{self.where}/tokenize refused (HTTP {r.status_code}): {r.text[:200]}")
-            if attempt < retries:
-                time.sleep(min(self.max_backoff, self.backoff * 2 ** attempt))
-        raise BackendUnavailableError(f"{self.where}/tokenize did not answer after {retries + 1} attempts: {problem}")
+            wait = self.retry.delay(attempt, started, asked, retries=retries)
+            if wait is None:
+                raise BackendUnavailableError(f"{self.where}/tokenize did not answer after {attempt + 1} attempts: "
+                                              f"{problem}")
+            self.retries += 1
+            time.sleep(wait)
+            attempt += 1
 
     def _cached_tokens(self, key: dict, compute) -> list[int]:
         k = json.dumps(key, sort_keys=True, ensure_ascii=False)
@@ -288,8 +372,11 @@ class OpenAIBackend:
 
         return self._cached_tokens({"t": text}, compute)
 
-    def count_tokens(self, text: str) -> int | None:
-        return len(self._tokens_of_text(text)) if self.tokenizes else None
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokens_of_text(text))
+
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
+        return len(self.encode(messages))
 
     # ---- requests -----------------------------------------------------------------------------------
     def _semaphore(self) -> asyncio.Semaphore:
@@ -318,7 +405,8 @@ class OpenAIBackend:
         oa = self._openai
         last: Exception | None = None
         start = time.monotonic()
-        for attempt in range(self.max_retries + 1):
+        attempt = 0
+        while True:
             wait = None
             try:
                 async with self._semaphore():
@@ -344,13 +432,12 @@ class OpenAIBackend:
                 last, wait = e, retry_after(e)
             except (oa.APIResponseValidationError, ValueError) as e:  # a body that is not a completion's JSON
                 last = MalformedAnswer(f"unreadable response body ({type(e).__name__}: {e})")
-            if attempt < self.max_retries:
-                delay = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
-                delay = max(delay, wait or 0.0)
-                if time.monotonic() - start + delay > self.max_retry_time:
-                    break
-                self.retries += 1
-                await asyncio.sleep(delay)
+            delay = self.retry.delay(attempt, start, wait)
+            if delay is None:
+                break
+            self.retries += 1
+            await asyncio.sleep(delay)
+            attempt += 1
         raise BackendUnavailableError(f"{self.where} did not answer after {attempt + 1} attempts: "
                                       f"{type(last).__name__}: {last}")
 
@@ -410,14 +497,18 @@ class OpenAIBackend:
             kw["top_p"] = r.top_p
             # one seed per (seed, sample) so samples differ and each one is reproducible where the server honours seeds
             kw["seed"] = ((r.seed or 0) * 1_000_003 + r.sample_index) % (2 ** 31)
-        if r.stop:
-            kw["stop"] = list(r.stop)[:4]
+        if r.stop:  # the API takes four; the others are applied to the answer below
+            kw["stop"] = list(r.stop)[:SERVER_STOP_LIMIT]
         if self.extra_body:
             kw["extra_body"] = self.extra_body
         resp = await self._call(self.client.chat.completions.create, check=self._check_answer(r.max_new_tokens), **kw)
         ch = resp.choices[0]
         usage = resp.usage
-        return ChatResponse(text=ch.message.content, finish_reason=ch.finish_reason or "stop",
+        text, finish = ch.message.content, ch.finish_reason or "stop"
+        cut = apply_stops(text, r.stop[SERVER_STOP_LIMIT:])
+        if cut is not None:  # completion_tokens stay the server's count (the tokens it generated)
+            text, finish = cut, "stop"
+        return ChatResponse(text=text, finish_reason=finish,
                             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
                             latency_s=time.perf_counter() - t0, backend="openai", model=self.model)
@@ -477,8 +568,6 @@ class OpenAIBackend:
                                              f"{opt!r} of {r.tag!r}")
                 total += float(entry["logprob"])
             raw[opt] = total
-        from .hf import normalise_logprobs
-
         return OptionScores(probs=normalise_logprobs(raw), logprobs=raw, method="prompt_logprobs", backend="openai",
                             model=self.model, latency_s=time.perf_counter() - t0,
                             coverage=min(1.0, sum(math.exp(v) for v in raw.values())))

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from .backend import Capabilities
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
 
 
@@ -29,11 +30,11 @@ class Rule:
 
 class ScriptedBackend:
     name = "scripted"
-    max_inflight = 1
 
     def __init__(self, rules: list[Rule] | None = None, options: Callable[[OptionRequest], dict[str, float]] | None = None,
-                 model: str = "scripted"):
+                 model: str = "scripted", context_length: int | None = None):
         self.rules = list(rules or [])
+        self.context_length = context_length  # words, when a test needs prompts fitted
         self.options_fn = options
         self.info = BackendInfo(name="scripted", model=model)
         self.requests: list[ChatRequest] = []  # every request received, in arrival order
@@ -43,10 +44,22 @@ class ScriptedBackend:
         self.rules.append(Rule(match, reply, finish))
         return self
 
+    @property
+    def capabilities(self) -> Capabilities:
+        """A word is a token; options are scored by the given function, if any."""
+        return Capabilities(option_scoring="exact" if self.options_fn else "none", tokenizer="local",
+                            context_length=self.context_length)
+
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    async def generate(self, reqs: list[ChatRequest]) -> list[ChatResponse | Exception]:
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
+        return sum(self.count_tokens(m["content"]) for m in messages)
+
+    def server_counters(self) -> None:
+        return None
+
+    async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
         self.batches.append(len(reqs))
         out: list[ChatResponse | Exception] = []
         for r in reqs:
@@ -62,7 +75,7 @@ class ScriptedBackend:
                                     model=self.info.model))
         return out
 
-    async def score(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
+    async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
         out: list[OptionScores | Exception] = []
         for r in reqs:
             if self.options_fn is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -180,3 +181,13 @@ def cache_key(kind: str, info: BackendInfo, fields: dict[str, Any]) -> str:
         payload["option_scoring"] = info.option_scoring
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def normalise_logprobs(raw: dict[str, float | None]) -> dict[str, float]:
+    """Softmax over the options that have a log-probability; options without one get 0."""
+    known = {o: v for o, v in raw.items() if v is not None}
+    if not known:
+        raise ValueError("no option has a log-probability")
+    m = max(known.values())
+    z = sum(math.exp(v - m) for v in known.values())
+    return {o: (math.exp(known[o] - m) / z if o in known else 0.0) for o in raw}

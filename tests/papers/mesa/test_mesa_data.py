@@ -52,18 +52,18 @@ def test_without_qmsum_files_the_published_text_is_kept_and_flagged(tmp_path, mo
 
 @needs_mirror
 def test_mesa_criteria_resolve_like_a_dataset_and_name_their_fetch(tmp_path, monkeypatch):
-    from sumjudge.papers.mesa.protocol import error_types
+    from sumjudge.papers.mesa.protocol import _error_types, error_types
 
     assert sources.resolve("mesa/criteria/omission.json").exists()
     assert sources.sha256_of(sources.resolve("mesa/criteria/omission.json")) == sources.MESA_CRITERIA_FILES["omission"]
     monkeypatch.setenv("SUMJUDGE_DATA_MIRROR", str(tmp_path / "none"))
     monkeypatch.setenv("SUMJUDGE_DATA_RAW", str(tmp_path / "raw"))
-    error_types.cache_clear()
+    _error_types.cache_clear()
     try:
         with pytest.raises(sources.DataMissingError, match="mesa/criteria/omission.json.*coling2025-MESA/adb7e6f"):
             error_types("authors")
     finally:
-        error_types.cache_clear()
+        _error_types.cache_clear()
 
 
 def mistek_file(tmp_path, rows):
@@ -132,3 +132,16 @@ def test_qmsum_meeting_renders_as_the_published_lines():
     assert text.startswith("Grad C : Nice .\nGrad D : OK .") and text.count("\n") > 500
     meta = json.loads(sources.resolve("qmsum/ALL/test/Bed003.json").read_text())
     assert len(meta["meeting_transcripts"]) == text.count("\n") + 1
+
+
+def test_an_edited_criteria_file_is_read_again(tmp_path):
+    """Criteria are read once while unchanged; an edited file (a live kernel, a user refining definitions) is
+    read again, never served from the earlier reading."""
+    from sumjudge.papers.mesa.protocol import error_types
+
+    f = tmp_path / "types.yaml"
+    f.write_text("RED:\n  name: redundancy\n  definition: first wording\n", encoding="utf-8")
+    assert error_types(str(f))["RED"].definition == "first wording"
+    assert error_types(str(f)) is error_types(str(f))  # unchanged: read once
+    f.write_text("RED:\n  name: redundancy\n  definition: the second, longer wording\n", encoding="utf-8")
+    assert error_types(str(f))["RED"].definition == "the second, longer wording"

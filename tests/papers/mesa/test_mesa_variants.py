@@ -130,10 +130,10 @@ def test_madp_and_plain_variants_read_the_same_transcript_when_given_one_budget(
     llm = LLM(be, cache=NullCache())
     base = {"types": "RED", "truncate": "truncate", "max_new_tokens": 200}
     cfg = get_method("mesa").config_cls
-    own = [fit_transcript(long_ex, llm, make_config(cfg, c), {})[0] for c in (base, {**base, "madp": True})]
+    own = [run_sync(fit_transcript(long_ex, llm, make_config(cfg, c), {}))[0] for c in (base, {**base, "madp": True})]
     assert len(own[1].split()) < len(own[0].split()) < 3000  # each variant's own budget: different texts
     shared = min(len(t.split()) for t in own)
-    texts = [fit_transcript(long_ex, llm, make_config(cfg, {**c, "transcript_tokens": shared}), {})
+    texts = [run_sync(fit_transcript(long_ex, llm, make_config(cfg, {**c, "transcript_tokens": shared}), {}))
              for c in (base, {**base, "madp": True})]
     assert texts[0] == texts[1] and texts[0][1]["transcript_words_kept"] == shared
     j = judge(be, ex=long_ex, llm=llm, **base, madp=True, transcript_tokens=shared)

@@ -50,6 +50,7 @@ from ...llm.types import ChatRequest
 from ...prompts import load as load_template
 from ...judges.aspects import DEBATE_TEMPLATES, KIND, Aspect, score_aspects
 from ...judges.base import MethodSpec, fit_fields, register
+from ...llm.fitting import fit_to_context
 from .metrics import debate_metrics
 
 CRITICS: dict[str, dict[str, str]] = {
@@ -132,13 +133,11 @@ def history_reserve(llm: LLM, config: DebateConfig) -> int:
 class Commander:
     """Holds P and the debate log; renders what each agent sees."""
 
-    def __init__(self, llm: LLM, example: RatedExample, a: Aspect, config: DebateConfig):
+    def __init__(self, llm: LLM, example: RatedExample, a: Aspect, config: DebateConfig, fields: dict[str, str],
+                 truncated_words: int = 0):
         self.llm, self.a, self.config = llm, a, config
         self.tag = f"{example.id}/{a.name}"
-        fields, fit = fit_fields(llm, a.template, a.fields(example),
-                                 max_new_tokens=config.max_new_tokens + history_reserve(llm, config),
-                                 policy=config.truncate, tag=self.tag, shrink=a.shrink)
-        self.truncated_words = fit.get("truncated_words", 0)
+        self.truncated_words = truncated_words
         self.task = load_template(a.template).render(**fields)
         self.scale = {"aspect": a.name, "lo": a.lo, "hi": a.hi}
         self.prompt = load_template("debate/d1_step2_commander_to_scorer").render(task=self.task, **self.scale)
@@ -149,7 +148,15 @@ class Commander:
         self.asked: dict[str, list[dict[str, str]]] = {}  # each role's latest request (for the fallback)
         self.dropped = 0
 
-    def scorer_view(self) -> list[dict[str, str]]:
+    @classmethod
+    async def create(cls, llm: LLM, example: RatedExample, a: Aspect, config: DebateConfig) -> "Commander":
+        """P for ``example`` and aspect ``a``, the document cut (``truncate``) to leave room for the debate."""
+        fields, fit = await fit_fields(llm, a.template, a.fields(example),
+                                       max_new_tokens=config.max_new_tokens + history_reserve(llm, config),
+                                       policy=config.truncate, tag=f"{example.id}/{a.name}", shrink=a.shrink)
+        return cls(llm, example, a, config, fields, fit.get("truncated_words", 0))
+
+    async def scorer_view(self) -> list[dict[str, str]]:
         msgs = [{"role": "system", "content": load_template("debate/g1_scorer").body},
                 {"role": "user", "content": self.prompt}]
         for t in self.turns:
@@ -158,9 +165,9 @@ class Commander:
             elif t.speaker == "critic":
                 msgs.append({"role": "user", "content": load_template("debate/d1_step5_commander_to_scorer").render(
                     feedback=t.text, **self.scale)})
-        return self.fit(msgs)
+        return await self.fit(msgs)
 
-    def critic_view(self) -> list[dict[str, str]]:
+    async def critic_view(self) -> list[dict[str, str]]:
         msgs = [{"role": "system", "content": self.critic_system}]
         first = True
         for t in self.turns:
@@ -171,32 +178,40 @@ class Commander:
                 first = False
             elif t.speaker == "critic":
                 msgs.append({"role": "assistant", "content": t.text})
-        return self.fit(msgs)
+        return await self.fit(msgs)
 
-    def tie_breaker_view(self) -> list[dict[str, str]]:
+    async def tie_breaker_view(self) -> list[dict[str, str]]:
+        """The tie-breaker's request over the debate log, the oldest turns left out until it fits (the latest turn
+        always stays)."""
         system = load_template(TIE_BREAKER[KIND[self.a.dataset]]).body
         turns = [t for t in self.turns if t.speaker in ("scorer", "critic")]
-        while True:
-            log = "\n\n".join(f"{t.speaker.capitalize()}: {t.text}" for t in turns)
-            msgs = [{"role": "system", "content": system},
+
+        def build(kept: int) -> list[dict[str, str]]:
+            log = "\n\n".join(f"{t.speaker.capitalize()}: {t.text}" for t in turns[len(turns) - kept:])
+            return [{"role": "system", "content": system},
                     {"role": "user", "content": load_template("debate/e3_tie_breaker_request").render(
                         task=self.task, log=log, **self.scale)}]
-            if len(turns) <= 1 or self.fits(msgs):
-                return msgs
-            turns = turns[1:]
-            self.dropped += 1
 
-    def fits(self, msgs) -> bool:
-        n, ctx = self.llm.prompt_tokens(msgs), self.llm.context_length
-        return n is None or ctx is None or n + self.config.max_new_tokens + 8 <= ctx  # 8: the fallback's "Score: "
+        kept = max(1, await fit_to_context(self.llm, build, len(turns), self.reserve) or 0) if turns else 0
+        self.dropped += len(turns) - kept
+        return build(kept)
 
-    def fit(self, msgs: list[dict[str, str]]) -> list[dict[str, str]]:
-        """Leave out the oldest exchanges after the first user message until the chat fits the context."""
+    @property
+    def reserve(self) -> int:
+        return self.config.max_new_tokens + 8  # 8: the fallback's "Score: "
+
+    async def fit(self, msgs: list[dict[str, str]]) -> list[dict[str, str]]:
+        """Leave out the oldest exchanges (pairs of messages) after the first user message until the chat fits the
+        context; at least one message after them stays."""
         head = 3 if msgs[1]["role"] == "user" and len(msgs) > 2 and msgs[2]["role"] == "assistant" else 2
-        while len(msgs) > head + 1 and not self.fits(msgs):
-            msgs = msgs[:head] + msgs[head + 2:]
-            self.dropped += 1
-        return msgs
+        droppable = max(0, -(-(len(msgs) - head - 1) // 2))  # exchanges that may go, oldest first
+
+        def build(kept: int) -> list[dict[str, str]]:
+            return msgs[:head] + msgs[head + 2 * (droppable - kept):]
+
+        kept = await fit_to_context(self.llm, build, droppable, self.reserve) or 0
+        self.dropped += droppable - kept
+        return build(kept)
 
     def request(self, messages, role: str, iteration: int) -> ChatRequest:
         return ChatRequest(messages=messages, max_new_tokens=self.config.max_new_tokens,
@@ -223,23 +238,23 @@ async def score_turn(cmd: Commander, messages, role: str, iteration: int) -> Deb
 
 
 async def debate_aspect(example: RatedExample, a: Aspect, llm: LLM, config: DebateConfig) -> tuple[float | None, dict]:
-    cmd = Commander(llm, example, a, config)
+    cmd = await Commander.create(llm, example, a, config)
     out = AspectDebate(aspect=a.name, scale=(a.lo, a.hi), critic=f"{config.critic}/{config.prompt_type}",
                        truncated_words=cmd.truncated_words)
-    cmd.turns.append(await score_turn(cmd, cmd.scorer_view(), "scorer", 0))  # Score <- S(P)
+    cmd.turns.append(await score_turn(cmd, await cmd.scorer_view(), "scorer", 0))  # Score <- S(P)
     out.stopped = "cap"
     for i in range(1, config.iterations + 1):
-        feedback = (await llm.chat(cmd.request(cmd.critic_view(), "critic", i))).text  # Feedback <- Cr(Score)
+        feedback = (await llm.chat(cmd.request(await cmd.critic_view(), "critic", i))).text  # Feedback <- Cr(Score)
         cmd.turns.append(DebateTurn(speaker="critic", iteration=i, text=feedback, no_issue=says_no_issue(feedback)))
         out.iterations = i
         if cmd.turns[-1].no_issue:
             out.stopped = "no_issue"
             break
-        cmd.turns.append(await score_turn(cmd, cmd.scorer_view(), "scorer", i))  # Score <- S(Feedback)
+        cmd.turns.append(await score_turn(cmd, await cmd.scorer_view(), "scorer", i))  # Score <- S(Feedback)
     out.initial_score = cmd.turns[0].score
     final = [t for t in cmd.turns if t.speaker == "scorer"][-1]  # the Scorer's latest ...
     if config.tie_breaker and out.stopped == "cap":  # ... unless the Tie-breaker decides (E.3)
-        final = await score_turn(cmd, cmd.tie_breaker_view(), "tie-breaker", out.iterations)
+        final = await score_turn(cmd, await cmd.tie_breaker_view(), "tie-breaker", out.iterations)
         cmd.turns.append(final)
     out.final_score, out.final_source = final.score, final.speaker
     if final.score is None:

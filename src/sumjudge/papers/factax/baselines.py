@@ -43,7 +43,7 @@ class StarConfig:
 
 
 async def star(example: FaithExample, llm: LLM, config: StarConfig) -> Judgement:
-    prompt, fit = fit_prompt(llm, "factax/star_rating", {"document": example.document, "summary": example.summary},
+    prompt, fit = await fit_prompt(llm, "factax/star_rating", {"document": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
                   tag=f"{example.id}/star")
@@ -74,7 +74,7 @@ class LuoCoTConfig(LuoConfig):
 
 
 async def luo(example: FaithExample, llm: LLM, config: LuoConfig) -> Judgement:
-    prompt, fit = fit_prompt(llm, config.template, {"document": example.document, "summary": example.summary},
+    prompt, fit = await fit_prompt(llm, config.template, {"document": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id,
                              shrink="document")
     req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,

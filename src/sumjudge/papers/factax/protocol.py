@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ...data.factax_types import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
 from ...data.records import FaithExample
@@ -126,18 +126,21 @@ def summary_sentences(example: FaithExample) -> list[str]:
     return sentences(example.summary)
 
 
-def count_tokens(llm: LLM, text: str) -> int:
-    return llm.count_tokens(text) or len(text.split())
+async def token_counter(llm: LLM, texts: list[str]) -> Callable[[str], int]:
+    """Tokens of each of ``texts`` under the model's tokenizer (words where it has none), counted at once."""
+    counts = dict(zip(texts, await asyncio.gather(*(llm.count_tokens(t) for t in texts))))
+    return lambda t: counts.get(t) or len(t.split())
 
 
 async def judge_window(example: FaithExample, text: str, i: int, llm: LLM, config: FacTaxConfig,
-                       windowed: bool, long_document: bool) -> dict[str, Any]:
+                       windowed: bool, count: Callable[[str], int] | None) -> dict[str, Any]:
+    """One window's verdict; ``count`` (a long document's token counter) asks for the document to be aligned."""
     doc, info = example.document, {}
-    if long_document:
+    if count is not None:
         doc, info = align(doc, text, max_tokens=None if windowed else config.align_tokens,
-                          n=config.align_sentences if windowed else None, count=lambda t: count_tokens(llm, t))
+                          n=config.align_sentences if windowed else None, count=count)
     tag = f"{example.id}/w{i}"
-    prompt, fit = fit_prompt(llm, TEMPLATE, {"document": doc, "statement": text}, max_new_tokens=config.max_new_tokens,
+    prompt, fit = await fit_prompt(llm, TEMPLATE, {"document": doc, "statement": text}, max_new_tokens=config.max_new_tokens,
                              policy=config.truncate, tag=tag, shrink="document")
     req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
                   tag=f"{tag}/factax")
@@ -156,8 +159,12 @@ async def judge_window(example: FaithExample, text: str, i: int, llm: LLM, confi
 async def factax(example: FaithExample, llm: LLM, config: FacTaxConfig) -> Judgement:
     ww = config.window_words
     wins = windows(summary_sentences(example), ww) or [example.summary]
-    long_document = count_tokens(llm, example.document) > config.align_over  # measured once per summary
-    judged = await asyncio.gather(*(judge_window(example, w, i, llm, config, ww is not None, long_document)
+    count = await token_counter(llm, [example.document])  # once per summary
+    long_document = count(example.document) > config.align_over
+    if long_document:  # alignment weighs the document's sentences
+        count = await token_counter(llm, [example.document, *sentences(example.document)])
+    judged = await asyncio.gather(*(judge_window(example, w, i, llm, config, ww is not None,
+                                                 count if long_document else None)
                                     for i, w in enumerate(wins)))
     verdicts = [w["correct"] for w in judged]
     label = 0 if False in verdicts else (None if None in verdicts else 1)

@@ -55,7 +55,7 @@ def category(raw: str) -> str:
 async def ask_ambiguity(example: FaithExample, llm: LLM, config: ZeroShotConfig, template: str, fields: dict,
                         tag: str) -> tuple[int | None, str, str, dict]:
     name = variant(template, config.doc_first, config.prompts)
-    fitted, fit = fit_fields(llm, name, {"doc": example.document, "summary": example.summary, **fields},
+    fitted, fit = await fit_fields(llm, name, {"doc": example.document, "summary": example.summary, **fields},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     (req,) = config.requests(example, load_template(name).render(**fitted), 1, tag)
     label, expl, source, details = await label_with_fallback(llm, req, config.fallback)

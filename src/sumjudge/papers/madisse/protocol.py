@@ -49,7 +49,8 @@ from ...llm.engine import LLM
 from ...llm.parsing import ParseError, xml_tag
 from ...prompts import load as load_template
 from ...prompts import variant
-from ...judges.base import GREEDY_WARNING, Judgement, MethodSpec, derive_seed, fit_fields, register, request
+from ...judges.base import GREEDY_WARNING, Judgement, MethodSpec, derive_seed, fit_fields, register, request, user
+from ...llm.fitting import fit_to_context
 from ...judges.baselines import label_with_fallback
 
 FAITHFUL, UNFAITHFUL = 1, 0
@@ -232,28 +233,31 @@ def shuffled_blocks(p: Prompts, shown: list[list[Turn]], me: int, rng: random.Ra
     return blocks
 
 
-def fit_history(llm: LLM, tmpl: str, fields: dict, p: Prompts, blocks: list[list[str]], intervention: str,
-                learning: str, max_new_tokens: int) -> tuple[str, int]:
+async def fit_history(llm: LLM, tmpl: str, fields: dict, p: Prompts, blocks: list[list[str]], intervention: str,
+                      learning: str, max_new_tokens: int) -> tuple[str, int]:
     """The chat history: every previous round, or, if that overflows the context, the latest rounds that
     fit (the number of dropped rounds is returned)."""
-    ctx = llm.context_length
-    for drop in range(len(blocks)):
-        hist = p.separator.join(e for block in blocks[drop:] for e in block)
-        if ctx is None:
-            return hist, 0
-        text = load_template(tmpl).render(**fields, chat_history=hist, intervention=intervention, learning=learning)
-        if llm.prompt_tokens([{"role": "user", "content": text}]) + max_new_tokens <= ctx:
-            return hist, drop
-    return hist, len(blocks) - 1  # the latest round alone; the backend reports an overflow if it remains
+    def history(kept: int) -> str:
+        return p.separator.join(e for block in blocks[len(blocks) - kept:] for e in block)
+
+    def build(kept: int) -> list[dict[str, str]]:
+        return user(load_template(tmpl).render(**fields, chat_history=history(kept), intervention=intervention,
+                                               learning=learning))
+
+    kept = await fit_to_context(llm, build, len(blocks), max_new_tokens)
+    kept = max(1, kept or 0)  # at least the latest round; the backend reports an overflow if it remains
+    return history(kept), len(blocks) - kept
 
 
-async def _ask(llm: LLM, prompt: str, config: MadisseConfig, answer_tag: str, tag: str, seed: int):
-    req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, top_p=config.top_p,
-                  seed=seed, tag=tag)
-    label, expl, source, details = await label_with_fallback(llm, req, config.fallback, explanation_tag=answer_tag)
-    if source == "unparsed" or not expl:
-        expl = expl or re.sub(r"<\s*/?\s*label\s*>", " ", details.get("raw", "")).strip()[:2000]
-    return label, expl, source, stated_guidelines(details.get("raw", "")) if config.learning else []
+@dataclass
+class Answer:
+    """One agent's or adjudicator's answer: its label (None when unreadable), explanation, where the label came
+    from, and the guidelines it says it used (guideline learning)."""
+
+    label: int | None
+    explanation: str
+    source: str
+    guidelines_used: list[str] = field(default_factory=list)
 
 
 def stated_guidelines(text: str) -> list[str]:
@@ -266,78 +270,129 @@ def stated_guidelines(text: str) -> list[str]:
     return [x for x in lines if len(x.split()) >= 3]
 
 
-async def agent_turn(example: FaithExample, llm: LLM, config: MadisseConfig, p: Prompts, prompt: str, index: int,
-                     r: int, agent: int, stance: str | None, previous: int | None) -> Turn:
-    """One agent's answer in round ``r``: asked again (round 1, ``stance_retries``) while it contradicts the
-    imposed stance; an unreadable label keeps the agent's previous one."""
-    want = {"faithful": FAITHFUL, "unfaithful": UNFAITHFUL}.get(stance or "")
-    tries = 1 + (config.stance_retries if r == 1 and want is not None else 0)
-    for attempt in range(tries):
-        seed = derive_seed(config.seed, example.id, index, r, agent, attempt)
-        label, expl, source, used = await _ask(llm, prompt, config, p.answer_tag,
-                                               f"{example.id}/s{index}/r{r}/agent{agent}" + (f"#ask{attempt}" if attempt else ""),
-                                               seed)
-        if label is None or label == want:
-            break
-    turn = Turn(agent=agent, round=r, label=label, explanation=expl, source=source, guidelines_used=used, seed=seed,
-                attempts=attempt + 1)
-    if label is None and previous is not None:
-        turn.label, turn.source = previous, "carried"
-    return turn
+@dataclass
+class Debate:
+    """What every session of one example shares: the example, the engine, the configuration, the prompts and the
+    fields (the document cut once for every prompt)."""
 
+    example: FaithExample
+    llm: LLM
+    config: MadisseConfig
+    prompts: Prompts
+    fields: dict
 
-async def run_session(example: FaithExample, llm: LLM, config: MadisseConfig, index: int, fields: dict) -> Session:
-    rng = random.Random(f"{config.seed}|{example.id}|{index}")
-    p = madisse_prompts(config)
-    n = config.faithful_agents + config.unfaithful_agents
-    if config.init == "stance":
-        stances: list[str | None] = ["faithful"] * config.faithful_agents + ["unfaithful"] * config.unfaithful_agents
-        rng.shuffle(stances)
-    elif config.init == "none":
-        stances = [None] * n
-    else:
-        raise ConfigError(f"init must be 'stance' or 'none', got {config.init!r}")
-    s = Session(index=index, stances=stances)
-    learning = learning_text(config.learning)
-    want = {"faithful": FAITHFUL, "unfaithful": UNFAITHFUL}
-    previous: list[int | None] = [want.get(st or "") for st in stances]
-    shown: list[list[Turn]] = []  # the previous rounds
-    for r in range(1, config.rounds + 1):
-        intervention = ""
-        if config.intervention_after and r - 1 >= config.intervention_after:
-            intervention = p.intervention()
-        prompts = []
-        for i in range(1, n + 1):
-            if r == 1:
-                hist, tmpl = stance_history(p, stances, i), p.first
-            else:
-                tmpl = p.later
-                hist, dropped = fit_history(llm, tmpl, fields, p, shuffled_blocks(p, shown, i, rng), intervention,
-                                            learning, config.max_new_tokens)
-                s.history_rounds_dropped = max(s.history_rounds_dropped, dropped)
-            prompts.append(load_template(tmpl).render(**fields, chat_history=hist, intervention=intervention,
-                                                      learning=learning))
-        turns = list(await asyncio.gather(*(
-            agent_turn(example, llm, config, p, prompt, index, r, i, stances[i - 1], previous[i - 1])
-            for i, prompt in enumerate(prompts, start=1))))
-        s.rounds.append(turns)
-        previous = [t.label for t in turns]
-        if None not in previous and len(set(previous)) == 1:
-            s.consensus_round, s.label, s.label_source = r, previous[0], "consensus"
-            s.explanation = rng.choice([t.explanation for t in turns])
-            return s
-        shown.append(turns)
-    final = s.final_turns
-    if config.adjudicate == "disagreement" or is_tie([t.label for t in final]):
-        k = config.adjudicators if config.sessions == 1 else config.session_adjudicators
-        s.label, s.explanation, s.adjudication = await adjudicate(example, llm, config, p, final, fields, rng, k,
-                                                                  f"s{index}")
-        s.label_source = "adjudication" if s.label is not None else "unparsed"
-    else:
-        s.label = majority([t.label for t in final])
-        s.label_source = "majority" if s.label is not None else "unparsed"
-        s.explanation = rng.choice([t.explanation for t in final if t.label == s.label] or [""])
-    return s
+    async def ask(self, prompt: str, answer_tag: str, tag: str, seed: int) -> Answer:
+        cfg = self.config
+        req = request(prompt, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
+                      seed=seed, tag=tag)
+        label, expl, source, details = await label_with_fallback(self.llm, req, cfg.fallback, explanation_tag=answer_tag)
+        if source == "unparsed" or not expl:
+            expl = expl or re.sub(r"<\s*/?\s*label\s*>", " ", details.get("raw", "")).strip()[:2000]
+        return Answer(label, expl, source, stated_guidelines(details.get("raw", "")) if cfg.learning else [])
+
+    async def agent_turn(self, session: int, r: int, agent: int, prompt: str, stance: str | None,
+                         previous: int | None) -> Turn:
+        """One agent's answer in round ``r``: asked again (round 1, ``stance_retries``) while it contradicts the
+        imposed stance; an unreadable label keeps the agent's previous one."""
+        ex, cfg = self.example, self.config
+        want = {"faithful": FAITHFUL, "unfaithful": UNFAITHFUL}.get(stance or "")
+        tries = 1 + (cfg.stance_retries if r == 1 and want is not None else 0)
+        for attempt in range(tries):
+            seed = derive_seed(cfg.seed, ex.id, session, r, agent, attempt)
+            tag = f"{ex.id}/s{session}/r{r}/agent{agent}" + (f"#ask{attempt}" if attempt else "")
+            ans = await self.ask(prompt, self.prompts.answer_tag, tag, seed)
+            if ans.label is None or ans.label == want:
+                break
+        turn = Turn(agent=agent, round=r, label=ans.label, explanation=ans.explanation, source=ans.source,
+                    guidelines_used=ans.guidelines_used, seed=seed, attempts=attempt + 1)
+        if ans.label is None and previous is not None:
+            turn.label, turn.source = previous, "carried"
+        return turn
+
+    def draw_stances(self, rng: random.Random) -> list[str | None]:
+        cfg = self.config
+        if cfg.init == "stance":
+            stances: list[str | None] = ["faithful"] * cfg.faithful_agents + ["unfaithful"] * cfg.unfaithful_agents
+            rng.shuffle(stances)
+            return stances
+        if cfg.init == "none":
+            return [None] * (cfg.faithful_agents + cfg.unfaithful_agents)
+        raise ConfigError(f"init must be 'stance' or 'none', got {cfg.init!r}")
+
+    async def round_prompts(self, s: Session, r: int, shown: list[list[Turn]], rng: random.Random) -> list[str]:
+        """Each agent's prompt in round ``r``: the stances (round 1), else the previous rounds in the agent's own
+        order, the oldest dropped when they overflow the context (recorded on the session)."""
+        p, cfg, n = self.prompts, self.config, len(s.stances)
+        learning = learning_text(cfg.learning)
+        late = cfg.intervention_after and r - 1 >= cfg.intervention_after
+        intervention = p.intervention() if late else ""
+        if r == 1:
+            tmpl, histories = p.first, [stance_history(p, s.stances, i) for i in range(1, n + 1)]
+        else:
+            tmpl = p.later
+            views = [shuffled_blocks(p, shown, i, rng) for i in range(1, n + 1)]  # each agent's order, in turn
+            fitted = await asyncio.gather(*(fit_history(self.llm, tmpl, self.fields, p, blocks, intervention,
+                                                        learning, cfg.max_new_tokens) for blocks in views))
+            histories = [hist for hist, _ in fitted]
+            s.history_rounds_dropped = max([s.history_rounds_dropped] + [dropped for _, dropped in fitted])
+        return [load_template(tmpl).render(**self.fields, chat_history=hist, intervention=intervention,
+                                           learning=learning) for hist in histories]
+
+    async def run_session(self, index: int) -> Session:
+        """One debate: rounds until the agents agree or ``rounds`` is reached, then the session's verdict."""
+        rng = random.Random(f"{self.config.seed}|{self.example.id}|{index}")
+        s = Session(index=index, stances=self.draw_stances(rng))
+        want = {"faithful": FAITHFUL, "unfaithful": UNFAITHFUL}
+        previous: list[int | None] = [want.get(st or "") for st in s.stances]
+        shown: list[list[Turn]] = []  # the previous rounds
+        for r in range(1, self.config.rounds + 1):
+            prompts = await self.round_prompts(s, r, shown, rng)
+            turns = list(await asyncio.gather(*(self.agent_turn(index, r, i, prompt, s.stances[i - 1], previous[i - 1])
+                                                for i, prompt in enumerate(prompts, start=1))))
+            s.rounds.append(turns)
+            previous = [t.label for t in turns]
+            if None not in previous and len(set(previous)) == 1:
+                s.consensus_round, s.label, s.label_source = r, previous[0], "consensus"
+                s.explanation = rng.choice([t.explanation for t in turns])
+                return s
+            shown.append(turns)
+        await self.conclude(s, rng)
+        return s
+
+    async def conclude(self, s: Session, rng: random.Random) -> None:
+        """A session without consensus: adjudicators (always, or on a tie) or the agents' majority."""
+        cfg, final = self.config, s.final_turns
+        if cfg.adjudicate == "disagreement" or is_tie([t.label for t in final]):
+            k = cfg.adjudicators if cfg.sessions == 1 else cfg.session_adjudicators
+            s.label, s.explanation, s.adjudication = await self.adjudicate(final, rng, k, f"s{s.index}")
+            s.label_source = "adjudication" if s.label is not None else "unparsed"
+        else:
+            s.label = majority([t.label for t in final])
+            s.label_source = "majority" if s.label is not None else "unparsed"
+            s.explanation = rng.choice([t.explanation for t in final if t.label == s.label] or [""])
+
+    async def adjudicate(self, final: list[Turn], rng: random.Random, k: int, scope: str
+                         ) -> tuple[int | None, str, list[dict]]:
+        """``k`` adjudicators, each reading ``final`` (numbered Agent 1..n) in its own order: (label, explanation,
+        records). Majority of the readable votes; a tie goes to faithful (the code's rule); None when no vote
+        is readable."""
+        p, cfg, ex = self.prompts, self.config, self.example
+        numbered = [Turn(**{**asdict(t), "agent": j}) for j, t in enumerate(final, start=1)]
+        orders = distinct_orders(len(numbered), k, rng)
+        tmpl = load_template(p.adjudicator)
+        histories = await asyncio.gather(*(fit_entries(self.llm, tmpl, self.fields, p,
+                                                       [p.entry(numbered[j], me=0) for j in order], cfg.max_new_tokens)
+                                           for order in orders))
+        answers = await asyncio.gather(*(
+            self.ask(tmpl.render(**self.fields, chat_history=hist), "explanation", f"{ex.id}/{scope}/adjudicator{a}",
+                     derive_seed(cfg.seed, ex.id, scope, "adj", a))
+            for a, (hist, _) in enumerate(histories, start=1)))
+        records = [{"adjudicator": a, "order": [numbered[j].agent for j in order], "label": ans.label,
+                    "explanation": ans.explanation, "source": ans.source, "argument_words_cut": cut}
+                   for a, (order, ans, (_, cut)) in enumerate(zip(orders, answers, histories), 1)]
+        label = majority([ans.label for ans in answers], tie=FAITHFUL)
+        pool = [ans.explanation for ans in answers if ans.label is not None and ans.label == label]
+        return label, (rng.choice(pool) if pool else ""), records
 
 
 def distinct_orders(n: int, k: int, rng: random.Random) -> list[list[int]]:
@@ -356,31 +411,7 @@ def distinct_orders(n: int, k: int, rng: random.Random) -> list[list[int]]:
     return out
 
 
-async def adjudicate(example: FaithExample, llm: LLM, config: MadisseConfig, p: Prompts, final: list[Turn],
-                     fields: dict, rng: random.Random, k: int, scope: str) -> tuple[int | None, str, list[dict]]:
-    """``k`` adjudicators, each reading ``final`` (numbered Agent 1..n) in its own order: (label, explanation,
-    records). Majority of the readable votes; a tie goes to faithful (the code's rule); None when no vote
-    is readable."""
-    numbered = [Turn(**{**asdict(t), "agent": j}) for j, t in enumerate(final, start=1)]
-    orders = distinct_orders(len(numbered), k, rng)
-    tmpl = load_template(p.adjudicator)
-    histories = []
-    for order in orders:
-        entries = [p.entry(numbered[j], me=0) for j in order]
-        histories.append(fit_entries(llm, tmpl, fields, p, entries, config.max_new_tokens))
-    answers = await asyncio.gather(*(
-        _ask(llm, tmpl.render(**fields, chat_history=hist), config, "explanation", f"{example.id}/{scope}/adjudicator{a}",
-             derive_seed(config.seed, example.id, scope, "adj", a))
-        for a, (hist, _) in enumerate(histories, start=1)))
-    records = [{"adjudicator": a, "order": [numbered[j].agent for j in order], "label": ans[0], "explanation": ans[1],
-                "source": ans[2], "argument_words_cut": cut}
-               for a, (order, ans, (_, cut)) in enumerate(zip(orders, answers, histories), 1)]
-    label = majority([ans[0] for ans in answers], tie=FAITHFUL)
-    pool = [ans[1] for ans in answers if ans[0] is not None and ans[0] == label]
-    return label, (rng.choice(pool) if pool else ""), records
-
-
-def fitted_fields(example: FaithExample, llm: LLM, config: MadisseConfig, p: Prompts) -> tuple[dict, dict]:
+async def fitted_fields(example: FaithExample, llm: LLM, config: MadisseConfig, p: Prompts) -> tuple[dict, dict]:
     """The document cut (``truncate=truncate``) so that every prompt this configuration sends fits: round 1
     with the stances, later rounds (when there are any) with room for the chat history and the mediator
     text, the adjudicators with room for one round of arguments."""
@@ -396,38 +427,34 @@ def fitted_fields(example: FaithExample, llm: LLM, config: MadisseConfig, p: Pro
     fields = {"doc": example.document, "summary": example.summary, "guidelines": guidelines_text(config),
               "learning": learning_text(config.learning)}
     for tmpl, extra, reserve in checks:
-        fitted, _ = fit_fields(llm, tmpl, {**fields, **extra}, max_new_tokens=reserve, policy=config.truncate,
+        fitted, _ = await fit_fields(llm, tmpl, {**fields, **extra}, max_new_tokens=reserve, policy=config.truncate,
                                tag=example.id)
         fields["doc"] = fitted["doc"]
     cut = len(example.document.split()) - len(fields["doc"].split())
     return {k: fields[k] for k in ("doc", "summary", "guidelines")}, ({"truncated_words": cut} if cut else {})
 
 
-def fit_entries(llm: LLM, tmpl, fields: dict, p: Prompts, entries: list[tuple[str, str]], max_new_tokens: int
-                ) -> tuple[str, int]:
+async def fit_entries(llm: LLM, tmpl, fields: dict, p: Prompts, entries: list[tuple[str, str]], max_new_tokens: int
+                      ) -> tuple[str, int]:
     """The chat history of ``entries`` ((speaker, text)); when it would overflow the context, every text is cut
     to the same number of words, the most that fits (the number of words cut is returned)."""
     def history(limit: int | None) -> str:
         return p.separator.join(f"{who}: {' '.join(text.split()[:limit]) if limit is not None else text}".rstrip()
                                 for who, text in entries)
 
-    def fits(hist: str) -> bool:
-        text = tmpl.render(**fields, chat_history=hist)
-        return llm.prompt_tokens([{"role": "user", "content": text}]) + max_new_tokens <= llm.context_length
-
-    if llm.context_length is None or fits(history(None)):
+    if await llm.fits(user(tmpl.render(**fields, chat_history=history(None))), max_new_tokens):
         return history(None), 0
-    lo, hi = 0, max(len(t.split()) for _, t in entries)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if fits(history(mid)) else (lo, mid - 1)
-    return history(lo), sum(max(0, len(t.split()) - lo) for _, t in entries)
+    most = max(len(t.split()) for _, t in entries)
+    limit = await fit_to_context(llm, lambda k: user(tmpl.render(**fields, chat_history=history(k))), most,
+                                 max_new_tokens) or 0
+    return history(limit), sum(max(0, len(t.split()) - limit) for _, t in entries)
 
 
 async def madisse(example: FaithExample, llm: LLM, config: MadisseConfig) -> Judgement:
     p = madisse_prompts(config)
-    fields, fit = fitted_fields(example, llm, config, p)
-    sessions = await asyncio.gather(*(run_session(example, llm, config, m, fields) for m in range(config.sessions)))
+    fields, fit = await fitted_fields(example, llm, config, p)
+    debate = Debate(example, llm, config, p, fields)
+    sessions = await asyncio.gather(*(debate.run_session(m) for m in range(config.sessions)))
     details = {"sessions": [asdict(s) for s in sessions], "rounds_used": [len(s.rounds) for s in sessions],
                "consensus": [s.consensus_round is not None for s in sessions],
                "no_agent_changed_stance": [not s.changed_stance() for s in sessions], **fit}
@@ -439,8 +466,7 @@ async def madisse(example: FaithExample, llm: LLM, config: MadisseConfig) -> Jud
     agents_vote, source, expl = majority([t.label for t in all_final]), "agents_vote", ""
     if is_tie([t.label for t in all_final]):  # the code: adjudicators over every session's final arguments
         rng = random.Random(f"{config.seed}|{example.id}|all-sessions")
-        agents_vote, expl, details["adjudication"] = await adjudicate(example, llm, config, p, all_final, fields, rng,
-                                                                      config.adjudicators, "all")
+        agents_vote, expl, details["adjudication"] = await debate.adjudicate(all_final, rng, config.adjudicators, "all")
         source = "agents_vote_adjudicated"
     debates_vote = majority([s.label for s in sessions], tie=agents_vote)
     expl = expl or next((s.explanation for s in sessions if s.label == agents_vote), "")

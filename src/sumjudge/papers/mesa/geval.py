@@ -19,7 +19,8 @@ from ...judges.aspects import Aspect
 from ...judges.base import Judgement, MethodSpec, register
 from ...judges.geval import GEvalConfig, geval_aspect
 from .metrics import meeting_error_metrics
-from .protocol import MesaConfig, cut_words
+from ...llm.fitting import longest_prefix
+from .protocol import MesaConfig, count_words
 
 TEMPLATE = "mesa/s31_geval4"
 
@@ -43,9 +44,9 @@ async def mesa_g_eval(example: MeetingErrorExample, llm: LLM, config: MeetingGEv
     words = len(example.transcript.split())
     kept = words
     if config.transcript_tokens is not None:
-        count = llm.count_tokens if llm.count_tokens("x") is not None else (lambda t: len(t.split()))
-        if count(example.transcript) > config.transcript_tokens:
-            text, kept = cut_words(example.transcript, config.transcript_tokens, count)
+        count = llm.count_tokens if llm.counts_tokens else count_words
+        if await count(example.transcript) > config.transcript_tokens:
+            text, kept = await longest_prefix(example.transcript, config.transcript_tokens, count)
             example = dc_replace(example, transcript=text)
     results = await asyncio.gather(*(geval_aspect(example, a, llm, config) for a in aspects))
     scores = {a.name: v for a, (v, _) in zip(aspects, results)}

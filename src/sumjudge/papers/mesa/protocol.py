@@ -48,7 +48,8 @@ from typing import Any, Callable
 
 from ...data.records import MeetingErrorExample
 from ...llm import ChatRequest, ConfigError, PromptTooLongError
-from ...llm.engine import LLM
+from ...llm.engine import LLM, Parsed
+from ...llm.fitting import longest_prefix
 from ...llm.parsing import ParseError, json_number, lenient_json
 from ...prompts import load as load_template
 from ...prompts import render
@@ -76,8 +77,22 @@ AUTHORS_NAMES = {"OM": "omission", "RED": "repetition", "INC": "incoherence", "C
 IMPORTANCE = {"OM": 1.1, "HAL": 1.1, "IRR": 1.1, "RED": 0.9, "INC": 0.9, "LAN": 0.9, "COR": 1.0, "STR": 1.0}
 
 
-@lru_cache(maxsize=None)
+def file_signature(path: str) -> tuple:
+    """What tells an edited file (or folder of files) from the one read before: each file's size and time of
+    change. Files read once per process are keyed by it, so an edited criteria or feedback file is read again in
+    a live kernel."""
+    p = Path(path)
+    found = sorted(p.rglob("*")) if p.is_dir() else [p] if p.is_file() else []
+    return tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in found if f.is_file())
+
+
 def error_types(criteria: str = "authors") -> dict[str, ErrorType]:
+    """The error types of ``criteria`` (see ``_error_types``), read again when its file changes."""
+    return _error_types(criteria, file_signature(criteria) if criteria not in ("", "authors", "table9") else ())
+
+
+@lru_cache(maxsize=32)
+def _error_types(criteria: str, signature: tuple) -> dict[str, ErrorType]:
     """The error types of a criteria set: ``authors`` (default: the authors' full definitions, ``criteria/*.json``
     of their repository, resolved like a dataset: data/raw, the mirror, or ``sumjudge data fetch mesa-criteria``),
     ``table9`` (``papers/mesa/prompts/error_types.yaml``, written from the paper's Table 9), or a path: a YAML file
@@ -277,9 +292,13 @@ def parse_multi_score(codes: list[str]) -> Callable[[str], dict[str, tuple[float
     return parse
 
 
+def read_feedback(path: str) -> dict[str, Any]:
+    """A feedback file, read once while it is unchanged (every example of a run uses the same one)."""
+    return _read_feedback(path, file_signature(path))
+
+
 @lru_cache(maxsize=8)
-def _read_feedback(path: str) -> dict[str, Any]:
-    """A feedback file, read once per run (every example of a run uses the same one)."""
+def _read_feedback(path: str, signature: tuple) -> dict[str, Any]:
     if not Path(path).exists():
         raise ConfigError(f"feedback file {path} does not exist")
     return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -291,7 +310,7 @@ def feedback_reports(config: MesaConfig) -> dict[str, Any]:
     if not fb:
         return {}
     if isinstance(fb, (str, Path)):
-        fb = _read_feedback(str(fb))
+        fb = read_feedback(str(fb))
     if not isinstance(fb, dict) or not isinstance(fb.get("reports"), dict):
         raise ConfigError("feedback: expected a mapping with 'reports' (error type -> report), as mesa_feedback writes")
     return fb
@@ -338,47 +357,49 @@ def answer_room(llm: LLM, config: MesaConfig, appendix_tokens: int) -> int:
     return room
 
 
-def prompt_overhead(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
-                    ) -> tuple[int, int] | None:
+async def prompt_overhead(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+                          ) -> tuple[int, int] | None:
     """(tokens of the longest prompt this configuration sends for ``example`` without its transcript, tokens it
     must leave free: ``answer_room``); None when the backend has no context length or no tokenizer."""
-    if not llm.context_length or llm.count_tokens("x") is None:
+    if not llm.context_length or not llm.counts_tokens:
         return None
     selected = config.selected()
-    appendix = max((llm.count_tokens(feedback_appendix(r)) or 0 for r in reports.values()), default=0)
     if config.aspect_mode == "multi":
-        appendix = (llm.count_tokens(feedback_appendix("\n".join(reports.values()))) or 0) if reports else 0
+        appendices = [feedback_appendix("\n".join(reports.values()))] if reports else []
         field_sets = [{**criteria_fields(selected, config), "codes": ", ".join(t.code for t in selected)}]
     else:
+        appendices = [feedback_appendix(r) for r in reports.values()]
         field_sets = [{"name": t.name, "criteria": t.definition} for t in selected]
-    overhead = max(llm.prompt_tokens(messages_for(template, {"summary": example.summary, "transcript": "",
-                                                             "instances": "", **extra})) or 0
-                   for template in templates_for(config) for extra in field_sets)
+    appendix = max(await asyncio.gather(*(llm.count_tokens(a) for a in appendices)), default=0)
+    prompts = [messages_for(template, {"summary": example.summary, "transcript": "", "instances": "", **extra})
+               for template in templates_for(config) for extra in field_sets]
+    overhead = max(await asyncio.gather(*(llm.prompt_tokens(m) for m in prompts)))
     return overhead, answer_room(llm, config, appendix)
 
 
-def transcript_budget(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]) -> int | None:
+async def transcript_budget(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+                            ) -> int | None:
     """The most transcript tokens every prompt of this configuration leaves room for, for ``example``."""
-    parts = prompt_overhead(example, llm, config, reports)
+    parts = await prompt_overhead(example, llm, config, reports)
     return None if parts is None else llm.context_length - parts[0] - parts[1]
 
 
-def fit_transcript(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
-                   ) -> tuple[str, dict[str, Any]]:
+async def fit_transcript(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+                         ) -> tuple[str, dict[str, Any]]:
     """The transcript every step of this example reads: whole when it fits the budget (``transcript_budget``,
     and ``transcript_tokens`` when given), else cut from the end under ``truncate=truncate`` or refused under
     ``truncate=error``. One cut per example, so every step and type, and every variant given the same
     ``transcript_tokens``, reads the same text."""
     words = example.transcript.split()
     info = {"transcript_words": len(words), "transcript_words_kept": len(words)}
-    parts = prompt_overhead(example, llm, config, reports)
+    parts = await prompt_overhead(example, llm, config, reports)
     limits = [x for x in (None if parts is None else llm.context_length - parts[0] - parts[1],
                           config.transcript_tokens) if x is not None]
     if not limits:
         return example.transcript, info
     limit = min(limits)
-    count = llm.count_tokens if parts is not None else (lambda t: len(t.split()))  # no tokenizer: words
-    n = count(example.transcript)
+    count = llm.count_tokens if parts is not None else count_words  # no tokenizer: words
+    n = await count(example.transcript)
     if n <= limit:
         return example.transcript, info
     if config.truncate == "error":
@@ -386,21 +407,16 @@ def fit_transcript(example: MeetingErrorExample, llm: LLM, config: MesaConfig, r
             raise PromptTooLongError(example.id, parts[0] + n, parts[1], llm.context_length)
         raise PromptTooLongError(f"{example.id} (transcript_tokens={config.transcript_tokens})", n, 0,
                                  config.transcript_tokens)
-    text, kept = cut_words(example.transcript, limit, count)
+    text, kept = await longest_prefix(example.transcript, limit, count)
     if kept == 0:
         raise PromptTooLongError(example.id, parts[0] if parts else 0, parts[1] if parts else 0, limit)
     info["transcript_words_kept"] = kept
     return text, info
 
 
-def cut_words(text: str, limit: int, count) -> tuple[str, int]:
-    """The longest word prefix of ``text`` with at most ``limit`` tokens under ``count``, and its word count."""
-    words = text.split()
-    lo, hi = 0, len(words)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if count(" ".join(words[:mid])) <= limit else (lo, mid - 1)
-    return " ".join(words[:lo]), lo
+async def count_words(text: str) -> int:
+    """Words as the unit of ``transcript_tokens`` where the backend cannot count tokens."""
+    return len(text.split())
 
 
 def feedback_appendix(report: str) -> str:
@@ -408,36 +424,46 @@ def feedback_appendix(report: str) -> str:
 
 
 class Steps:
-    """Runs one assessment step over the example's fitted transcript: appends the self-training report, asks
-    (or discusses under MADP), records the discussion and the first unparsed step on the assessments."""
+    """One example's assessment steps over its fitted transcript: each step's request (the self-training report
+    appended, checked against the context), its answer (asked, or discussed under MADP), and what the step
+    leaves on the assessments it concerns (feedback used, the discussion, the first unparsed step)."""
 
     def __init__(self, example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str],
                  transcript: str):
         self.example, self.llm, self.config, self.reports = example, llm, config, reports
         self.transcript = transcript
 
-    async def ask(self, template: str, fields: dict[str, str], parse, step: int, outs: list[TypeAssessment],
-                  report_code: str | None):
-        cfg, llm = self.config, self.llm
-        report = self.reports.get(report_code or "", "")
-        if report_code is None:  # multi-aspect: every selected type's report
-            report = "\n".join(f"{a.code}: {self.reports[a.code]}" for a in outs if a.code in self.reports)
-        appendix = feedback_appendix(report)
-        tag = f"{self.example.id}/{report_code or 'multi'}"
+    def report_for(self, report_code: str | None, outs: list[TypeAssessment]) -> str:
+        """The self-training report a step carries: its type's, or (multi-aspect) every selected type's."""
+        if report_code is None:
+            return "\n".join(f"{a.code}: {self.reports[a.code]}" for a in outs if a.code in self.reports)
+        return self.reports.get(report_code, "")
+
+    async def request(self, template: str, fields: dict[str, str], step: int, tag: str, appendix: str) -> ChatRequest:
+        cfg = self.config
         msgs = messages_for(template, {**fields, "summary": self.example.summary, "transcript": self.transcript},
                             appendix)
-        n, ctx = llm.prompt_tokens(msgs), llm.context_length
+        n, ctx = await self.llm.prompt_tokens(msgs), self.llm.context_length
         room = cfg.max_new_tokens + (madp.room(cfg.max_new_tokens, cfg.challengers) if cfg.madp else 0)
         if n is not None and ctx is not None and n + room > ctx:  # the budget left room: only a bug gets here
             raise PromptTooLongError(f"{tag}/step{step}", n, room, ctx)
-        req = ChatRequest(messages=msgs, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
-                          seed=cfg.seed, tag=f"{tag}/step{step}")
+        return ChatRequest(messages=msgs, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                           seed=cfg.seed, tag=f"{tag}/step{step}")
+
+    async def answer(self, req: ChatRequest, parse) -> tuple[Parsed, list | None]:
+        """The parsed answer, and MADP's discussion log (None without MADP)."""
+        cfg = self.config
         if cfg.madp:
-            res, log = await madp.discuss(llm, req, parse, challengers=cfg.challengers, prompts=cfg.madp_prompts,
-                                          perspectives=list(cfg.perspectives or madp.PERSPECTIVES),
-                                          models=list(cfg.challenger_models or []))
-        else:
-            res, log = await llm.chat_parsed(req, parse), None
+            return await madp.discuss(self.llm, req, parse, challengers=cfg.challengers, prompts=cfg.madp_prompts,
+                                      perspectives=list(cfg.perspectives or madp.PERSPECTIVES),
+                                      models=list(cfg.challenger_models or []))
+        return await self.llm.chat_parsed(req, parse), None
+
+    async def ask(self, template: str, fields: dict[str, str], parse, step: int, outs: list[TypeAssessment],
+                  report_code: str | None) -> tuple[Parsed, ChatRequest]:
+        appendix = feedback_appendix(self.report_for(report_code, outs))
+        req = await self.request(template, fields, step, f"{self.example.id}/{report_code or 'multi'}", appendix)
+        res, log = await self.answer(req, parse)
         for a in outs:
             a.feedback_used = a.feedback_used or bool(appendix)
             if log:
@@ -445,6 +471,13 @@ class Steps:
             if not res.ok:
                 a.unparsed_step = a.unparsed_step or step
         return res, req
+
+    def readable(self, res: Parsed):
+        """A step's value; an unreadable step 1-2 counts as "nothing found" under the option-score fallback (the
+        later steps still run), else None (the assessment stops unparsed)."""
+        if res.ok:
+            return res.value
+        return [] if self.config.fallback == "option_scores" else None
 
     async def fallback_score(self, req, prefix: str = "") -> tuple[float, float, str]:
         """The likeliest rating 0-5 and confidence 0-10 after the JSON keys (engine option scoring)."""
@@ -456,49 +489,63 @@ class Steps:
         return float(rating.best()), float(conf.best()), ""
 
 
+def unparsed(outs: list[TypeAssessment]) -> list[TypeAssessment]:
+    """No score: no detection either (the types are unscored, not "no error")."""
+    for a in outs:
+        a.score_source = "unparsed"
+    return outs
+
+
+def record_score(a: TypeAssessment, scored: tuple[float, float, str], config: MesaConfig) -> None:
+    """A type's final step: rating, confidence, reasoning; detected where the rating (one step) or a rated
+    instance (three steps) says there is an error."""
+    a.rating, a.confidence, a.reasoning = scored
+    a.score_source = a.score_source or "parsed"
+    a.detected = a.rating > 0 if config.steps == 1 else any(x["error_exists"] for x in a.rated)
+
+
+async def find_and_rate(steps: Steps, templates: tuple[str, str], base: dict[str, str], outs: list[TypeAssessment],
+                        report_code: str | None) -> tuple[list[dict], list[dict]] | None:
+    """Steps 1 and 2: the instances found, and each rated (step 2 runs only when step 1 found some); None when a
+    step is unreadable and there is no fallback."""
+    res, _ = await steps.ask(templates[0], base, parse_instances, 1, outs, report_code)
+    found = steps.readable(res)
+    if found is None:
+        return None
+    rated: list[dict] = []
+    if found:
+        res, _ = await steps.ask(templates[1], {**base, "instances": json.dumps(found, ensure_ascii=False)},
+                                 parse_rated, 2, outs, report_code)
+        rated = steps.readable(res)
+        if rated is None:
+            return None
+    return found, rated
+
+
 async def assess_type(example: MeetingErrorExample, t: ErrorType, llm: LLM, config: MesaConfig,
                       reports: dict[str, str] | None = None, transcript: str | None = None) -> TypeAssessment:
     """Single-aspect assessment of one error type (Figures 3-5, or the single step)."""
     out = TypeAssessment(code=t.code, steps=config.steps)
     steps = Steps(example, llm, config, reports or {}, example.transcript if transcript is None else transcript)
     base = {"name": t.name, "criteria": t.definition}
-    step_templates = STEP_TEMPLATES[config.prompts]
-
-    async def ask(template: str, fields: dict[str, str], parse, step: int):
-        res, req = await steps.ask(template, fields, parse, step, [out], t.code)
-        if res.ok:
-            return res.value
-        if config.fallback != "option_scores":
-            return None
-        if step == 3 or config.steps == 1:
-            out.score_source = "option_scores"
-            return await steps.fallback_score(req)
-        return []
-
     if config.steps == 1:
-        scored = await ask("mesa/table1_single_step", base, parse_score, 1)
+        res, req = await steps.ask("mesa/table1_single_step", base, parse_score, 1, [out], t.code)
     else:
-        found = await ask(step_templates[0], base, parse_instances, 1)
-        if found is None:
-            out.score_source = "unparsed"
-            return out
-        out.instances = found
-        if found:
-            rated = await ask(step_templates[1], {**base, "instances": json.dumps(found, ensure_ascii=False)},
-                              parse_rated, 2)
-            if rated is None:
-                out.score_source = "unparsed"
-                return out
-            out.rated = rated
+        templates = STEP_TEMPLATES[config.prompts]
+        both = await find_and_rate(steps, (templates[0], templates[1]), base, [out], t.code)
+        if both is None:
+            return unparsed([out])[0]
+        out.instances, out.rated = both
         # step 3 reads the whole step-2 answer, the instances judged "no error" included (the paper and the code)
-        scored = await ask(step_templates[2], {**base, "instances": json.dumps(out.rated, ensure_ascii=False)},
-                           parse_score, 3)
-    if scored is None:
-        out.score_source = "unparsed"  # no score: no detection either (the type is unscored, not "no error")
-        return out
-    out.rating, out.confidence, out.reasoning = scored
-    out.score_source = out.score_source or "parsed"
-    out.detected = out.rating > 0 if config.steps == 1 else any(x["error_exists"] for x in out.rated)
+        res, req = await steps.ask(templates[2], {**base, "instances": json.dumps(out.rated, ensure_ascii=False)},
+                                   parse_score, 3, [out], t.code)
+    if res.ok:
+        record_score(out, res.value, config)
+    elif config.fallback == "option_scores":
+        out.score_source = "option_scores"
+        record_score(out, await steps.fallback_score(req), config)
+    else:
+        unparsed([out])
     return out
 
 
@@ -512,26 +559,14 @@ async def assess_multi(example: MeetingErrorExample, selected: list[ErrorType], 
     codes = [t.code for t in selected]
     base = criteria_fields(selected, config)
 
-    def unparsed() -> list[TypeAssessment]:
-        for a in outs:
-            a.score_source = "unparsed"
-        return outs
-
     def own(items: list[dict], code: str) -> list[dict]:
         return [x for x in items if str(x.get("error_type", "")).strip().upper() == code.upper()]
 
     if config.steps == 3:
-        res, _ = await steps.ask(MULTI_TEMPLATES[0], base, parse_instances, 1, outs, None)
-        found = res.value if res.ok else ([] if config.fallback == "option_scores" else None)
-        if found is None:
-            return unparsed()
-        rated: list[dict] = []
-        if found:
-            res, _ = await steps.ask(MULTI_TEMPLATES[1], {**base, "instances": json.dumps(found, ensure_ascii=False)},
-                                     parse_rated, 2, outs, None)
-            rated = res.value if res.ok else ([] if config.fallback == "option_scores" else None)
-            if rated is None:
-                return unparsed()
+        both = await find_and_rate(steps, (MULTI_TEMPLATES[0], MULTI_TEMPLATES[1]), base, outs, None)
+        if both is None:
+            return unparsed(outs)
+        found, rated = both
         for a in outs:
             a.instances, a.rated = own(found, a.code), own(rated, a.code)
         res, req = await steps.ask(MULTI_TEMPLATES[2], {**base, "codes": ", ".join(codes),
@@ -550,12 +585,9 @@ async def assess_multi(example: MeetingErrorExample, selected: list[ErrorType], 
         for a in outs:
             a.score_source = "option_scores"
     else:
-        return unparsed()
-    for c, (rating, conf, why) in scores.items():
-        a = by_code[c]
-        a.rating, a.confidence, a.reasoning = rating, conf, why
-        a.score_source = a.score_source or "parsed"
-        a.detected = rating > 0 if config.steps == 1 else any(x["error_exists"] for x in a.rated)
+        return unparsed(outs)
+    for c, scored in scores.items():
+        record_score(by_code[c], scored, config)
     return outs
 
 
@@ -581,7 +613,7 @@ async def mesa(example: MeetingErrorExample, llm: LLM, config: MesaConfig) -> Ju
         raise ConfigError(f"example {example.id} is from a meeting the self-training feedback was learned on; "
                           "evaluate on the test split (--split test)")
     reports = {str(k): str(v) for k, v in fb.get("reports", {}).items()}
-    transcript, fit = fit_transcript(example, llm, config, reports)
+    transcript, fit = await fit_transcript(example, llm, config, reports)
     if config.aspect_mode == "multi":
         found = await assess_multi(example, selected, llm, config, reports, transcript)
     else:
@@ -597,18 +629,18 @@ async def mesa(example: MeetingErrorExample, llm: LLM, config: MesaConfig) -> Ju
                               "types": {a.code: asdict(a) for a in found}})
 
 
-def preflight(examples: list[MeetingErrorExample], llm: LLM, config: MesaConfig) -> None:
+async def preflight(examples: list[MeetingErrorExample], llm: LLM, config: MesaConfig) -> None:
     """Under ``truncate=error``, refuse the run before any call when the model's context cannot hold every
     transcript with this configuration's prompts and answers (MESA used GPT-4o, 128k tokens; meeting
     transcripts average about 9,000 words)."""
-    if config.truncate != "error" or not llm.context_length or llm.count_tokens("x") is None:
+    if config.truncate != "error" or not llm.context_length or not llm.counts_tokens:
         return
     fb = feedback_reports(config)
     reports = {str(k): str(v) for k, v in fb.get("reports", {}).items()}
     over = []
     for ex in examples:
-        parts = prompt_overhead(ex, llm, config, reports)
-        need = parts[0] + llm.count_tokens(ex.transcript) + parts[1]
+        parts = await prompt_overhead(ex, llm, config, reports)
+        need = parts[0] + await llm.count_tokens(ex.transcript) + parts[1]
         limit = llm.context_length if config.transcript_tokens is None else min(
             llm.context_length, parts[0] + config.transcript_tokens + parts[1])
         if need > limit:

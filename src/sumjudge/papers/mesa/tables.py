@@ -8,12 +8,14 @@ MADP after n self-training iterations; "single" / "three" in Table 1 = single-st
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import statistics
 from pathlib import Path
 from typing import Any
 
+from ...llm.engine import RunContext, run_sync
 from ...notebook import run_name
 from ...report import paper_value, read_results
 from ...run_metrics import parse_columns
@@ -48,7 +50,7 @@ def shared_transcript_tokens(session, variants: list[tuple[dict[str, Any], bool]
     from .protocol import transcript_budget
 
     llm = session.llm_for("mesa")
-    if not llm.context_length or llm.count_tokens("x") is None:
+    if not llm.context_length or not llm.counts_tokens:
         return None
     examples = registry.load(dataset, split=split, limit=limit if limit is not None else session.prof.n,
                              seed=session.prof.seed)
@@ -57,7 +59,11 @@ def shared_transcript_tokens(session, variants: list[tuple[dict[str, Any], bool]
         cfg = make_config(get_method("mesa").config_cls, session.method_settings("mesa", **settings),
                           seed=session.prof.seed)
         reports = {t.code: "x " * REPORT_ROOM for t in cfg.selected()} if trained else {}
-        budgets += [transcript_budget(ex, llm, cfg, reports) for ex in examples]
+
+        async def of_all(cfg=cfg, reports=reports) -> list[int | None]:
+            return list(await asyncio.gather(*(transcript_budget(ex, llm, cfg, reports) for ex in examples)))
+
+        budgets += run_sync(of_all())
     return min(b for b in budgets if b is not None) if budgets else None
 
 
@@ -68,7 +74,7 @@ def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit:
     import hashlib
 
     from ...data import registry
-    from ...llm import CallLog, run_sync
+    from ...llm import CallLog
     from ...judges import get_method, make_config
     from .feedback import save, self_train
 
@@ -81,13 +87,11 @@ def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit:
     if (out / "feedback.json").exists():
         return json.loads((out / "feedback.json").read_text(encoding="utf-8"))
     out.mkdir(parents=True, exist_ok=True)
-    llm = session.llm_for("mesa")
-    previous, llm.log = llm.log, CallLog(out / "calls.jsonl")
+    log = CallLog(out / "calls.jsonl")
     try:
-        fb = run_sync(self_train(train, llm, cfg, iterations))
+        fb = run_sync(self_train(train, session.llm_for("mesa").for_run(RunContext(log=log)), cfg, iterations))
     finally:
-        llm.log.close()
-        llm.log = previous
+        log.close()
     save(fb, out / "feedback.json")
     return fb
 

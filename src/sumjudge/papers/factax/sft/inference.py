@@ -47,7 +47,7 @@ def parse_binary(text: str) -> int:
 async def factax_sft(example: FaithExample, llm: LLM, config: SFTInferenceConfig) -> Judgement:
     if config.inference not in PROMPTS:
         raise ConfigError(f"inference={config.inference!r}: expected binary or taxonomy")
-    prompt, fit = fit_prompt(llm, PROMPTS[config.inference], {"document": example.document, "summary": example.summary},
+    prompt, fit = await fit_prompt(llm, PROMPTS[config.inference], {"document": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id,
                              shrink="document")
     # a user turn, as in training (factax_sft.tokenize_pair)

@@ -62,6 +62,8 @@ def fit_pair(tok, pair: Pair, budget: int) -> tuple[list[int], int]:
     words, whose rendered prompt fits. A pair without its template (an old jsonl) or whose prompt does not fit
     even with an empty document is an error, never a prompt cut at its end."""
     from ....llm import ConfigError
+    from ....llm.engine import run_sync
+    from ....llm.fitting import largest_fitting
     from ....prompts import render
 
     ids = prompt_ids(tok, pair.prompt)
@@ -75,14 +77,14 @@ def fit_pair(tok, pair: Pair, budget: int) -> tuple[list[int], int]:
     def ids_for(k: int) -> list[int]:
         return prompt_ids(tok, render(pair.template, document=" ".join(words[:k]), summary=pair.summary))
 
-    lo, hi = 0, len(words)  # the largest k whose prompt fits: ids_for(lo) fits, ids_for(hi) does not
-    if len(ids_for(0)) > budget:
+    async def fits(k: int) -> bool:
+        return len(ids_for(k)) <= budget
+
+    kept = run_sync(largest_fitting(fits, len(words)))  # the search every method's prompts use
+    if kept is None:
         raise ConfigError(f"pair {pair.example_id}: the instruction and summary alone exceed {budget} tokens; "
                           "raise max_length")
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if len(ids_for(mid)) <= budget else (lo, mid)
-    return ids_for(lo), len(words) - lo
+    return ids_for(kept), len(words) - kept
 
 
 def tokenize_pair(tok, pair: Pair, max_length: int) -> dict[str, list[int]]:

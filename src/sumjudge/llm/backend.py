@@ -1,0 +1,65 @@
+"""What the engine may ask of a backend: the ``Backend`` protocol and the capabilities it declares.
+
+The engine and the run code read ``backend.capabilities`` and call only the protocol's methods; they never
+probe a backend's attributes. A new backend (a llama.cpp server, a batch API) states what it can do here,
+and the engine adapts: how many batches it may have in flight, whether results arrive as they finish, how
+options are scored, whether prompts can be counted (and whether counting is a local call or a request that
+must not block the event loop), whether the server keeps counters worth reading around a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Literal, Protocol, runtime_checkable
+
+from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
+
+OptionScoring = Literal["exact", "top_logprobs", "none"]
+Tokenizer = Literal["local", "remote", "none"]
+OnResults = Callable[[list[tuple[int, object]]], None]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do. ``option_scoring``: ``exact`` (log p of every option's tokens), ``top_logprobs``
+    (the first token's top list, with a coverage floor) or ``none``. ``tokenizer``: ``local`` (counting is a
+    function call), ``remote`` (a request to the server: the engine runs it off the event loop) or ``none``
+    (prompts cannot be counted; documents are not cut). ``server_metrics``: ``server_counters()`` reads the
+    server's own counters. ``context_length``: prompt + answer tokens the model takes, None when unknown.
+    ``max_inflight``: batches the engine may hand over before one returns. ``streams_results``: ``generate``
+    and ``score`` report each result through ``on_results`` as soon as it is done."""
+
+    option_scoring: OptionScoring = "none"
+    tokenizer: Tokenizer = "none"
+    server_metrics: bool = False
+    context_length: int | None = None
+    max_inflight: int = 1
+    streams_results: bool = False
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A model behind the engine. ``generate`` and ``score`` return one result per request, in order: a
+    response, or the exception that request met (the engine hands it to that request's caller)."""
+
+    name: str
+    info: BackendInfo
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    async def generate(self, reqs: list[ChatRequest], on_results: OnResults | None = None
+                       ) -> list[ChatResponse | Exception]: ...
+
+    async def score(self, reqs: list[OptionRequest], on_results: OnResults | None = None
+                    ) -> list[OptionScores | Exception]: ...
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` alone; called only when ``capabilities.tokenizer`` is not ``none``."""
+
+    def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
+        """Tokens fed for ``messages``, chat template included; called only when ``tokenizer`` is not ``none``."""
+
+    def server_counters(self) -> dict[str, float] | None:
+        """The server's counters (e.g. prefix-cache tokens queried and found) under the project's names, or
+        None; called only when ``capabilities.server_metrics``."""
