@@ -83,31 +83,45 @@ class Session:
         return {"max_new_tokens": p.max_new_tokens, "truncate": p.truncate, "fallback": p.label_fallback,
                 **p.method_settings.get(method or "", {}), **extra}
 
-    def run(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
-            split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None,
-            progress: bool = True) -> tuple[dict[str, Any], Path]:
-        """Run ``method`` on the profile's first ``n`` examples (or ``limit``); returns (metrics, run folder)."""
-        from .runs import RunConfig, run
+    def plan(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
+             split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None):
+        """(run config, run folder, engine) of ``method`` on the profile's first ``n`` examples (or ``limit``)."""
+        from dataclasses import asdict
+
+        from .judges import get_method, make_config
+        from .runs import RunConfig
 
         p = self.prof
-        from .judges import get_method as _get
-
-        backend, model, base_url = p.engine_for(_get(method).paper)
+        backend, model, base_url = p.engine_for(get_method(method).paper)
         rc = RunConfig(method=method, dataset=dataset, split=split, level=level,
                        limit=limit if limit is not None else p.n, backend=backend, model=model,
                        base_url=base_url, seed=p.seed, settings=self.method_settings(method, **(settings or {})))
         # the folder name carries a hash of the whole configuration (run + the method's resolved settings,
         # defaults included): another profile, setting or default never collides with an older run
-        from dataclasses import asdict
-
-        from .judges import get_method, make_config
-
         method_cfg = asdict(make_config(get_method(method).config_cls, rc.settings, seed=rc.seed))
         # (a dtype the profile sets is part of it: the same weights in another dtype answer differently)
         key = [rc.to_json(), method_cfg] + ([p.dtype] if p.dtype and backend == "hf" else [])
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:8]
         out = self.runs_dir() / f"{name or f'{method}-{dataset}-{level}'}-{digest}"
-        return run(rc, out, llm=self.llm_for(method), progress=progress), out
+        return rc, out, self.llm_for(method)
+
+    def run(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
+            split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None,
+            progress: bool = True) -> tuple[dict[str, Any], Path]:
+        """Run ``method`` on the profile's first ``n`` examples (or ``limit``); returns (metrics, run folder)."""
+        from .runs import run
+
+        rc, out, llm = self.plan(method, dataset, name=name, level=level, split=split, limit=limit, settings=settings)
+        return run(rc, out, llm=llm, progress=progress), out
+
+    def run_many(self, runs: list[dict[str, Any]], *, progress: bool = True) -> list[tuple[dict[str, Any], Path]]:
+        """Several runs at once, each given as ``run``'s arguments (``{"method": ..., "dataset": ..., "settings":
+        ...}``): their requests share the engine's batches (a table's evaluators, a grid of settings), each run
+        keeps its own folder, log and metrics and resumes on its own. Returns ``run``'s (metrics, folder) each."""
+        from .runs import run_many
+
+        plans = [self.plan(**spec) for spec in runs]
+        return list(zip(run_many(plans, progress=progress), [out for _, out, _ in plans]))
 
     def describe(self) -> str:
         p = self.prof

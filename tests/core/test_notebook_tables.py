@@ -16,7 +16,7 @@ def _row(example_id: str, rounds: int) -> dict:
 
 
 class _RecordedSession:
-    """Answers session.run with a finished run folder and records the settings asked for."""
+    """Answers session.run (and run_many) with a finished run folder and records the settings asked for."""
 
     def __init__(self, run_dir):
         self.run_dir, self.asked = run_dir, []
@@ -25,6 +25,9 @@ class _RecordedSession:
         self.asked.append((method, dataset, level, dict(settings), name))
         cost = {"calls_per_example": 4.0, "prompt_tokens_per_example": 10.0, "completion_tokens_per_example": 5.0}
         return {"bacc": 0.5, "k_alpha": 0.0, "cost": cost, "n_examples": 4}, self.run_dir
+
+    def run_many(self, runs):
+        return [self.run(**spec) for spec in runs]
 
 
 def test_longest_debate_reads_the_single_session_cell_and_picks_the_first_longest(tmp_path):

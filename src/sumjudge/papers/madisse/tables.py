@@ -43,8 +43,8 @@ def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithf
                          f"{', '.join(r for r, *_ in EVALUATORS)}")
     debate = {"rounds": rounds, "faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
               "adjudicators": adjudicators}
-    out: dict[str, dict[str, Any]] = {}
-    done: dict[str, tuple[dict, Any]] = {}
+    wanted: list[tuple[str, str, str | None]] = []  # (row, run name, variant)
+    specs: dict[str, dict[str, Any]] = {}  # one run per distinct configuration, all submitted together
     for row, method, settings, variant in EVALUATORS:
         if rows is not None and row not in rows:
             continue
@@ -56,8 +56,11 @@ def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithf
         if method == "self-consistency":
             cfg["samples"] = samples
         name = run_name(method, cfg, dataset, level)
-        if name not in done:
-            done[name] = session.run(method, dataset, level=level, settings=cfg, name=name)
+        specs.setdefault(name, {"method": method, "dataset": dataset, "level": level, "settings": cfg, "name": name})
+        wanted.append((row, name, variant))
+    done = dict(zip(specs, session.run_many(list(specs.values()))))
+    out: dict[str, dict[str, Any]] = {}
+    for row, name, variant in wanted:
         metrics, run_dir = done[name]
         m = metrics["variants"][variant] if variant else metrics
         out[row] = {**m, "run_dir": run_dir, "n_examples": metrics["n_examples"], "cost": metrics["cost"]}
@@ -179,13 +182,16 @@ def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], r
     for r in ratios:
         f, u = (int(x) for x in r.split("+"))
         configs.append((r, {"faithful_agents": f, "unfaithful_agents": u, "sessions": sessions}))
-    rows = []
+    settings = []
     for name, cfg in configs:
         cfg = {"rounds": rounds, "adjudicators": adjudicators, **cfg}
         if cfg.get("init") == "none":
             cfg.update(faithful_agents=2, unfaithful_agents=2)
-        metrics, _ = session.run("madisse", dataset, level=level, settings=cfg,
-                                 name=run_name("madisse", cfg, dataset, level))
+        settings.append(cfg)
+    results = session.run_many([{"method": "madisse", "dataset": dataset, "level": level, "settings": cfg,
+                                 "name": run_name("madisse", cfg, dataset, level)} for cfg in settings])
+    rows = []
+    for (name, _), cfg, (metrics, _) in zip(configs, settings, results):
         m = metrics["variants"]["agents_vote"] if cfg["sessions"] > 1 else metrics
         paper = paper_value("madisse", "table34", name, "mediasum") or [None] * 4
         pct = (lambda v: None if v is None else 100 * v)
@@ -197,11 +203,12 @@ def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], r
     return rows
 
 
-def _grid_cell(session, dataset: str, level: str, rounds: int, sessions: int, faithful_agents: int,
-               unfaithful_agents: int, adjudicators: int):
+def _grid_spec(dataset: str, level: str, rounds: int, sessions: int, faithful_agents: int,
+               unfaithful_agents: int, adjudicators: int) -> dict[str, Any]:
     cfg = {"rounds": rounds, "sessions": sessions, "faithful_agents": faithful_agents,
            "unfaithful_agents": unfaithful_agents, "adjudicators": adjudicators}
-    return session.run("madisse", dataset, level=level, settings=cfg, name=run_name("madisse", cfg, dataset, level))
+    return {"method": "madisse", "dataset": dataset, "level": level, "settings": cfg,
+            "name": run_name("madisse", cfg, dataset, level)}
 
 
 def longest_debate(session, dataset: str, level: str, *, rounds: int, faithful_agents: int = 2,
@@ -209,7 +216,8 @@ def longest_debate(session, dataset: str, level: str, *, rounds: int, faithful_a
     """The results row of the grid's single-session cell with ``rounds`` rounds (a finished run: read back,
     nothing asked again) whose debate lasted longest: the first example with the most rounds played, so
     a viewer shows agents answering each other's arguments whenever any debate went past round 1."""
-    _, run_dir = _grid_cell(session, dataset, level, rounds, 1, faithful_agents, unfaithful_agents, adjudicators)
+    _, run_dir = session.run(**_grid_spec(dataset, level, rounds, 1, faithful_agents, unfaithful_agents,
+                                          adjudicators))
     rows = [r for r in read_results(run_dir) if r["judgement"]["details"].get("sessions")]
     played = (lambda r: len(r["judgement"]["details"]["sessions"][0]["rounds"]))
     return max(rows, key=played) if rows else None
@@ -219,16 +227,17 @@ def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, 
                          faithful_agents: int = 2, unfaithful_agents: int = 2, adjudicators: int = 3) -> list[dict]:
     """BAcc, K-alpha and cost for every (rounds, sessions) pair. Session k of a larger run repeats the
     seeds of the smaller one, so the grid costs little more than its largest cells."""
+    cells = [(r, m) for r in range(1, max_rounds + 1) for m in range(1, max_sessions + 1)]
+    results = session.run_many([_grid_spec(dataset, level, r, m, faithful_agents, unfaithful_agents, adjudicators)
+                                for r, m in cells])  # submitted together: identical calls are asked once
     rows = []
-    for r in range(1, max_rounds + 1):
-        for m in range(1, max_sessions + 1):
-            metrics, _ = _grid_cell(session, dataset, level, r, m, faithful_agents, unfaithful_agents, adjudicators)
-            for vote in (["debates_vote", "agents_vote"] if m > 1 else ["single"]):
-                v = metrics["variants"][vote] if m > 1 else metrics
-                rows.append({"rounds": r, "sessions": m, "vote": vote, "bacc": None if v["bacc"] is None else 100 * v["bacc"],
-                             "k_alpha": v["k_alpha"], "calls_per_example": metrics["cost"]["calls_per_example"],
-                             "tokens_per_example": metrics["cost"]["prompt_tokens_per_example"]
-                             + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"]})
+    for (r, m), (metrics, _) in zip(cells, results):
+        for vote in (["debates_vote", "agents_vote"] if m > 1 else ["single"]):
+            v = metrics["variants"][vote] if m > 1 else metrics
+            rows.append({"rounds": r, "sessions": m, "vote": vote, "bacc": None if v["bacc"] is None else 100 * v["bacc"],
+                         "k_alpha": v["k_alpha"], "calls_per_example": metrics["cost"]["calls_per_example"],
+                         "tokens_per_example": metrics["cost"]["prompt_tokens_per_example"]
+                         + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"]})
     return rows
 
 

@@ -1,0 +1,57 @@
+"""Runs submitted together share the engine's batches, and each keeps what a run alone would have: its folder,
+its own log, the same answers and metrics, a resume without a backend call."""
+
+import json
+
+import pytest
+
+from sumjudge.llm import ConfigError, NullCache, ResponseCache
+from sumjudge.llm.engine import LLM
+from sumjudge.runs import RunConfig, run, run_many
+
+pytestmark = pytest.mark.usefixtures("tiny_backend")
+
+
+def configs():
+    common = dict(dataset="tofueval-meetingbank", level="sentence", limit=3, backend="hf", model="tiny",
+                  settings={"max_new_tokens": 8})
+    return [RunConfig(method="zero-shot", **common), RunConfig(method="cot", **common)]
+
+
+def rows(folder):
+    return [json.loads(x)["judgement"] for x in (folder / "results.jsonl").read_text().splitlines()]
+
+
+def keys(folder):
+    return sorted(e["key"] for e in map(json.loads, (folder / "calls.jsonl").read_text().splitlines())
+                  if e.get("event") == "chat")
+
+
+def test_runs_together_match_runs_alone_in_fewer_batches(tiny_backend, tmp_path):
+    alone = LLM(tiny_backend, cache=NullCache())
+    start = tiny_backend.generate_calls
+    solo = [run(rc, tmp_path / f"alone-{rc.method}", llm=alone, progress=False) for rc in configs()]
+    solo_batches = tiny_backend.generate_calls - start
+
+    together = LLM(tiny_backend, cache=ResponseCache(tmp_path / "c.sqlite"))
+    start = tiny_backend.generate_calls
+    outs = [tmp_path / f"together-{rc.method}" for rc in configs()]
+    many = run_many([(rc, out, together) for rc, out in zip(configs(), outs)], progress=False)
+    assert tiny_backend.generate_calls - start < solo_batches  # the two runs' requests shared micro-batches
+    for m, s, rc, out in zip(many, solo, configs(), outs):
+        assert m["method"] == rc.method and m["n_examples"] == 3
+        assert rows(out) == rows(tmp_path / f"alone-{rc.method}")  # the same answers, labels and usage
+        written = [json.loads((f / "metrics.json").read_text()) for f in (out, tmp_path / f"alone-{rc.method}")]
+        assert [{k: w[k] for k in ("bacc", "n", "unparsed", "parse_rates", "cost")} for w in written] == \
+            [{k: written[1][k] for k in ("bacc", "n", "unparsed", "parse_rates", "cost")}] * 2
+        # each log holds exactly its own run's calls: the same requests as the run alone logged
+        assert keys(out) == keys(tmp_path / f"alone-{rc.method}") and keys(out)
+    again = run_many([(rc, out, together) for rc, out in zip(configs(), outs)], progress=False)
+    assert all(m["engine"]["backend_calls"] == 0 for m in again)  # resumed: everything from the cache
+
+
+def test_two_runs_into_one_folder_are_refused(tmp_path):
+    llm = LLM.__new__(LLM)  # never used: refused before any engine work
+    rc = configs()[0]
+    with pytest.raises(ConfigError, match="two runs name the same folder"):
+        run_many([(rc, tmp_path / "x", llm), (configs()[1], tmp_path / "x", llm)], progress=False)
