@@ -314,15 +314,23 @@ def execute(r: Run, llm: LLM, *, progress: bool = True) -> dict[str, Any]:
     ``calls.jsonl``, counted apart from other runs on the same engine); write results and metrics."""
     from .llm.engine import run_sync
 
-    return run_sync(execute_async(r, llm, progress=progress))
+    view = open_run(r, llm)
+    try:
+        return run_sync(execute_async(r, view, progress=progress))
+    finally:  # after the event loop is gone: a result that lands while an interrupted run winds down is logged
+        view.log.close()
 
 
-async def execute_async(r: Run, llm: LLM, *, progress: bool = True) -> dict[str, Any]:
+def open_run(r: Run, llm: LLM) -> Calls:
+    """The run's own context on ``llm``: its calls logged to the folder's ``calls.jsonl``, counted apart."""
     from .llm import CallLog
     from .llm.engine import RunContext
 
+    return llm.for_run(RunContext(log=CallLog(r.out / "calls.jsonl")))
+
+
+async def execute_async(r: Run, view: Calls, *, progress: bool = True) -> dict[str, Any]:
     t0 = time.time()
-    view = llm.for_run(RunContext(log=CallLog(r.out / "calls.jsonl")))
     try:
         write_config(r, view)
         if r.spec.preflight is not None:  # e.g. transcripts the model's context cannot hold: refused before any call
@@ -344,8 +352,6 @@ async def execute_async(r: Run, llm: LLM, *, progress: bool = True) -> dict[str,
         view.write_event({"event": "run_failed", "pid": os.getpid(), "time": time.time(),
                           "error": f"{type(e).__name__}: {e}"})
         raise
-    finally:
-        view.log.close()
 
 
 def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = True) -> list[dict[str, Any]]:
@@ -363,14 +369,18 @@ def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = 
         raise ConfigError("run_many: two runs name the same folder: " +
                           ", ".join(sorted({str(f) for f in folders if folders.count(f) > 1})))
 
-    async def all_runs() -> list:
-        return await asyncio.gather(*(execute_async(r, llm, progress=progress) for r, (_, _, llm) in zip(runs, jobs)),
-                                    return_exceptions=True)
-
-    with contextlib.ExitStack() as locks:
+    with contextlib.ExitStack() as held:
         for r in runs:
-            locks.enter_context(RunLock(r.out))
+            held.enter_context(RunLock(r.out))
             claim_folder(r)
+        views = [open_run(r, llm) for r, (_, _, llm) in zip(runs, jobs)]
+        for view in views:  # closed after the event loop is gone (see execute)
+            held.callback(view.log.close)
+
+        async def all_runs() -> list:
+            return await asyncio.gather(*(execute_async(r, view, progress=progress) for r, view in zip(runs, views)),
+                                        return_exceptions=True)
+
         results = run_sync(all_runs())
     for res in results:
         if isinstance(res, BaseException):

@@ -407,11 +407,14 @@ class LLM(Calls):
                 u.backend_calls += 1
             to_store.append((key, kind, self.info.name, self.info.model, req.to_json(), res.to_json(),
                              self.info.revision, self.info.server))
+        if to_store:  # cached before anything else is done with them: a paid answer is never lost
+            self.cache.put_many(to_store)
+        for (_, req, key, fut, via), res in pairs:
+            if isinstance(res, Exception):
+                continue
             self._record(kind, req, res, key, via)
             if not fut.done():
                 fut.set_result(res)
-        if to_store:
-            self.cache.put_many(to_store)
 
     def _record(self, kind: str, req, resp, key: str, via: Calls) -> None:
         if kind == "chat":
