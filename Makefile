@@ -46,7 +46,7 @@ vllm-env: $(VLLM_STAMP)
 
 # Live tests: start a real vLLM server (CPU) on a tiny model, run the paper path against it, stop it.
 test-vllm: env $(VLLM_STAMP)
-	SUMJUDGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live
+	SUMJUDGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/vllm
 
 reproduce: env
 	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \
