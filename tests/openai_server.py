@@ -45,8 +45,11 @@ class _QuietServer(ThreadingHTTPServer):
 
 class LocalOpenAIServer:
     def __init__(self, backend, model_name: str = "tiny-llama3", *, max_model_len: int = 4096,
-                 vllm_routes: bool = True, root: str = "/models/tiny-llama3"):
+                 vllm_routes: bool = True, root: str = "/models/tiny-llama3", flavor: str = "vllm"):
         self.backend = backend
+        self.flavor = flavor  # vllm | llama.cpp (its own routes: /tokenize with content, /apply-template, /props)
+        if flavor == "llama.cpp":
+            vllm_routes = False
         self.model_name = model_name
         self.max_model_len = max_model_len
         self.vllm_routes = vllm_routes
@@ -135,6 +138,21 @@ class LocalOpenAIServer:
                 "choices": choices, "usage": {"prompt_tokens": n, "completion_tokens": len(prompts),
                                               "total_tokens": n + len(prompts)}}
 
+    def _tokenize_content(self, body: dict) -> dict:
+        """llama.cpp's ``/tokenize``: reads ``content`` (``add_special``, ``parse_special``) and answers an empty
+        list to a body without it, as the real server does."""
+        tok = self.backend.tokenizer
+        text = body.get("content")
+        if not isinstance(text, str):
+            return {"tokens": []}
+        ids = tok(text, add_special_tokens=bool(body.get("add_special", False)),
+                  split_special_tokens=not body.get("parse_special", True)).input_ids
+        return {"tokens": ids}
+
+    def _apply_template(self, body: dict) -> dict:
+        tok = self.backend.tokenizer
+        return {"prompt": tok.apply_chat_template(body["messages"], add_generation_prompt=True, tokenize=False)}
+
     def _tokenize(self, body: dict) -> dict:
         be = self.backend
         if "messages" in body:
@@ -166,6 +184,12 @@ class LocalOpenAIServer:
                 self.wfile.write(data)
 
             def do_GET(self):
+                if server.flavor == "llama.cpp":
+                    if self.path.endswith("/props"):
+                        return self._send(200, {"default_generation_settings": {"n_ctx": server.max_model_len},
+                                                "total_slots": 4, "chat_template": "..."})
+                    if self.path.endswith("/metrics"):  # llama-server without --metrics
+                        return self._send(501, {"error": {"message": "This server does not support metrics endpoint."}})
                 if self.path.endswith("/metrics") and server.vllm_routes:
                     text = (f'vllm:prefix_cache_queries_total{{engine="0"}} {float(server.prefix_queries)}\n'
                             f'vllm:prefix_cache_hits_total{{engine="0"}} {float(server.prefix_hits)}\n')
@@ -193,10 +217,14 @@ class LocalOpenAIServer:
                     work = server._completions
                 elif route.endswith("/tokenize") and server.vllm_routes:
                     work = server._tokenize
+                elif route.endswith("/tokenize") and server.flavor == "llama.cpp":
+                    work = server._tokenize_content
+                elif route.endswith("/apply-template") and server.flavor == "llama.cpp":
+                    work = server._apply_template
                 else:
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 status = fault = None
-                if not route.endswith("/tokenize"):  # requests and injected faults: model calls only
+                if not route.endswith(("/tokenize", "/apply-template")):  # requests and faults: model calls only
                     with server._lock:
                         server.requests.append(body)
                         status = server._fail.pop(0) if server._fail else None
@@ -214,7 +242,7 @@ class LocalOpenAIServer:
                     return self._send(200, payload)
                 if status:
                     return self._send(status, {"error": {"message": f"injected {status}", "type": "test"}})
-                if body.get("model") != server.model_name:
+                if body.get("model") != server.model_name and not route.endswith("/apply-template"):
                     return self._send(404, {"error": {"message": f"model {body.get('model')} not found"}})
                 marker, delay = server.slow_tokenize
                 if route.endswith("/tokenize") and marker and marker in json.dumps(body):

@@ -34,9 +34,9 @@ def check_engine_flags(a) -> None:
     backend = getattr(a, "backend", None)
     given = {flag: getattr(a, attr, None) for flag, attr in (("--token-budget", "token_budget"), ("--dtype", "dtype"),
              ("--base-url", "base_url"), ("--timeout", "timeout"), ("--max-retry-time", "max_retry_time"),
-             ("--server-name", "server_name"))}
+             ("--server-name", "server_name"), ("--tokenizer", "tokenizer"))}
     for flag, only in (("--token-budget", "hf"), ("--dtype", "hf"), ("--base-url", "openai"), ("--timeout", "openai"),
-                       ("--max-retry-time", "openai"), ("--server-name", "openai")):
+                       ("--max-retry-time", "openai"), ("--server-name", "openai"), ("--tokenizer", "openai")):
         if given[flag] is not None and backend != only:
             raise ConfigError(f"{flag} applies to --backend {only} only (this run uses --backend {backend})")
     for flag in ("--token-budget", "--timeout", "--max-retry-time"):
@@ -74,7 +74,7 @@ def _cmd_run(a) -> int:
     if a.dtype:
         opts["dtype"] = a.dtype
     opts.update({k: v for k, v in (("timeout", a.timeout), ("max_retry_time", a.max_retry_time),
-                                   ("server_name", a.server_name)) if v is not None})
+                                   ("server_name", a.server_name), ("tokenizer", a.tokenizer)) if v is not None})
     m = run(rc, a.out, no_cache=a.no_cache, cache=a.cache, backend_options=opts)
     keep = {k: m[k] for k in ("method", "dataset", "level", "n_examples", "bacc", "k_alpha", "fpr", "fnr", "unparsed")
             if k in m}
@@ -201,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, help="openai: seconds one request may take (default 600)")
     r.add_argument("--max-retry-time", type=float,
                    help="openai: seconds one request may spend being retried in all (default 900)")
+    r.add_argument("--tokenizer", help="openai: the model's own tokenizer (a Hugging Face id or folder) for a server "
+                   "without a tokenize route (ollama, llama-cpp-python), so that prompts are counted and fitted")
     r.add_argument("--server-name", help="openai: a name for the server in the cache key in place of its URL, to "
                                          "reuse its answers after a restart on another host or port (same model)")
     r.set_defaults(fn=_cmd_run)

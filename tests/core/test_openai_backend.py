@@ -436,3 +436,60 @@ def test_the_constructor_asks_the_server_nothing(server):
     full = backend(server)
     assert full.capabilities.tokenizer == "remote" and full.capabilities.option_scoring == "exact"
     assert full.capabilities.server_metrics and full.served["max_model_len"] == 4096
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_server(tiny_backend):
+    with LocalOpenAIServer(tiny_backend, flavor="llama.cpp", max_model_len=300) as s:
+        yield s
+
+
+def test_a_llama_cpp_server_is_understood(llama_cpp_server, tiny_backend):
+    """llama.cpp's server: /tokenize reads ``content`` (an empty list for ``prompt``, never taken as zero tokens),
+    the chat template through /apply-template, one slot's context from /props, /metrics 501, option scores from
+    top_logprobs; its sampling defaults (top_k 40, min_p 0.05) are neutralised in every chat request."""
+    # the tiny random model puts little mass on "0"/"1": no coverage floor here (a real model's is tested live)
+    be = OpenAIBackend.connect("tiny-llama3", base_url=llama_cpp_server.base_url, backoff=0.01, min_coverage=0.0,
+                               top_logprobs=len(tiny_backend.tokenizer))
+    assert be.dialect == "llama.cpp" and be.server_tokenizes and be.context_length == 300
+    assert be.info.server_model == {"id": "tiny-llama3", "n_ctx": 300}
+    caps = be.capabilities
+    assert (caps.tokenizer, caps.option_scoring, caps.server_metrics) == ("remote", "top_logprobs", False)
+    m = msg("What was decided about the budget?")
+    assert be.encode(m) == tiny_backend.encode(m)  # the server's template and tokenizer: the hf backend's ids
+    assert be.count_tokens("Hello world") == tiny_backend.count_tokens("Hello world")
+    llm = LLM(be, cache=NullCache())
+    run_sync(llm.chat(ChatRequest(messages=m, max_new_tokens=3, temperature=0.7, top_p=0.9, seed=1)))
+    sent = llama_cpp_server.requests[-1]
+    assert (sent["top_k"], sent["min_p"], sent["repeat_penalty"], sent["top_p"]) == (0, 0.0, 1.0, 0.9)
+    scores = run_sync(llm.score_options(m, ["0", "1"]))
+    assert scores.method == "top_logprobs"
+
+
+def test_documents_are_fitted_to_a_llama_cpp_context_as_on_hf(llama_cpp_server, tiny_backend):
+    """The failure that sent whole documents to llama.cpp: prompts are counted with its tokenizer, so
+    truncate=truncate keeps the same words as the hf backend with the same context."""
+    from sumjudge.judges.base import fit_fields
+
+    fields = {"doc": " ".join(f"word{i}" for i in range(400)), "summary": "A summary."}
+    remote = LLM(OpenAIBackend.connect("tiny-llama3", base_url=llama_cpp_server.base_url), cache=NullCache())
+    ctx, tiny_backend.context_length = tiny_backend.context_length, 300
+    try:
+        local = run_sync(fit_fields(LLM(tiny_backend, cache=NullCache()), "madisse/table26_zero_shot", fields,
+                                    max_new_tokens=16, policy="truncate", tag="e"))
+    finally:
+        tiny_backend.context_length = ctx
+    got = run_sync(fit_fields(remote, "madisse/table26_zero_shot", fields, max_new_tokens=16, policy="truncate",
+                              tag="e"))
+    assert 0 < got[1]["truncated_words"] < 400 and got == local
+
+
+def test_a_server_without_a_tokenize_route_counts_with_the_tokenizer_given(tiny_backend, tiny_model_dir):
+    """ollama and llama-cpp-python's server have no tokenize route: with ``--tokenizer`` (the model's own) prompts
+    are counted locally, exactly as the hf backend counts them, and option scoring is still top_logprobs."""
+    with LocalOpenAIServer(tiny_backend, vllm_routes=False) as plain:
+        be = OpenAIBackend.connect("tiny-llama3", base_url=plain.base_url, tokenizer=str(tiny_model_dir),
+                                   context_length=300)
+        m = msg("What was decided about the budget?")
+        assert be.capabilities.tokenizer == "local" and be.prompt_tokens(m) == len(tiny_backend.encode(m))
+        assert be.capabilities.option_scoring == "top_logprobs" and be.info.extra["tokenizer"] == str(tiny_model_dir)

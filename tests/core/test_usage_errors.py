@@ -35,6 +35,7 @@ def _run(tmp_path, capsys, *extra, cache=True):
      "--base-url 'not a url': expected an http(s) URL"),
     (["--model", "tiny", "--no-cache"], True, "--no-cache and --cache"),
     (["--model", "tiny", "--server-name", "lab"], True, "--server-name applies to --backend openai only"),
+    (["--model", "tiny", "--tokenizer", "tiny"], True, "--tokenizer applies to --backend openai only"),
 ])
 def test_flag_errors_exit_2_naming_the_flag(tmp_path, capsys, extra, cache, says):
     code, err = _run(tmp_path, capsys, *extra, cache=cache)

@@ -120,6 +120,10 @@ class RetryPolicy:
         return None if time.monotonic() - started + wait > self.max_retry_time else wait
 
 
+# llama.cpp's server samples with top_k 40 and min_p 0.05 unless told otherwise (and older builds with a repeat
+# penalty of 1.1); the papers' sampling is temperature and top-p alone, as the hf backend and vLLM do it
+LLAMA_CPP_NEUTRAL_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}
+
 # The most stop strings the OpenAI API takes; more are applied to the answer here.
 SERVER_STOP_LIMIT = 4
 
@@ -173,6 +177,7 @@ class OpenAIBackend:
         self.connected = False  # set by the first answer; before it, connection errors fail fast
         self.served: dict[str, Any] = {}  # what GET /models says of the model (id, root, max_model_len)
         self.server_tokenizes = False
+        self.dialect = "openai"  # what the server's own routes speak: openai (none), vllm or llama.cpp
         self._local_tokenizer = None
         self._token_cache: OrderedDict[str, list[int]] = OrderedDict()
         self.server_metrics = False  # /metrics holds vLLM's counters
@@ -201,26 +206,28 @@ class OpenAIBackend:
     def _configure(self, probe: bool) -> None:
         """The context, option scoring and cache identity from what the user asked and the server said."""
         asked = self._asked
-        served_ctx = self.served.get("max_model_len")
+        served_ctx = self.served.get("max_model_len") or self.served.get("n_ctx")
         limits = [x for x in (asked["context_length"], served_ctx) if x]
         self.context_length = min(limits) if limits else None
         exact = self.tokenizes and asked["option_scoring"] in ("auto", "prompt_logprobs")
         if probe and asked["option_scoring"] == "prompt_logprobs" and not self.tokenizes:
             raise ConfigError(f"option_scoring=prompt_logprobs needs token ids: {self.where} has no /tokenize "
-                              "(vLLM has) and no --set tokenizer=... was given")
+                              "(vLLM and llama.cpp have one) and no --tokenizer was given")
         if exact and asked["option_scoring"] == "auto" and probe:
             exact = self._probe_prompt_logprobs()
         self.option_scoring = "prompt_logprobs" if exact else "top_logprobs"
         # the cache key names the server by its base URL; a name the user gives says "the same server as before"
         # (e.g. restarted on another port): its answers are then shared under that name
         key_server = f"name:{self.server_name.strip()}" if self.server_name else self.where
+        if self.dialect == "llama.cpp":  # sampling as the papers and the other backends do it, unless the user says
+            self.extra_body = {**LLAMA_CPP_NEUTRAL_SAMPLING, **self.extra_body}
         self.info = BackendInfo(name="openai", model=self.model, revision="", server=key_server,
-                                server_model={k: self.served[k] for k in ("id", "root", "max_model_len")
+                                server_model={k: self.served[k] for k in ("id", "root", "max_model_len", "n_ctx")
                                               if self.served.get(k) is not None},
                                 option_scoring=self.option_scoring,
                                 extra={"base_url": self.where, "context_length": self.context_length,
                                        "tokenizer": "server" if self.server_tokenizes else (asked["tokenizer"] or None),
-                                       "option_scoring": self.option_scoring})
+                                       "option_scoring": self.option_scoring, "server_dialect": self.dialect})
 
     # ---- what the server says about itself ------------------------------------------------------
     def _get_json(self, url: str) -> tuple[int, Any]:
@@ -250,12 +257,21 @@ class OpenAIBackend:
                 raise ConfigError(f"{self.where} does not serve model {self.model!r}; it serves: "
                                   f"{', '.join(str(m.get('id')) for m in models[:10])}")
             if match:
-                self.served = match[0]
-        try:
-            self._server_tokenize({"prompt": "a", "add_special_tokens": False}, retries=self.connect_retries)
-            self.server_tokenizes = True
-        except (BackendRequestError, BackendUnavailableError):
-            self.server_tokenizes = False
+                self.served = dict(match[0])
+        for dialect, probe in (("vllm", {"prompt": "a", "add_special_tokens": False}),
+                               ("llama.cpp", {"content": "a", "add_special": False})):
+            try:
+                self._server_tokenize(probe, retries=self.connect_retries)
+            except (BackendRequestError, BackendUnavailableError):
+                continue
+            self.server_tokenizes, self.dialect = True, dialect
+            break
+        status, props = self._get_json(self.root + "/props")  # llama.cpp: the context of one slot
+        if status == 200 and isinstance(props, dict) and isinstance(props.get("default_generation_settings"), dict):
+            self.dialect = "llama.cpp"
+            n_ctx = props["default_generation_settings"].get("n_ctx") or props.get("n_ctx")
+            if isinstance(n_ctx, int) and n_ctx > 0:
+                self.served["n_ctx"] = n_ctx
 
     def _probe_prompt_logprobs(self) -> bool:
         """Does the completions endpoint return ``prompt_logprobs`` for token-id prompts (vLLM does)?"""
@@ -301,10 +317,11 @@ class OpenAIBackend:
     def tokenizes(self) -> bool:
         return self.server_tokenizes or self._local_tokenizer is not None
 
-    def _server_tokenize(self, payload: dict, retries: int | None = None) -> list[int]:
-        """vLLM's ``POST /tokenize`` (called off the event loop); transient faults (connection, 408/409/429/5xx)
-        are retried under the backend's ``RetryPolicy``, as model calls are; a refusal raises BackendRequestError.
-        An answer with no tokens for a non-empty text is refused, never read as zero tokens."""
+    def _post(self, route: str, payload: dict, retries: int | None = None) -> Any:
+        """POST a JSON body to one of the server's own routes (``/tokenize``, ``/apply-template``; called off the
+        event loop) and return the answer's JSON. Transient faults (connection, 408/409/429/5xx, a 200 that is not
+        JSON) are retried under the backend's ``RetryPolicy``, as model calls are; a refusal raises
+        BackendRequestError."""
         import httpx
 
         started = time.monotonic()
@@ -312,31 +329,40 @@ class OpenAIBackend:
         while True:
             asked = None
             try:
-                r = self._http.post(self.root + "/tokenize", json={"model": self.model, **payload})
+                r = self._http.post(self.root + route, json=payload)
             except httpx.HTTPError as e:
                 problem = f"{type(e).__name__}: {e}"
             else:
                 if r.status_code == 200:
                     try:
-                        tokens = [int(t) for t in r.json()["tokens"]]
-                    except (ValueError, KeyError, TypeError):
-                        tokens = None
-                    if tokens or not any(payload.get(k) for k in ("prompt", "messages")):
-                        return tokens or []
-                    # e.g. a server whose /tokenize reads another field: asking again changes nothing
-                    raise BackendRequestError(f"{self.where}/tokenize gave no tokens for a non-empty text: "
-                                              f"{r.text[:200]}")
+                        return r.json()
+                    except ValueError:
+                        problem = f"an answer that is not JSON: {r.text[:200]}"
                 elif r.status_code in RETRYABLE_STATUS:
                     problem, asked = f"HTTP {r.status_code}", asked_wait(r.headers.get("retry-after"))
                 else:
-                    raise BackendRequestError(f"{self.where}/tokenize refused (HTTP {r.status_code}): {r.text[:200]}")
+                    raise BackendRequestError(f"{self.where}: {route} refused (HTTP {r.status_code}): {r.text[:200]}")
             wait = self.retry.delay(attempt, started, asked, retries=retries)
             if wait is None:
-                raise BackendUnavailableError(f"{self.where}/tokenize did not answer after {attempt + 1} attempts: "
+                raise BackendUnavailableError(f"{self.where}: {route} did not answer after {attempt + 1} attempts: "
                                               f"{problem}")
             self.retries += 1
             time.sleep(wait)
             attempt += 1
+
+    def _server_tokenize(self, payload: dict, retries: int | None = None) -> list[int]:
+        """The server's ``POST /tokenize`` (vLLM: ``prompt`` or ``messages``; llama.cpp: ``content``). An answer
+        with no tokens for a non-empty text is refused, never read as zero tokens (llama.cpp answers ``[]`` to a
+        field it does not read)."""
+        body = self._post("/tokenize", {"model": self.model, **payload}, retries)
+        try:
+            tokens = [int(t if not isinstance(t, dict) else t["id"]) for t in body["tokens"]]
+        except (ValueError, KeyError, TypeError):
+            tokens = None
+        if tokens or not any(payload.get(k) for k in ("prompt", "messages", "content")):
+            return tokens or []
+        # e.g. a server whose /tokenize reads another field: asking again changes nothing
+        raise BackendRequestError(f"{self.where}/tokenize gave no tokens for a non-empty text: {str(body)[:200]}")
 
     def _cached_tokens(self, key: dict, compute) -> list[int]:
         k = json.dumps(key, sort_keys=True, ensure_ascii=False)
@@ -353,9 +379,12 @@ class OpenAIBackend:
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
         """The prompt's token ids as the server feeds them: chat template applied, generation prompt added."""
         if not self.tokenizes:
-            raise ConfigError(f"{self.where} does not tokenize (no /tokenize); give --set tokenizer=...")
+            raise ConfigError(f"{self.where} does not tokenize (no /tokenize); give --tokenizer (the model's own)")
 
         def compute():
+            if self.server_tokenizes and self.dialect == "llama.cpp":  # the server's template, then its tokenizer
+                text = self._apply_template(messages)
+                return self._server_tokenize({"content": text, "add_special": False, "parse_special": True})
             if self.server_tokenizes:
                 return self._server_tokenize({"messages": messages, "add_generation_prompt": True})
             tok = self._local_tokenizer
@@ -366,11 +395,21 @@ class OpenAIBackend:
 
     def _tokens_of_text(self, text: str) -> list[int]:
         def compute():
+            if self.server_tokenizes and self.dialect == "llama.cpp":
+                return self._server_tokenize({"content": text, "add_special": False, "parse_special": False})
             if self.server_tokenizes:
                 return self._server_tokenize({"prompt": text, "add_special_tokens": False})
             return self._local_tokenizer(text, add_special_tokens=False).input_ids
 
         return self._cached_tokens({"t": text}, compute)
+
+    def _apply_template(self, messages: list[dict[str, str]]) -> str:
+        """llama.cpp's ``POST /apply-template``: the prompt text its chat template makes of ``messages``."""
+        body = self._post("/apply-template", {"messages": messages})
+        text = body.get("prompt") if isinstance(body, dict) else None
+        if not isinstance(text, str) or not text:
+            raise BackendRequestError(f"{self.where}/apply-template gave no prompt: {str(body)[:200]}")
+        return text
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokens_of_text(text))
