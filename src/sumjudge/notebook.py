@@ -117,11 +117,14 @@ class Session:
     def run_many(self, runs: list[dict[str, Any]], *, progress: bool = True) -> list[tuple[dict[str, Any], Path]]:
         """Several runs at once, each given as ``run``'s arguments (``{"method": ..., "dataset": ..., "settings":
         ...}``): their requests share the engine's batches (a table's evaluators, a grid of settings), each run
-        keeps its own folder, log and metrics and resumes on its own. Returns ``run``'s (metrics, folder) each."""
+        keeps its own folder, log and metrics and resumes on its own; a run asked twice runs once. Returns ``run``'s
+        (metrics, folder) for each, in order."""
         from .runs import run_many
 
         plans = [self.plan(**spec) for spec in runs]
-        return list(zip(run_many(plans, progress=progress), [out for _, out, _ in plans]))
+        distinct = list({out: (rc, out, llm) for rc, out, llm in plans}.values())  # the same run asked twice: once
+        done = dict(zip([out for _, out, _ in distinct], run_many(distinct, progress=progress)))
+        return [(done[out], out) for _, out, _ in plans]
 
     def describe(self) -> str:
         p = self.prof

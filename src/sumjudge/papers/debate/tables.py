@@ -38,16 +38,22 @@ def run_method(session, method: str, dataset: str, settings: dict[str, Any], lim
     return session.run(method, dataset, settings=settings, name=run_name(method, settings, dataset), limit=limit)
 
 
+def run_spec(method: str, dataset: str, settings: dict[str, Any], limit: int | None = None) -> dict[str, Any]:
+    """``run_method``'s run as ``Session.run_many`` takes it."""
+    return {"method": method, "dataset": dataset, "settings": settings, "name": run_name(method, settings, dataset),
+            "limit": limit}
+
+
 def run_evaluators(session, dataset: str, aspects: list[str], iterations: int = 3, limit: int | None = None,
                    evaluators=EVALUATORS) -> dict[str, tuple[dict[str, Any], Path]]:
     """(metrics, run folder) per Table 1 evaluator on ``dataset``, scoring ``aspects``."""
-    out = {}
+    specs = []
     for label, method, extra in evaluators:
         settings = {"aspects": list(aspects), **extra}
         if method != "g-eval":
             settings["iterations"] = iterations
-        out[label] = run_method(session, method, dataset, settings, limit)
-    return out
+        specs.append(run_spec(method, dataset, settings, limit))
+    return dict(zip([label for label, _, _ in evaluators], session.run_many(specs)))  # submitted together
 
 
 def geval_protocol_rows(session, dataset: str, aspects: list[str], *, samples: int, protocols: list[str],
@@ -245,11 +251,10 @@ def ablation_runs(session, dataset: str, aspects: list[str], *, iterations: list
     grid += [("strategy", label, "debate", {**s, "iterations": base_iterations}) for label, s in STRATEGIES]
     grid += [("prompt type", label, "debate", {"prompt_type": p, "iterations": base_iterations})
              for label, p in (("original", "original"), ("sophisticated", "sophisticated"))]
-    out = []
-    for panel, label, method, settings in grid:
-        metrics, run_dir = run_method(session, method, dataset, {"aspects": list(aspects), **settings}, limit)
-        out.append({"panel": panel, "setting": label, "metrics": metrics, "run_dir": run_dir})
-    return out
+    results = session.run_many([run_spec(method, dataset, {"aspects": list(aspects), **settings}, limit)
+                                for _, _, method, settings in grid])  # together; a setting repeated runs once
+    return [{"panel": panel, "setting": label, "metrics": metrics, "run_dir": run_dir}
+            for (panel, label, _, _), (metrics, run_dir) in zip(grid, results)]
 
 
 def ablation_rows(runs: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:

@@ -86,9 +86,14 @@ def run_grid(session, datasets: list[str], evaluators=EVALUATORS, limit: int | N
              run_temperature: float = 1.0) -> dict[tuple[str, str], list[tuple[dict[str, Any], Path]]]:
     """[(metrics, run folder) per run] per (evaluator label, dataset)."""
     seed = getattr(getattr(session, "prof", None), "seed", 0) or 0
-    return {(label, ds): [run_cell(session, method, ds, run_settings(method, extra, i, runs, seed, run_temperature),
-                                   limit) for i in range(runs)]
-            for label, method, extra in evaluators for ds in datasets}
+    cells = [((label, ds), method, ds, run_settings(method, extra, i, runs, seed, run_temperature))
+             for label, method, extra in evaluators for ds in datasets for i in range(runs)]
+    results = session.run_many([{"method": method, "dataset": ds, "settings": settings, "limit": limit,
+                                 "name": run_name(method, settings, ds)} for _, method, ds, settings in cells])
+    grid: dict[tuple[str, str], list[tuple[dict[str, Any], Path]]] = {}
+    for (key, *_), result in zip(cells, results):  # submitted together: every evaluator, dataset and repeat
+        grid.setdefault(key, []).append(result)
+    return grid
 
 
 def cell_runs(value) -> list[tuple[dict[str, Any], Path]]:
