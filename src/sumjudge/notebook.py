@@ -112,7 +112,10 @@ class Session:
         from .runs import run
 
         rc, out, llm = self.plan(method, dataset, name=name, level=level, split=split, limit=limit, settings=settings)
-        return run(rc, out, llm=llm, progress=progress), out
+        try:
+            return run(rc, out, llm=llm, progress=progress), out
+        finally:
+            self.write_time_profile()
 
     def run_many(self, runs: list[dict[str, Any]], *, progress: bool = True) -> list[tuple[dict[str, Any], Path]]:
         """Several runs at once, each given as ``run``'s arguments (``{"method": ..., "dataset": ..., "settings":
@@ -123,8 +126,23 @@ class Session:
 
         plans = [self.plan(**spec) for spec in runs]
         distinct = list({out: (rc, out, llm) for rc, out, llm in plans}.values())  # the same run asked twice: once
-        done = dict(zip([out for _, out, _ in distinct], run_many(distinct, progress=progress)))
+        try:
+            done = dict(zip([out for _, out, _ in distinct], run_many(distinct, progress=progress)))
+        finally:
+            self.write_time_profile()
         return [(done[out], out) for _, out, _ in plans]
+
+    def time_profile(self) -> list[dict[str, Any]]:
+        """Each engine of this notebook: calls, waves, rows per wave, prefill and decode time (``LLM.time_profile``)."""
+        engines = ([self._llm] if self._llm is not None else []) + list(self._engines.values())
+        return [e.time_profile() for e in engines]
+
+    def write_time_profile(self) -> Path:
+        """The time profile so far, in the runs folder (``make reproduce`` puts every notebook's in one table)."""
+        path = self.runs_dir() / "time_profile.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.time_profile(), indent=2), encoding="utf-8")
+        return path
 
     def describe(self) -> str:
         p = self.prof

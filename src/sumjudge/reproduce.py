@@ -49,6 +49,33 @@ def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
     return out
 
 
+TIME_COLUMNS = ("notebook", "wall_s", "model", "calls", "cache_hits", "backend_calls", "waves", "rows_per_wave",
+                "prefill_s", "decode_s", "decode_tokens_per_s", "rows_per_decode_step", "underfilled_share")
+
+
+def notebook_time_profile(notebook: str, wall_s: float, since: float) -> list[dict]:
+    """The engines' time profiles a notebook wrote during this execution (``Session.write_time_profile``): a row
+    per engine with the notebook's wall time."""
+    import json
+
+    rows = []
+    for f in sorted((project_root() / "build" / "runs" / notebook).glob("*/time_profile.json")):
+        if f.stat().st_mtime >= since:
+            rows += [{"notebook": notebook, "wall_s": round(wall_s, 1), **e} for e in json.loads(f.read_text())]
+    return rows or [{"notebook": notebook, "wall_s": round(wall_s, 1)}]
+
+
+def write_time_profile(rows: list[dict], profile: str, out_dir: Path) -> Path:
+    """``figures/time_profile_<profile>.md``: where each notebook's time went (calls, waves, rows per wave,
+    prefill and decode seconds, the share of decode time with an under-filled micro-batch)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines = ["| " + " | ".join(TIME_COLUMNS) + " |", "|" + "---|" * len(TIME_COLUMNS)]
+    lines += ["| " + " | ".join("" if r.get(c) is None else str(r[c]) for c in TIME_COLUMNS) + " |" for r in rows]
+    path = out_dir / f"time_profile_{profile}.md"
+    path.write_text(f"# Where the time went: profile {profile}\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce")
     p.add_argument("--profile", default="smoke")
@@ -64,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = project_root() / "build" / "notebooks" / a.profile
     t_all = time.time()
     failed = []
+    profile_rows = []
     for nb in notebooks(a.notebooks):
         t0 = time.time()
         try:
@@ -73,9 +101,12 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(nb.name)
             status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
         print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
+        profile_rows += notebook_time_profile(nb.stem, time.time() - t0, since=t0)
     from .parse_report import write_parse_rates
     from .paths import figures_dir
 
+    if profile_rows:
+        print(f"time profile per notebook: {write_time_profile(profile_rows, a.profile, figures_dir())}")
     table = write_parse_rates(project_root() / "build" / "runs", a.profile, figures_dir())
     if table:
         print(f"parse rates per method: {table.with_suffix('.md')}")

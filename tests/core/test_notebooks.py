@@ -1,6 +1,7 @@
 """Every numbered notebook: committed without outputs, parameterised, and executed headlessly by papermill
 with the ``ci`` profile (tiny local model), so no notebook can rot."""
 
+import json
 import re
 from pathlib import Path
 
@@ -65,3 +66,7 @@ def test_runs_with_the_ci_profile(path: Path, tmp_path, monkeypatch):
     assert not [o for c in executed.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     figures = home / "figures" / path.stem
     assert any(figures.glob("*.csv")), f"{path.name} wrote no table to figures/{path.stem}/"
+    runs = home / "build" / "runs" / path.stem
+    if any(runs.glob("*/*/metrics.json")):  # a notebook that ran something says where its time went
+        profiles = [p for f in runs.glob("*/time_profile.json") for p in json.loads(f.read_text())]
+        assert profiles and all(p["calls"] >= p["backend_calls"] >= 0 and p["waves"] >= 0 for p in profiles)

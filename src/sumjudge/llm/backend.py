@@ -60,6 +60,10 @@ class Backend(Protocol):
     def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
         """Tokens fed for ``messages``, chat template included; called only when ``tokenizer`` is not ``none``."""
 
+    def decode_stats(self) -> dict[str, float] | None:
+        """What a local model's decoder measured so far (prefill and decode seconds, decode steps, rows per step,
+        time with an under-filled batch), or None (a server decodes out of sight)."""
+
     def server_counters(self) -> dict[str, float] | None:
         """The server's counters (e.g. prefix-cache tokens queried and found) under the project's names, or
         None; called only when ``capabilities.server_metrics``."""

@@ -157,7 +157,10 @@ class BatchDecoder:
         # prefill_s: prompts in, first token chosen; decode_s / decode_tokens: every later token (wall clock;
         # reading the first tokens to the host synchronises the device, so the split holds on a GPU too)
         self.stats = {"forward_calls": 0, "prefill_tokens": 0, "shared_prefix_tokens_saved": 0,
-                      "prefill_s": 0.0, "decode_s": 0.0, "decode_tokens": 0}
+                      "prefill_s": 0.0, "decode_s": 0.0, "decode_tokens": 0,
+                      # decode steps, rows computed over them, and the time spent in steps with fewer live rows than
+                      # the micro-batch began with (rows that finished early leave the batch under-filled)
+                      "decode_steps": 0, "row_steps": 0, "underfilled_s": 0.0}
 
     def _left_pad(self, seqs: list[list[int]]):
         torch = self.torch
@@ -210,6 +213,7 @@ class BatchDecoder:
             live = list(range(n))  # original row index of each batch row
             out_tokens: list[list[int]] = [[] for _ in range(n)]
             results: list[DecodeResult | None] = [None] * n
+            t_step = time.perf_counter()
             while live:
                 nxt = self._choose(logits, [rows[i] for i in live], [gens[i] for i in live])
                 chosen = nxt.tolist()  # one device-to-host copy per step, not one per row
@@ -240,6 +244,12 @@ class BatchDecoder:
                 mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1)
                 last_pos = last_pos + 1
                 logits = self._forward(nxt[:, None], mask, last_pos[:, None], cache)
+                now = time.perf_counter()
+                self.stats["decode_steps"] += 1
+                self.stats["row_steps"] += len(live)
+                if len(live) < n:
+                    self.stats["underfilled_s"] += now - t_step
+                t_step = now
         t_end = time.perf_counter()
         self.stats["prefill_s"] += (t_first or t_end) - t_start
         self.stats["decode_s"] += t_end - (t_first or t_end)

@@ -447,6 +447,22 @@ class LLM(Calls):
         self._token_counts[what] = n
         return n
 
+    def time_profile(self) -> dict[str, Any]:
+        """Where this engine's time went: calls asked, answered by the backend, waves (backend calls) and rows per
+        wave; for a local model, prefill and decode seconds, rows per decode step and the share of decode time
+        spent with an under-filled micro-batch (rows that finished early waiting on the longest)."""
+        u = self.usage_total
+        out: dict[str, Any] = {"model": self.info.model, "calls": u.calls + u.option_calls, "cache_hits": u.cache_hits,
+                               "backend_calls": u.backend_calls, "waves": u.batches,
+                               "rows_per_wave": round(u.backend_calls / u.batches, 2) if u.batches else None}
+        d = self.backend.decode_stats()
+        if d:
+            out.update(prefill_s=round(d["prefill_s"], 2), decode_s=round(d["decode_s"], 2),
+                       decode_tokens_per_s=round(d["decode_tokens"] / d["decode_s"], 1) if d["decode_s"] else None,
+                       rows_per_decode_step=round(d["row_steps"] / d["decode_steps"], 2) if d["decode_steps"] else None,
+                       underfilled_share=round(d["underfilled_s"] / d["decode_s"], 3) if d["decode_s"] else None)
+        return out
+
     def stats(self) -> dict[str, Any]:
         return {"backend": self.info.name, "model": self.info.model, "revision": self.info.revision,
                 **self.usage_total.as_dict()}

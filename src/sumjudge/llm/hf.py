@@ -185,6 +185,9 @@ class HFBackend:
     def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
         return len(self.encode(messages))
 
+    def decode_stats(self) -> dict[str, float]:
+        return dict(self.decoder.stats)
+
     def server_counters(self) -> None:
         return None
 

@@ -296,6 +296,9 @@ class OpenAIBackend:
                             server_metrics=self.server_metrics, context_length=self.context_length,
                             max_inflight=1_000_000, streams_results=True)
 
+    def decode_stats(self) -> None:
+        return None
+
     def server_counters(self) -> dict[str, float] | None:
         """The server's prefix-cache counters (vLLM ``/metrics``) under the run metrics' names, or None."""
         return self._read_counters() if self.server_metrics else None

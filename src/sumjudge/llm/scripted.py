@@ -56,6 +56,9 @@ class ScriptedBackend:
     def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
         return sum(self.count_tokens(m["content"]) for m in messages)
 
+    def decode_stats(self) -> None:
+        return None
+
     def server_counters(self) -> None:
         return None
 
