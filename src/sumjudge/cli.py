@@ -84,6 +84,23 @@ def _cmd_run(a) -> int:
     return 0
 
 
+def _cmd_arena(a) -> int:
+    from .arena import parse_cells, run_arena
+    from .runs import clean_nan
+
+    check_engine_flags(a)
+    cells = parse_cells(a.methods, a.datasets)
+    res = run_arena(cells, a.out, backend=a.backend, model=a.model, base_url=a.base_url, limit=a.limit, seed=a.seed,
+                    level=a.level, cache=a.cache)
+    for row in res["arena"]:
+        print(json.dumps(clean_nan({k: row[k] for k in ("dataset", "judge", "n", "bacc", "bacc_ci_low", "bacc_ci_high",
+                                                        "unreadable_share", "prompt_tokens_per_example")})))
+    differ = [r for r in res["paired"] if r["differ_at_0.05"]]
+    print(json.dumps({"out": str(a.out), "cells": len(res["arena"]), "pairs": len(res["paired"]),
+                      "pairs_differing_after_holm": len(differ)}))
+    return 0
+
+
 def _cmd_tiny(a) -> int:
     from .llm.models import TINY_SHAPE, TINY_SHAPE_HEAD32, build_tiny_model
 
@@ -208,6 +225,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=_cmd_run)
 
     add_paper_commands(sub)  # each paper's own commands (guideline learning, self-training)
+
+    ar = sub.add_parser("arena", help="judges of every paper on the same examples: BAcc with CIs, cost, paired tests")
+    ar.add_argument("--methods", nargs="+", required=True,
+                    help="judges, each a method or method:key=value;key=value (its settings)")
+    ar.add_argument("--datasets", nargs="+", required=True, help="binary faithfulness datasets")
+    ar.add_argument("--limit", type=int, help="examples per dataset (a seeded subset, the same for every judge)")
+    ar.add_argument("--level", choices=("sentence", "summary"))
+    ar.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
+    ar.add_argument("--model", help="as for run")
+    ar.add_argument("--base-url", help="OpenAI-compatible server")
+    ar.add_argument("--seed", type=int, default=0)
+    ar.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
+    ar.add_argument("--out", required=True, type=Path, help="folder for the runs and the arena's tables")
+    ar.set_defaults(fn=_cmd_arena)
 
     t = sub.add_parser("tiny-model", help="build a tiny random Llama-architecture model with the Llama-3 tokenizer")
     t.add_argument("dir", type=Path)

@@ -8,6 +8,7 @@ BAcc = 1 - (FPR + FNR) / 2.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -240,3 +241,34 @@ def length_buckets(lengths: Sequence[int], y_true: Sequence[int], y_pred: Sequen
         acc = sum(y_true[i] == y_pred[i] for i in idx) / len(idx) if idx else float("nan")
         out.append({"bucket": f"{lo}-{hi - 1}" if hi is not None else f"{lo}+", "lo": lo, "n": len(idx), "accuracy": acc})
     return out
+
+
+def mcnemar_exact(correct_a: dict[str, bool], correct_b: dict[str, bool]) -> dict[str, float | int]:
+    """Exact (binomial) McNemar test of two judges on the same examples: ``b`` examples only judge A got right,
+    ``c`` only judge B; two-sided p = min(1, 2 P(X <= min(b, c))), X ~ Binomial(b + c, 1/2) (p = 1 when they never
+    disagree). ``correct_*`` map example id -> whether the judge's label is right (an unreadable label is not).
+    Judges on different example sets are refused: a paired test needs the same examples."""
+    if set(correct_a) != set(correct_b):
+        only_a, only_b = sorted(set(correct_a) - set(correct_b)), sorted(set(correct_b) - set(correct_a))
+        raise ValueError(f"a paired test needs the same examples: {len(only_a)} only in the first "
+                         f"({', '.join(only_a[:3])}), {len(only_b)} only in the second ({', '.join(only_b[:3])})")
+    b = sum(1 for k in correct_a if correct_a[k] and not correct_b[k])
+    c = sum(1 for k in correct_a if correct_b[k] and not correct_a[k])
+    n = b + c
+    if n == 0:
+        return {"b": 0, "c": 0, "n": len(correct_a), "p": 1.0}
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
+    return {"b": b, "c": c, "n": len(correct_a), "p": min(1.0, 2 * tail)}
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of ``p_values`` (family-wise error), in their own order: the i-th smallest is
+    multiplied by (m - i + 1), then made non-decreasing along the sorted order, capped at 1."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

@@ -138,3 +138,39 @@ def test_point_biserial_equals_pearson_on_0_1_labels_and_is_nan_when_undefined()
     r, p, n = point_biserial(y, s)
     assert r == pytest.approx(stats.pearsonr(y, s)[0]) and r < 0 and 0 < p < 1 and n == 7
     assert math.isnan(point_biserial([1, 1, 1], [1, 2, 3])[0]) and math.isnan(point_biserial([0, 1, 0], [2, 2, 2])[0])
+
+
+def test_exact_mcnemar_against_hand_worked_values():
+    from sumjudge.metrics import mcnemar_exact
+
+    # 10 examples: A alone right on 1 (b = 1), B alone right on 5 (c = 5), both right on 4.
+    # P(X <= 1), X ~ Bin(6, 1/2) = (1 + 6) / 64 = 7/64; two-sided p = 14/64 = 0.21875
+    a = {f"e{i}": ok for i, ok in enumerate([True] * 5 + [False] * 5)}
+    b = {f"e{i}": ok for i, ok in enumerate([True] * 4 + [False] + [True] * 5)}
+    got = mcnemar_exact(a, b)
+    assert (got["b"], got["c"], got["n"]) == (1, 5, 10) and got["p"] == pytest.approx(14 / 64)
+    # b = 0, c = 8: 2 / 2**8 = 0.0078125; never disagreeing: p = 1; symmetric in the judges
+    a8 = {f"e{i}": False for i in range(8)}
+    b8 = {f"e{i}": True for i in range(8)}
+    assert mcnemar_exact(a8, b8)["p"] == pytest.approx(2 / 256) == mcnemar_exact(b8, a8)["p"]
+    assert mcnemar_exact(a8, a8)["p"] == 1.0
+    # b = c = 3: P(X <= 3), X ~ Bin(6, 1/2) = 42/64 > 1/2: capped at 1
+    a3 = {f"e{i}": i < 3 for i in range(6)}
+    b3 = {f"e{i}": i >= 3 for i in range(6)}
+    assert mcnemar_exact(a3, b3)["p"] == 1.0
+
+
+def test_a_paired_test_of_judges_on_different_examples_is_refused():
+    from sumjudge.metrics import mcnemar_exact
+
+    with pytest.raises(ValueError, match=r"same examples: 1 only in the first \(e9\), 0 only in the second"):
+        mcnemar_exact({"e1": True, "e9": False}, {"e1": False})
+
+
+def test_holm_against_hand_worked_values():
+    from sumjudge.metrics import holm
+
+    # sorted 0.01, 0.02, 0.03, 0.5 (m = 4): 0.04, 0.06, 0.06 (0.03 x 2 raised to the running max), 0.5
+    assert holm([0.03, 0.5, 0.01, 0.02]) == pytest.approx([0.06, 0.5, 0.04, 0.06])
+    assert holm([0.4, 0.6]) == pytest.approx([0.8, 0.8]) and holm([]) == []
+    assert holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])  # capped at 1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-CONTEXT = 2048  # per slot: a MeetingBank transcript does not fit, so documents must be cut to it
+CONTEXT = 768  # per slot: a TofuEval MeetingBank document does not fit, so documents must be cut to it
 SLOTS = 2
 START_TIMEOUT_S = 300
 

@@ -32,7 +32,7 @@ def test_the_server_is_recognised_and_counts_as_it_feeds(llama_server):
 
 
 def test_a_run_cuts_documents_to_the_context_and_records_it(llama_server, tmp_path, capsys):
-    """The failure this fixes: whole transcripts sent to a 2,048-token slot ("exceeds the available context").
+    """The failure this fixes: whole documents sent to a small slot ("exceeds the available context").
     Summary-level MeetingBank transcripts are cut to fit; every call is answered; counts match the log."""
     url, name, _ = llama_server
     out = tmp_path / "run"

@@ -1,0 +1,160 @@
+"""The judge arena: judges of every paper on the same examples of the same binary faithfulness datasets, each
+cell with BAcc (bootstrap CI), Krippendorff's alpha, the unreadable share and its cost; every pair of judges on a
+dataset compared by an exact McNemar test with Holm's correction.
+
+Every cell is an ordinary run (its own folder under ``out/<dataset>/``) and all of them are submitted together
+(``runs.run_many``): their requests share the engine's batches, a cell already in the cache costs no call, and an
+interrupted arena resumes. ``arena.csv`` has one row per judge x dataset, ``predictions.csv`` one row per example
+and judge (for re-analysis), ``paired.csv`` one row per pair of judges and dataset.
+
+Only judges that give a binary label are compared here (score judges need a threshold chosen on held-out data).
+An unreadable label counts as a wrong one in the paired test (a judge that cannot answer pays for it) and is
+left out of BAcc (as in every paper table), where the unreadable share is reported beside it.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .llm import ConfigError
+
+
+@dataclass(frozen=True)
+class Cell:
+    method: str
+    dataset: str
+    settings: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def judge(self) -> str:
+        """The judge's name in the tables: the method, and its settings when it has any."""
+        extra = ",".join(f"{k}={v}" for k, v in self.settings)
+        return f"{self.method}[{extra}]" if extra else self.method
+
+
+def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend: str, model: str,
+         base_url: str | None, level: str | None = None) -> list[tuple[Any, Path]]:
+    """(run config, folder) per cell; every judge of a dataset gets the same examples (same limit and seed)."""
+    from .data import registry
+    from .judges import get_method
+    from .runs import RunConfig
+
+    jobs = []
+    for c in cells:
+        spec = get_method(c.method)
+        if spec.kind != "faithfulness":
+            from .judges import METHODS
+
+            judges = sorted(n for n, m in METHODS.items() if m.kind == "faithfulness")
+            raise ConfigError(f"arena: {c.method} is a {spec.kind} judge; the arena compares binary faithfulness "
+                              f"judges: {', '.join(judges)}")
+        if registry.get(c.dataset).kind != "faithfulness":
+            raise ConfigError(f"arena: dataset {c.dataset} is not a binary faithfulness dataset")
+        rc = RunConfig(method=c.method, dataset=c.dataset, level=level, limit=limit, seed=seed, backend=backend,
+                       model=model, base_url=base_url, settings=dict(c.settings))
+        digest = hashlib.sha256(json.dumps(rc.to_json(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+        jobs.append((rc, out / c.dataset / f"{c.method}-{digest}"))
+    return jobs
+
+
+def predictions(cell: Cell, folder: Path) -> list[dict[str, Any]]:
+    rows = [json.loads(x) for x in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    return [{"dataset": cell.dataset, "judge": cell.judge, "example": r["example"]["id"],
+             "gold": r["example"]["label"], "label": r["judgement"]["label"],
+             "source": r["judgement"].get("label_source", "")} for r in rows]
+
+
+def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *, seed: int) -> dict[str, Any]:
+    """One judge on one dataset: BAcc with a 95% bootstrap CI (over the examples with a readable label), alpha,
+    the unreadable share, and what it cost per example."""
+    from .metrics import balanced_accuracy, bootstrap_ci
+
+    readable = [(p["gold"], p["label"]) for p in preds if p["label"] is not None]
+    ci = (None, None)
+    if len({g for g, _ in readable}) == 2 and len(readable) >= 4:
+        ci = bootstrap_ci([[g for g, _ in readable], [p for _, p in readable]],
+                          lambda y, p: balanced_accuracy(list(y), list(p)), n_resamples=1000, seed=seed)
+    n = max(1, len(preds))
+    cost = metrics["cost"]
+    return {"dataset": cell.dataset, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),
+            "bacc_ci_low": ci[0], "bacc_ci_high": ci[1], "k_alpha": metrics.get("k_alpha"),
+            "unreadable_share": sum(p["label"] is None for p in preds) / n,
+            "calls_per_example": cost["calls_per_example"], "option_calls_per_example": cost["option_calls_per_example"],
+            "prompt_tokens_per_example": cost["prompt_tokens_per_example"],
+            "completion_tokens_per_example": cost["completion_tokens_per_example"],
+            "wall_s_per_example": metrics.get("wall_s", 0.0) / n}
+
+
+def paired_rows(preds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every pair of judges of each dataset: exact McNemar on correctness (unreadable = wrong), Holm-adjusted over
+    the dataset's pairs."""
+    from .metrics import holm, mcnemar_exact
+
+    rows = []
+    for dataset in sorted({p["dataset"] for p in preds}):
+        correct: dict[str, dict[str, bool]] = {}
+        for p in preds:
+            if p["dataset"] == dataset:
+                correct.setdefault(p["judge"], {})[p["example"]] = p["label"] is not None and p["label"] == p["gold"]
+        pairs = list(itertools.combinations(sorted(correct), 2))
+        tests = [mcnemar_exact(correct[a], correct[b]) for a, b in pairs]
+        for (a, b), t, adj in zip(pairs, tests, holm([t["p"] for t in tests])):
+            rows.append({"dataset": dataset, "judge_a": a, "judge_b": b, "n": t["n"], "only_a_right": t["b"],
+                         "only_b_right": t["c"], "p": t["p"], "p_holm": adj, "differ_at_0.05": adj < 0.05})
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        if not rows:
+            return
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, base_url: str | None = None,
+              limit: int | None, seed: int = 0, level: str | None = None, llm=None, cache: str | Path | None = None,
+              backend_options: dict | None = None, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
+    """Run every cell on one engine (together), then write ``arena.csv``, ``predictions.csv`` and ``paired.csv``."""
+    from .llm import make_llm
+    from .runs import run_many
+
+    out = Path(out)
+    jobs = plan(cells, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url, level=level)
+    if llm is None:
+        llm = make_llm(backend, model, base_url=base_url, cache=cache, **(backend_options or {}))
+    results = run_many([(rc, folder, llm) for rc, folder in jobs], progress=progress)
+    table, preds = [], []
+    for cell, (_, folder), metrics in zip(cells, jobs, results):
+        p = predictions(cell, folder)
+        preds += p
+        table.append(cell_row(cell, metrics, p, seed=seed))
+    paired = paired_rows(preds)
+    write_csv(out / "arena.csv", table)
+    write_csv(out / "predictions.csv", preds)
+    write_csv(out / "paired.csv", paired)
+    return {"arena": table, "predictions": preds, "paired": paired}
+
+
+def parse_cells(methods: list[str], datasets: list[str]) -> list[Cell]:
+    """``method`` or ``method:key=value;key=value`` (the method's settings, checked by its config) x every
+    dataset."""
+    cells = []
+    for spec in methods:
+        name, _, rest = spec.partition(":")
+        settings = []
+        for item in filter(None, rest.split(";")):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise ConfigError(f"arena: method setting {item!r} in {spec!r}: expected key=value")
+            settings.append((key.strip(), value.strip()))
+        cells += [Cell(name.strip(), ds, tuple(settings)) for ds in datasets]
+    return cells
