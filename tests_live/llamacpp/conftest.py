@@ -7,23 +7,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests_live/serve.py
+from serve import free_port, serving  # noqa: E402
+
 CONTEXT = 768  # per slot: a TofuEval MeetingBank document does not fit, so documents must be cut to it
 SLOTS = 2
 START_TIMEOUT_S = 300
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -36,42 +30,19 @@ def gguf(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def llama_server(gguf, tmp_path_factory):
     """(base_url, served model name, server log path) of a running llama.cpp server."""
-    import httpx
 
     command = os.environ.get("SUMJUDGE_LLAMA_SERVER")
     if not command or not (Path(command).exists() or shutil.which(command)):
         pytest.fail("SUMJUDGE_LLAMA_SERVER must name llama.cpp's server command (run `make test-llamacpp`)")
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llamacpp") / "server.log"
     name = "qwen2.5-coder-0.5b-instruct"
     # --parallel slots share -c: each slot holds CONTEXT tokens; --jinja applies the GGUF's own chat template
     cmd = [command, "-m", str(gguf), "--alias", name, "--host", "127.0.0.1", "--port", str(port),
            "-c", str(CONTEXT * SLOTS), "--parallel", str(SLOTS), "--threads", "2", "--jinja", "--seed", "0"]
-    with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    t0 = time.time()
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the llama.cpp server exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.time() - t0 > START_TIMEOUT_S:
-                pytest.fail(f"the llama.cpp server did not start in {START_TIMEOUT_S} s:\n{log.read_text()[-4000:]}")
-            time.sleep(1)
-        print(f"\nllama.cpp server up in {time.time() - t0:.0f} s", file=sys.stderr)
+    with serving("llama.cpp", cmd, url, log, START_TIMEOUT_S, env=None):
         yield f"{url}/v1", name, log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(autouse=True)

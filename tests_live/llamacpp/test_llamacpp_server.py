@@ -5,7 +5,6 @@ scores come from top_logprobs, sampling is the papers' (no top-k or min-p of the
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from sumjudge import cli
 from sumjudge.llm import ChatRequest, NullCache, run_sync

@@ -142,7 +142,7 @@ def test_context_is_learnt_from_the_server_and_checked_before_sending(vllm_serve
     assert be.context_length == 4096 and be.server_tokenizes
     llm = LLM(be, cache=NullCache())
     messages = [{"role": "user", "content": "word " * 100}]
-    n = llm.prompt_tokens(messages)
+    n = run_sync(llm.prompt_tokens(messages))
     with pytest.raises(PromptTooLongError, match="over the model context of 4096"):
         run_sync(llm.chat(ChatRequest(messages=messages, max_new_tokens=4097 - n, tag="e1")))
     ok = run_sync(llm.chat(ChatRequest(messages=messages, max_new_tokens=4)))

@@ -231,17 +231,32 @@ class OpenAIBackend:
 
     # ---- what the server says about itself ------------------------------------------------------
     def _get_json(self, url: str) -> tuple[int, Any]:
+        """GET one of the server's descriptions (``/models``, ``/props``): a dropped connection or a 5xx/429 is
+        retried under the backend's ``RetryPolicy`` (``connect_retries`` times: a server that is not there is said
+        at once); the status and the JSON body (None when it is not JSON)."""
         import httpx
 
-        try:
-            r = self._http.get(url)
-        except httpx.HTTPError as e:
-            raise BackendUnavailableError(f"{self.where} is not reachable ({type(e).__name__}: {e}); is the server "
-                                          "up and the --base-url right?") from None
-        try:
-            return r.status_code, r.json()
-        except ValueError:
-            return r.status_code, None
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                r = self._http.get(url)
+            except httpx.HTTPError as e:
+                wait = self.retry.delay(attempt, started, retries=self.connect_retries)
+                if wait is None:
+                    raise BackendUnavailableError(f"{self.where} is not reachable ({type(e).__name__}: {e}); is the "
+                                                  "server up and the --base-url right?") from None
+            else:
+                wait = (self.retry.delay(attempt, started, asked_wait(r.headers.get("retry-after")),
+                                         retries=self.connect_retries) if r.status_code in RETRYABLE_STATUS else None)
+                if wait is None:
+                    try:
+                        return r.status_code, r.json()
+                    except ValueError:
+                        return r.status_code, None
+            self.retries += 1
+            time.sleep(wait)
+            attempt += 1
 
     def _discover(self) -> None:
         """Ask ``GET /models`` what the server serves: the model must be among them; its ``root`` and
