@@ -48,3 +48,10 @@ def serving(name: str, cmd: list[str], url: str, log: Path, timeout_s: float, en
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    """Every live test runs without the hub and without tokenizer threads (imported by each conftest)."""
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")

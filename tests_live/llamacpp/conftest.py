@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests_live/serve.py
-from serve import free_port, serving  # noqa: E402
+from serve import free_port, offline, serving  # noqa: E402, F401 (offline: an autouse fixture)
 
 CONTEXT = 768  # per slot: a TofuEval MeetingBank document does not fit, so documents must be cut to it
 SLOTS = 2
@@ -43,9 +43,3 @@ def llama_server(gguf, tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     with serving("llama.cpp", cmd, url, log, START_TIMEOUT_S, env=None):
         yield f"{url}/v1", name, log
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")

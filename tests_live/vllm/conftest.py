@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests_live/serve.py
-from serve import free_port, serving  # noqa: E402
+from serve import free_port, offline, serving  # noqa: E402, F401 (offline: an autouse fixture)
 
 SERVED_NAME = "tiny-llama3-hd32"
 MAX_MODEL_LEN = 4096
@@ -46,9 +46,3 @@ def vllm_server(model_dir, tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     with serving("vLLM", cmd, url, log, START_TIMEOUT_S, env=env):
         yield f"{url}/v1", SERVED_NAME, log
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
