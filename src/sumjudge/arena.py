@@ -39,8 +39,10 @@ class Cell:
 
 
 def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend: str, model: str,
-         base_url: str | None, level: str | None = None) -> list[tuple[Any, Path]]:
-    """(run config, folder) per cell; every judge of a dataset gets the same examples (same limit and seed)."""
+         base_url: str | None, level: str | None = None, settings_for=None) -> list[tuple[Any, Path]]:
+    """(run config, folder) per cell; every judge of a dataset gets the same examples (same limit and seed).
+    ``settings_for(method)`` gives settings every cell of that method starts from (a profile's answer caps and
+    truncation), under the cell's own."""
     from .data import registry
     from .judges import get_method
     from .runs import RunConfig
@@ -56,8 +58,9 @@ def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend:
                               f"judges: {', '.join(judges)}")
         if registry.get(c.dataset).kind != "faithfulness":
             raise ConfigError(f"arena: dataset {c.dataset} is not a binary faithfulness dataset")
+        settings = {**(settings_for(c.method) if settings_for else {}), **dict(c.settings)}
         rc = RunConfig(method=c.method, dataset=c.dataset, level=level, limit=limit, seed=seed, backend=backend,
-                       model=model, base_url=base_url, settings=dict(c.settings))
+                       model=model, base_url=base_url, settings=settings)
         digest = hashlib.sha256(json.dumps(rc.to_json(), sort_keys=True, default=str).encode()).hexdigest()[:8]
         jobs.append((rc, out / c.dataset / f"{c.method}-{digest}"))
     return jobs
@@ -122,13 +125,15 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, base_url: str | None = None,
               limit: int | None, seed: int = 0, level: str | None = None, llm=None, cache: str | Path | None = None,
-              backend_options: dict | None = None, progress: bool = True) -> dict[str, list[dict[str, Any]]]:
+              backend_options: dict | None = None, settings_for=None, progress: bool = True
+              ) -> dict[str, list[dict[str, Any]]]:
     """Run every cell on one engine (together), then write ``arena.csv``, ``predictions.csv`` and ``paired.csv``."""
     from .llm import make_llm
     from .runs import run_many
 
     out = Path(out)
-    jobs = plan(cells, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url, level=level)
+    jobs = plan(cells, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url, level=level,
+                settings_for=settings_for)
     if llm is None:
         llm = make_llm(backend, model, base_url=base_url, cache=cache, **(backend_options or {}))
     results = run_many([(rc, folder, llm) for rc, folder in jobs], progress=progress)
@@ -158,3 +163,49 @@ def parse_cells(methods: list[str], datasets: list[str]) -> list[Cell]:
             settings.append((key.strip(), value.strip()))
         cells += [Cell(name.strip(), ds, tuple(settings)) for ds in datasets]
     return cells
+
+
+def ranking(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Judges by mean BAcc over the datasets where it is defined (the LLM-AggreFact leaderboard's average), with
+    how many datasets that mean covers and the mean prompt + completion tokens per example."""
+    judges: dict[str, list[dict[str, Any]]] = {}
+    for row in table:
+        judges.setdefault(row["judge"], []).append(row)
+    out = []
+    for judge, rows in judges.items():
+        baccs = [r["bacc"] for r in rows if r["bacc"] is not None and r["bacc"] == r["bacc"]]
+        tokens = [r["prompt_tokens_per_example"] + r["completion_tokens_per_example"] for r in rows]
+        out.append({"judge": judge, "mean_bacc": sum(baccs) / len(baccs) if baccs else None,
+                    "datasets": len(baccs), "of_datasets": len(rows), "n": sum(r["n"] for r in rows),
+                    "tokens_per_example": sum(tokens) / len(tokens)})
+    return sorted(out, key=lambda r: (r["mean_bacc"] is None, -(r["mean_bacc"] or 0)))
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points (cost, accuracy) no other point beats: as cheap or cheaper and as accurate or more,
+    better in one; in order of cost."""
+    front = [i for i, (c, a) in enumerate(points)
+             if not any((c2 <= c and a2 >= a) and (c2 < c or a2 > a) for j, (c2, a2) in enumerate(points) if j != i)]
+    return sorted(front, key=lambda i: points[i][0])
+
+
+def pareto_figure(table: list[dict[str, Any]]):
+    """Tokens per example (log axis) against BAcc, one panel per dataset, the Pareto front drawn."""
+    import matplotlib.pyplot as plt
+
+    datasets = sorted({r["dataset"] for r in table})
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
+    for ax, ds in zip(axes[0], datasets):
+        rows = [r for r in table if r["dataset"] == ds and r["bacc"] is not None and r["bacc"] == r["bacc"]]
+        pts = [(max(1e-9, r["prompt_tokens_per_example"] + r["completion_tokens_per_example"]), r["bacc"])
+               for r in rows]
+        ax.scatter([c for c, _ in pts], [a for _, a in pts])
+        for (c, a), r in zip(pts, rows):
+            ax.annotate(r["judge"], (c, a), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        front = pareto_front(pts)
+        ax.plot([pts[i][0] for i in front], [pts[i][1] for i in front], "--", color="grey", label="Pareto front")
+        ax.set_xscale("log")
+        ax.set(title=ds, xlabel="tokens per example (prompt + completion)", ylabel="BAcc")
+        ax.legend(loc="lower right", fontsize=7)
+    fig.tight_layout()
+    return fig

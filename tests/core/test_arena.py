@@ -62,3 +62,18 @@ def test_paired_rows_compare_judges_on_their_shared_examples_only():
     with pytest.raises(ValueError, match="same examples"):
         paired_rows(preds[:-1])
     assert Cell("m", "d").judge == "m"
+
+
+def test_ranking_and_pareto_front():
+    from sumjudge.arena import pareto_front, ranking
+
+    # (cost, accuracy): 1 beats 3 (cheaper, more accurate); 0, 1, 2 are each best at their cost
+    assert pareto_front([(10, 0.6), (20, 0.7), (100, 0.9), (50, 0.65)]) == [0, 1, 2]
+    assert pareto_front([(5, 0.5), (5, 0.5)]) == [0, 1]  # ties dominate neither
+    row = {"prompt_tokens_per_example": 90.0, "completion_tokens_per_example": 10.0, "n": 4}
+    table = [{**row, "judge": "a", "dataset": "x", "bacc": 0.6}, {**row, "judge": "a", "dataset": "y", "bacc": None},
+             {**row, "judge": "b", "dataset": "x", "bacc": 0.8}, {**row, "judge": "b", "dataset": "y", "bacc": 0.7}]
+    got = ranking(table)
+    assert [(r["judge"], round(r["mean_bacc"], 3), r["datasets"], r["of_datasets"]) for r in got] == \
+        [("b", 0.75, 2, 2), ("a", 0.6, 1, 2)]
+    assert got[0]["tokens_per_example"] == 100.0 and got[0]["n"] == 8
