@@ -19,7 +19,7 @@ def read(path):
 def test_the_arena_command_writes_its_three_tables_and_resumes(tiny_model_dir, tmp_path, capsys):
     args = ["arena", "--methods", "zero-shot:max_new_tokens=8", "cot:max_new_tokens=8",
             "zero-shot:max_new_tokens=8;temperature=0.7;top_p=0.9",
-            "--datasets", "tofueval-meetingbank", "--level", "sentence", "--limit", "4", "--model", tiny_model_dir,
+            "--datasets", "tofueval-meetingbank", "--level", "sentence", "--limit", "3", "--model", tiny_model_dir,
             "--cache", tmp_path / "c.sqlite", "--out", tmp_path / "arena"]
     assert cli.main([str(a) for a in args]) == 0
     arena = read(tmp_path / "arena" / "arena.csv")
@@ -27,7 +27,7 @@ def test_the_arena_command_writes_its_three_tables_and_resumes(tiny_model_dir, t
     paired = read(tmp_path / "arena" / "paired.csv")
     assert [r["judge"] for r in arena] == ["zero-shot[max_new_tokens=8]", "cot[max_new_tokens=8]",
                                            "zero-shot[max_new_tokens=8,temperature=0.7,top_p=0.9]"]
-    assert all(r["n"] == "4" and float(r["prompt_tokens_per_example"]) > 0 for r in arena)
+    assert all(r["n"] == "3" and float(r["prompt_tokens_per_example"]) > 0 for r in arena)
     by_judge = {}
     for p in preds:
         by_judge.setdefault(p["judge"], set()).add(p["example"])
