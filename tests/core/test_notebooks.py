@@ -2,7 +2,10 @@
 with the ``ci`` profile (tiny local model), so no notebook can rot."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -52,16 +55,43 @@ def test_every_saved_table_has_a_reading_guide_beside_it(path: Path):
     assert missing == []
 
 
+# notebooks executed at once: each is mostly Python in one kernel (one torch thread), so two share 2 cores
+WORKERS = int(os.environ.get("SUMJUDGE_NOTEBOOK_WORKERS", "2"))
+EXECUTE = ("import sys; from pathlib import Path; from sumjudge import reproduce; "
+           "reproduce.execute(Path(sys.argv[1]), 'ci', Path(sys.argv[2]))")
+
+
+def _execute(path: Path, root: Path) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """One notebook under the ci profile in its own process and home (runs, cache, figures stay in ``root``)."""
+    home = root / "home"
+    env = {**os.environ, "SUMJUDGE_HOME": str(home), "SUMJUDGE_DATA_MIRROR": str(sources.mirror_dir()),
+           "SUMJUDGE_MODELS": str(project_root() / "data" / "models"), "OMP_NUM_THREADS": "1",
+           "TOKENIZERS_PARALLELISM": "false"}
+    res = subprocess.run([sys.executable, "-c", EXECUTE, str(path), str(root / "executed")], env=env,
+                         capture_output=True, text=True)
+    return res, root / "executed" / path.name, home
+
+
+@pytest.fixture(scope="module")
+def executions(request, tmp_path_factory):
+    """The selected notebooks' executions, started together on WORKERS processes when the first is needed; each
+    test waits for its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    selected = [item.callspec.params["path"] for item in request.session.items
+                if getattr(item, "originalname", None) == "test_runs_with_the_ci_profile"]
+    pool = ThreadPoolExecutor(max_workers=max(1, WORKERS))
+    futures = {p: pool.submit(_execute, p, tmp_path_factory.mktemp(p.stem)) for p in selected}
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.mark.slow
 @needs_mirror
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_runs_with_the_ci_profile(path: Path, tmp_path, monkeypatch):
-    mirror = sources.mirror_dir()
-    home = tmp_path / "home"
-    monkeypatch.setenv("SUMJUDGE_HOME", str(home))  # runs, cache, figures of this test stay in tmp
-    monkeypatch.setenv("SUMJUDGE_DATA_MIRROR", str(mirror))
-    monkeypatch.setenv("SUMJUDGE_MODELS", str(project_root() / "data" / "models"))
-    out = reproduce.execute(path, "ci", tmp_path / "executed")
+def test_runs_with_the_ci_profile(path: Path, executions):
+    res, out, home = executions[path].result()
+    assert res.returncode == 0, f"{path.name} failed under the ci profile:\n{res.stderr[-4000:]}"
     executed = nbformat.read(out, as_version=4)
     assert not [o for c in executed.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     figures = home / "figures" / path.stem

@@ -153,10 +153,10 @@ def test_out_naming_a_file_or_a_foreign_folder_or_a_corrupt_config_is_refused(tm
 def test_ctrl_c_prints_one_line_exits_130_and_the_run_resumes(tiny_model_dir, tmp_path):
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
     out, cache = tmp_path / "run", tmp_path / "c.sqlite"
-    # one example per micro-batch (prompts of 1,100-1,500 tokens), 24 of them: the first answer is logged
-    # well before the run's end, so the interrupt lands inside the run, not in its last instant
-    args = [str(a) for a in run_args(out, "--token-budget", "1600", model=tiny_model_dir, cache=cache, limit="24")]
-    args[args.index("max_new_tokens=8")] = "max_new_tokens=48"
+    # one example per micro-batch (prompts of 1,100-1,500 tokens), 12 of them: the first answer is logged
+    # seconds before the run's end, so the interrupt lands inside the run, not in its last instant
+    args = [str(a) for a in run_args(out, "--token-budget", "1600", model=tiny_model_dir, cache=cache, limit="12")]
+    args[args.index("max_new_tokens=8")] = "max_new_tokens=32"
     # SIGINT at its default in the child whatever an earlier test left ignored in this process (an ignored
     # disposition is inherited, and Python then installs no KeyboardInterrupt handler)
     proc = subprocess.Popen([sys.executable, "-m", "sumjudge.cli", *args], env=env, stdout=subprocess.PIPE,
