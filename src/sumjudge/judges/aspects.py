@@ -73,6 +73,10 @@ class Aspect:
         return next(k for k in FIELDS[self.dataset] if k in used)
 
 
+# G-Eval's SummEval consistency prompt over a binary faithfulness example's document and summary
+CONSISTENCY = Aspect(dataset="faithfulness", name="consistency", template="debate/g2_format_summeval_consistency",
+                     lo=1, hi=5)
+
 def aspect(dataset: str, name: str, overrides: dict[str, dict[str, str]] | None = None) -> Aspect:
     """The aspect ``name`` of ``dataset``: its template (a method's ``overrides`` first) and scale."""
     if dataset not in TEMPLATES:

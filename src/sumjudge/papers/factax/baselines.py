@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ...data.records import FaithExample
 from ...llm.engine import LLM
 from ...llm.parsing import complete_lines, star_rating, yes_no
-from ...judges.aspects import Aspect
+from ...judges.aspects import CONSISTENCY
 from ...judges.base import Judgement, MethodSpec, fit_prompt, register, request
 from ...judges.geval import GEvalConfig, geval_aspect
 
@@ -93,9 +93,6 @@ async def luo(example: FaithExample, llm: LLM, config: LuoConfig) -> Judgement:
 class GEvalConsistencyConfig(GEvalConfig):
     threshold: float = 4.0
 
-
-CONSISTENCY = Aspect(dataset="faithfulness", name="consistency", template="debate/g2_format_summeval_consistency",
-                     lo=1, hi=5)
 
 
 async def g_eval_consistency(example: FaithExample, llm: LLM, config: GEvalConsistencyConfig) -> Judgement:
