@@ -221,7 +221,8 @@ def server_stats(before: dict[str, float] | None, after: dict[str, float] | None
 
 def cost_summary(judgements: list[Judgement]) -> dict[str, float]:
     n = max(1, len(judgements))
-    tot = {k: sum(j.usage.get(k, 0) for j in judgements) for k in ("calls", "option_calls", "prompt_tokens", "completion_tokens")}
+    tot = {k: sum(j.usage.get(k, 0) for j in judgements) for k in ("calls", "option_calls", "prompt_tokens", "option_prompt_tokens",
+                                                                 "completion_tokens")}
     return {**{f"{k}_per_example": v / n for k, v in tot.items()}, **{f"{k}_total": v for k, v in tot.items()}}
 
 

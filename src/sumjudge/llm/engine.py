@@ -48,6 +48,7 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     option_calls: int = 0
+    option_prompt_tokens: int = 0  # prompts of option-scoring calls (they report no usage: counted by the tokenizer)
     parse_calls: int = 0  # chat_parsed calls: answers the method needed to read
     parsed_first_try: int = 0
     parsed_after_retries: int = 0
@@ -160,7 +161,11 @@ class Calls:
 
     async def score_options(self, messages, options, prefix: str = "", tag: str = "") -> OptionScores:
         req = OptionRequest(messages=messages, options=tuple(options), prefix=prefix, tag=tag)
-        return await self.engine._get("options", req, self)
+        res = await self.engine._get("options", req, self)
+        n = await self.prompt_tokens(messages)  # cached count; None where the backend has no tokenizer
+        if n:
+            self._count(option_prompt_tokens=n)
+        return res
 
     async def score_fallback(self, messages, options, prefix: str = "", tag: str = "") -> OptionScores:
         """Option scoring that stands in for an answer the method could not read (``fallback=option_scores``):
