@@ -125,12 +125,24 @@ async def fit_fields(llm: Calls, template: str, fields: dict[str, str], *, max_n
         raise PromptTooLongError(tag, n, max_new_tokens, ctx)
     if policy != "truncate":
         raise ConfigError(f"unknown truncation policy {policy!r} (error | truncate)")
-    words = fields[shrink].split()
-    kept = await fit_to_context(llm, lambda k: user(tmpl.render(**{**fields, shrink: " ".join(words[:k])})),
-                                len(words), max_new_tokens)
+    kept, cut = await fit_document(llm, lambda d: tmpl.render(**{**fields, shrink: d}), fields[shrink],
+                                   max_new_tokens=max_new_tokens, tag=tag)
+    return {**fields, shrink: kept}, {"truncated_words": cut}
+
+
+async def fit_document(llm: Calls, render: Callable[[str], str], document: str, *, max_new_tokens: int,
+                       tag: str = "") -> tuple[str, int]:
+    """The longest start of ``document`` (whole words) with which the prompt ``render(document)`` (one user
+    message) and ``max_new_tokens`` fit the model context, and how many words were cut (0: it fits whole). For a
+    judge's own prompts, written without a template file; PromptTooLongError when no start of it fits."""
+    if await llm.fits(user(render(document)), max_new_tokens):
+        return document, 0
+    words = document.split()
+    kept = await fit_to_context(llm, lambda k: user(render(" ".join(words[:k]))), len(words), max_new_tokens)
     if not kept:
-        raise PromptTooLongError(tag, n, max_new_tokens, ctx)
-    return {**fields, shrink: " ".join(words[:kept])}, {"truncated_words": len(words) - kept}
+        raise PromptTooLongError(tag, await llm.prompt_tokens(user(render(document))), max_new_tokens,
+                                 llm.context_length)
+    return " ".join(words[:kept]), len(words) - kept
 
 
 def user(text: str) -> list[dict[str, str]]:
