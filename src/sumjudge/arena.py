@@ -5,16 +5,26 @@ dataset compared by an exact McNemar test with Holm's correction.
 Every cell is an ordinary run (its own folder under ``out/<dataset>/``) and all of them are submitted together
 (``runs.run_many``): their requests share the engine's batches, a cell already in the cache costs no call, and an
 interrupted arena resumes. ``arena.csv`` has one row per judge x dataset, ``predictions.csv`` one row per example
-and judge (for re-analysis), ``paired.csv`` one row per pair of judges and dataset.
+and judge (for re-analysis), ``paired.csv`` one row per pair of judges and dataset, ``fidelity.csv`` one row per
+as-printed / as-run pair that ran.
 
-Only judges that give a binary label are compared here (score judges need a threshold chosen on held-out data).
+Score judges (``MethodSpec.scores``: G-Eval consistency, a debate adapted to faithfulness) grade consistency; their
+label is ``score >= t``, t chosen where BAcc is highest on a held-out set: examples of the same split that the
+arena's cells never judge (a seeded draw from the rest, ``RunConfig.held_out_of``), ``held_out`` of them. Their
+cells also report ROC-AUC over the judged examples (any judge whose judgements carry a score gets it).
+
 An unreadable label counts as a wrong one in the paired test (a judge that cannot answer pays for it) and is
 left out of BAcc (as in every paper table), where the unreadable share is reported beside it.
+
+As printed vs as run (``MethodSpec.as_printed``): where a paper's default follows the authors' code rather than
+the printed paper, the same judge with the printed reading is a cell of its own, and ``fidelity_rows`` gives the
+pair's paired test: what fidelity to the code changes.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -38,11 +48,19 @@ class Cell:
         return f"{self.method}[{extra}]" if extra else self.method
 
 
+def scores_judge(method: str) -> bool:
+    from .judges import get_method
+
+    return get_method(method).scores
+
+
 def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend: str, model: str,
-         base_url: str | None, level: str | None = None, settings_for=None) -> list[tuple[Any, Path]]:
+         base_url: str | None, level: str | None = None, settings_for=None, held_out: int | None = None
+         ) -> list[tuple[Any, Path]]:
     """(run config, folder) per cell; every judge of a dataset gets the same examples (same limit and seed).
     ``settings_for(method)`` gives settings every cell of that method starts from (a profile's answer caps and
-    truncation), under the cell's own."""
+    truncation), under the cell's own. A score judge's cell is followed by its held-out run (``held_out``
+    examples, default ``limit``, none of them judged by any cell)."""
     from .data import registry
     from .judges import get_method
     from .runs import RunConfig
@@ -61,24 +79,58 @@ def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend:
         settings = {**(settings_for(c.method) if settings_for else {}), **dict(c.settings)}
         rc = RunConfig(method=c.method, dataset=c.dataset, level=level, limit=limit, seed=seed, backend=backend,
                        model=model, base_url=base_url, settings=settings)
-        digest = hashlib.sha256(json.dumps(rc.to_json(), sort_keys=True, default=str).encode()).hexdigest()[:8]
-        jobs.append((rc, out / c.dataset / f"{c.method}-{digest}"))
+        variants = [rc]
+        if spec.scores:
+            if limit is None:
+                raise ConfigError(f"arena: {c.method} is a score judge: its threshold is chosen on held-out examples, "
+                                  "so give --limit below the dataset's size")
+            variants.append(dataclasses.replace(rc, limit=held_out or limit, held_out_of=limit))
+        for v in variants:
+            digest = hashlib.sha256(json.dumps(v.to_json(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+            jobs.append((v, out / c.dataset / f"{c.method}-{digest}"))
     return jobs
 
 
 def predictions(cell: Cell, folder: Path) -> list[dict[str, Any]]:
     rows = [json.loads(x) for x in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
     return [{"dataset": cell.dataset, "judge": cell.judge, "example": r["example"]["id"],
-             "gold": r["example"]["label"], "label": r["judgement"]["label"],
+             "gold": r["example"]["label"], "label": r["judgement"]["label"], "score": r["judgement"].get("score"),
              "source": r["judgement"].get("label_source", "")} for r in rows]
 
 
-def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *, seed: int) -> dict[str, Any]:
+def calibrate(preds: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> dict[str, Any]:
+    """A score judge's threshold from its held-out predictions (highest BAcc, ``metrics.best_threshold``), applied to
+    its judged ones: ``preds`` get ``label = int(score >= t)`` (None where the score is unreadable). With one class
+    or no readable score held out, no threshold can be chosen: the judge's own labels stay, and the record says so."""
+    from .metrics import best_threshold
+
+    readable = [(p["gold"], p["score"]) for p in held_out if p["score"] is not None]
+    best = best_threshold([g for g, _ in readable], [s for _, s in readable]) if readable else None
+    info = {"threshold": None, "held_out_n": len(held_out), "held_out_bacc": None,
+            "threshold_from": "held out: one class or no readable score; the judge's own threshold"}
+    if best is not None:
+        info.update(threshold=best[0], held_out_bacc=best[1],
+                    threshold_from=f"held out: {len(held_out)} examples of the same split, none judged here")
+        for p in preds:
+            p["label"] = None if p["score"] is None else int(p["score"] >= best[0])
+            p["source"] = f"score >= {best[0]:g}" if p["score"] is not None else p["source"]
+    return info
+
+
+def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *, seed: int,
+             calibration: dict[str, Any] | None = None) -> dict[str, Any]:
     """One judge on one dataset: BAcc with a 95% bootstrap CI (over the examples with a readable label), alpha,
-    the unreadable share, and what it cost per example."""
-    from .metrics import balanced_accuracy, bootstrap_ci
+    ROC-AUC where the judgements carry scores, the unreadable share, and what it cost per example (a score judge's
+    held-out run apart). ``calibration``: a score judge's threshold (``calibrate``): BAcc and alpha are then
+    those of the thresholded labels."""
+    from .metrics import balanced_accuracy, bootstrap_ci, krippendorff_alpha, roc_auc
 
     readable = [(p["gold"], p["label"]) for p in preds if p["label"] is not None]
+    scored = [(p["gold"], p["score"]) for p in preds if p.get("score") is not None]
+    metrics = dict(metrics)
+    if calibration and calibration["threshold"] is not None:
+        metrics["bacc"] = balanced_accuracy([g for g, _ in readable], [y for _, y in readable]) if readable else None
+        metrics["k_alpha"] = krippendorff_alpha([p["gold"] for p in preds], [p["label"] for p in preds])
     ci = (None, None)
     if len({g for g, _ in readable}) == 2 and len(readable) >= 4:
         ci = bootstrap_ci([[g for g, _ in readable], [p for _, p in readable]],
@@ -87,9 +139,12 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     cost = metrics["cost"]
     return {"dataset": cell.dataset, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),
             "bacc_ci_low": ci[0], "bacc_ci_high": ci[1], "k_alpha": metrics.get("k_alpha"),
+            "roc_auc": roc_auc([g for g, _ in scored], [v for _, v in scored]) if scored else None,
+            **{k: (calibration or {}).get(k) for k in ("threshold", "held_out_n", "threshold_from")},
             "unreadable_share": sum(p["label"] is None for p in preds) / n,
             "calls_per_example": cost["calls_per_example"], "option_calls_per_example": cost["option_calls_per_example"],
-            "prompt_tokens_per_example": cost["prompt_tokens_per_example"],
+            # chat prompts and option-scoring prompts (G-Eval's probabilities) alike
+            "prompt_tokens_per_example": cost["prompt_tokens_per_example"] + cost.get("option_prompt_tokens_per_example", 0),
             "completion_tokens_per_example": cost["completion_tokens_per_example"],
             "wall_s_per_example": metrics.get("wall_s", 0.0) / n}
 
@@ -113,6 +168,61 @@ def paired_rows(preds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def printed_twin(cell: Cell) -> tuple[str, Cell] | None:
+    """(what differs, the same judge as the paper prints it) when ``cell`` runs a method the authors' way where the
+    paper reads otherwise (``MethodSpec.as_printed``: its settings hold the as-run ones; its other settings are
+    kept); None otherwise."""
+    from .judges import get_method
+
+    s = dict(cell.settings)
+    for pair in get_method(cell.method).as_printed:
+        if all(s.get(k) == v for k, v in pair.as_run) and not all(s.get(k) == v for k, v in pair.as_printed):
+            return pair.what, Cell(cell.method, cell.dataset, tuple({**s, **dict(pair.as_printed)}.items()))
+    return None
+
+
+def fidelity_cells(datasets: list[str], methods: list[str]) -> list[Cell]:
+    """Both cells of every as-printed pair of ``methods`` on every dataset."""
+    from .judges import get_method
+
+    return [c for m in methods for pair in get_method(m).as_printed for ds in datasets
+            for c in (Cell(m, ds, pair.as_run), printed_twin(Cell(m, ds, pair.as_run))[1])]
+
+
+def fidelity_rows(cells: list[Cell], table: list[dict[str, Any]], paired: list[dict[str, Any]]
+                  ) -> list[dict[str, Any]]:
+    """Every cell whose printed twin (``printed_twin``) also ran: both BAcc values and the pair's paired test
+    (Holm over the dataset's pairs, as in ``paired.csv``)."""
+    bacc = {(r["dataset"], r["judge"]): r["bacc"] for r in table}
+    tests = {(r["dataset"], r["judge_a"], r["judge_b"]): r for r in paired}
+    rows = []
+    for c in cells:
+        twin = printed_twin(c)
+        if twin is None or twin[1] not in cells:
+            continue
+        a, b = c.judge, twin[1].judge
+        t = tests.get((c.dataset, a, b)) or tests.get((c.dataset, b, a))
+        run_right, printed_right = ((t["only_a_right"], t["only_b_right"]) if t["judge_a"] == a
+                                    else (t["only_b_right"], t["only_a_right"]))
+        rows.append({"what": twin[0], "dataset": c.dataset, "as_run": a, "as_printed": b, "n": t["n"],
+                     "bacc_as_run": bacc[(c.dataset, a)], "bacc_as_printed": bacc[(c.dataset, b)],
+                     "only_as_run_right": run_right, "only_as_printed_right": printed_right, "p": t["p"],
+                     "p_holm": t["p_holm"], "differ_at_0.05": t["differ_at_0.05"]})
+    return rows
+
+
+def paired_matrix(paired: list[dict[str, Any]], dataset: str):
+    """Holm-adjusted p-values of ``dataset``'s pairs as a symmetric judge x judge DataFrame (empty diagonal)."""
+    import pandas as pd
+
+    rows = [r for r in paired if r["dataset"] == dataset]
+    judges = sorted({r["judge_a"] for r in rows} | {r["judge_b"] for r in rows})
+    m = pd.DataFrame(float("nan"), index=judges, columns=judges)
+    for r in rows:
+        m.loc[r["judge_a"], r["judge_b"]] = m.loc[r["judge_b"], r["judge_a"]] = r["p_holm"]
+    return m
+
+
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as f:
@@ -125,28 +235,33 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, base_url: str | None = None,
               limit: int | None, seed: int = 0, level: str | None = None, llm=None, cache: str | Path | None = None,
-              backend_options: dict | None = None, settings_for=None, progress: bool = True
-              ) -> dict[str, list[dict[str, Any]]]:
-    """Run every cell on one engine (together), then write ``arena.csv``, ``predictions.csv`` and ``paired.csv``."""
+              backend_options: dict | None = None, settings_for=None, progress: bool = True,
+              held_out: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Run every cell on one engine (together; score judges' held-out runs with them), then write ``arena.csv``,
+    ``predictions.csv`` and ``paired.csv``."""
     from .llm import make_llm
     from .runs import run_many
 
     out = Path(out)
     jobs = plan(cells, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url, level=level,
-                settings_for=settings_for)
+                settings_for=settings_for, held_out=held_out)
     if llm is None:
         llm = make_llm(backend, model, base_url=base_url, cache=cache, **(backend_options or {}))
-    results = run_many([(rc, folder, llm) for rc, folder in jobs], progress=progress)
+    results = iter(zip(jobs, run_many([(rc, folder, llm) for rc, folder in jobs], progress=progress)))
     table, preds = [], []
-    for cell, (_, folder), metrics in zip(cells, jobs, results):
+    for cell in cells:
+        (_, folder), metrics = next(results)
         p = predictions(cell, folder)
+        calibration = calibrate(p, predictions(cell, next(results)[0][1])) if scores_judge(cell.method) else None
         preds += p
-        table.append(cell_row(cell, metrics, p, seed=seed))
+        table.append(cell_row(cell, metrics, p, seed=seed, calibration=calibration))
     paired = paired_rows(preds)
+    fidelity = fidelity_rows(cells, table, paired)
     write_csv(out / "arena.csv", table)
     write_csv(out / "predictions.csv", preds)
     write_csv(out / "paired.csv", paired)
-    return {"arena": table, "predictions": preds, "paired": paired}
+    write_csv(out / "fidelity.csv", fidelity)
+    return {"arena": table, "predictions": preds, "paired": paired, "fidelity": fidelity}
 
 
 def parse_cells(methods: list[str], datasets: list[str]) -> list[Cell]:
@@ -189,8 +304,9 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return sorted(front, key=lambda i: points[i][0])
 
 
-def pareto_figure(table: list[dict[str, Any]]):
-    """Tokens per example (log axis) against BAcc, one panel per dataset, the Pareto front drawn."""
+def pareto_figure(table: list[dict[str, Any]], highlight: tuple[str, ...] = ()):
+    """Tokens per example (log axis) against BAcc, one panel per dataset, the Pareto front drawn; judges whose name
+    starts with one of ``highlight`` in their own colour."""
     import matplotlib.pyplot as plt
 
     datasets = sorted({r["dataset"] for r in table})
@@ -199,9 +315,11 @@ def pareto_figure(table: list[dict[str, Any]]):
         rows = [r for r in table if r["dataset"] == ds and r["bacc"] is not None and r["bacc"] == r["bacc"]]
         pts = [(max(1e-9, r["prompt_tokens_per_example"] + r["completion_tokens_per_example"]), r["bacc"])
                for r in rows]
-        ax.scatter([c for c, _ in pts], [a for _, a in pts])
-        for (c, a), r in zip(pts, rows):
-            ax.annotate(r["judge"], (c, a), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        mine = [r["judge"].startswith(tuple(highlight)) if highlight else False for r in rows]
+        ax.scatter([c for c, _ in pts], [a for _, a in pts], c=["#c33" if m else "#36a" for m in mine])
+        for (c, a), r, m in zip(pts, rows, mine):
+            ax.annotate(r["judge"], (c, a), fontsize=7, xytext=(3, 3), textcoords="offset points",
+                        weight="bold" if m else "normal", color="#c33" if m else "black")
         front = pareto_front(pts)
         ax.plot([pts[i][0] for i in front], [pts[i][1] for i in front], "--", color="grey", label="Pareto front")
         ax.set_xscale("log")

@@ -85,19 +85,23 @@ def _cmd_run(a) -> int:
 
 
 def _cmd_arena(a) -> int:
-    from .arena import parse_cells, run_arena
+    from .arena import parse_cells, printed_twin, run_arena
     from .runs import clean_nan
 
     check_engine_flags(a)
     cells = parse_cells(a.methods, a.datasets)
+    if a.as_printed:  # each judge run the authors' way gets its printed twin (MethodSpec.as_printed)
+        twins = [t[1] for c in cells if (t := printed_twin(c)) is not None]
+        cells += [t for i, t in enumerate(twins) if t not in cells and t not in twins[:i]]
     res = run_arena(cells, a.out, backend=a.backend, model=a.model, base_url=a.base_url, limit=a.limit, seed=a.seed,
-                    level=a.level, cache=a.cache)
+                    level=a.level, cache=a.cache, held_out=a.held_out)
     for row in res["arena"]:
         print(json.dumps(clean_nan({k: row[k] for k in ("dataset", "judge", "n", "bacc", "bacc_ci_low", "bacc_ci_high",
-                                                        "unreadable_share", "prompt_tokens_per_example")})))
+                                                        "roc_auc", "threshold", "unreadable_share",
+                                                        "prompt_tokens_per_example")})))
     differ = [r for r in res["paired"] if r["differ_at_0.05"]]
     print(json.dumps({"out": str(a.out), "cells": len(res["arena"]), "pairs": len(res["paired"]),
-                      "pairs_differing_after_holm": len(differ)}))
+                      "pairs_differing_after_holm": len(differ), "fidelity_pairs": len(res["fidelity"])}))
     return 0
 
 
@@ -235,6 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     ar.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
     ar.add_argument("--model", help="as for run")
     ar.add_argument("--base-url", help="OpenAI-compatible server")
+    ar.add_argument("--held-out", type=int, help="held-out examples per dataset on which a score judge's threshold "
+                    "is chosen (default: --limit); never judged by any cell")
+    ar.add_argument("--as-printed", action="store_true", help="add, for each judge named that runs the authors' "
+                    "code's reading, the same judge as the paper prints it (MethodSpec.as_printed) and the pair's paired test")
     ar.add_argument("--seed", type=int, default=0)
     ar.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
     ar.add_argument("--out", required=True, type=Path, help="folder for the runs and the arena's tables")

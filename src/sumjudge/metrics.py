@@ -272,3 +272,27 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
+
+
+def roc_auc(y_true: Sequence[int], scores: Sequence[float]) -> float:
+    """Area under the ROC curve of ``scores`` (higher = label 1) against binary ``y_true``: the chance that a random
+    positive scores above a random negative, a tie counting one half (Mann-Whitney U over n1 x n0); nan with one
+    class only."""
+    pos = [s for y, s in zip(y_true, scores) if y == 1]
+    neg = [s for y, s in zip(y_true, scores) if y == 0]
+    if not pos or not neg:
+        return float("nan")
+    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+
+
+def best_threshold(y_true: Sequence[int], scores: Sequence[float]) -> tuple[float, float] | None:
+    """The threshold t of highest balanced accuracy when label = int(score >= t), over the scores seen (the lowest t
+    among ties), and that BAcc; None with one class only (no threshold can be chosen)."""
+    if len(set(y_true)) < 2:
+        return None
+    best: tuple[float, float] | None = None
+    for t in sorted(set(scores)):
+        b = balanced_accuracy(list(y_true), [int(s >= t) for s in scores])
+        if best is None or b > best[1]:
+            best = (t, b)
+    return best

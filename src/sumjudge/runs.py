@@ -43,13 +43,19 @@ class RunConfig:
     seed: int = 0
     settings: dict[str, Any] = field(default_factory=dict)
     max_concurrent_examples: int = 512
+    # held-out examples: draw the run's ``limit`` from the examples a run of ``held_out_of`` examples (same seed,
+    # split and level) does not judge; the arena chooses a score judge's threshold on them
+    held_out_of: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The record of the run; a base URL is kept without credentials (user:password, query)."""
+        """The record of the run; a base URL is kept without credentials (user:password, query). ``held_out_of``
+        appears only when set (the records of other runs stay as they were)."""
         from .llm.types import server_identity
 
         d = dataclasses.asdict(self)
         d["base_url"] = server_identity(self.base_url) or None
+        if d["held_out_of"] is None:
+            del d["held_out_of"]
         return d
 
 
@@ -267,7 +273,8 @@ def prepare(rc: RunConfig, out: str | Path) -> Run:
     needs = "faithfulness" if spec.kind == "ambiguity" else spec.kind
     if ds.kind != needs:
         raise ValueError(f"method {rc.method} judges {needs} data; dataset {rc.dataset} is {ds.kind}")
-    examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit, seed=rc.seed)
+    examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit, seed=rc.seed,
+                                  outside=rc.held_out_of)
     if spec.kind == "ambiguity" and any(getattr(e, "ambiguity", None) is None for e in examples):
         raise ValueError(f"method {rc.method} needs ambiguity annotations; dataset {rc.dataset} has none "
                          "(use meetingbank-ambiguity)")

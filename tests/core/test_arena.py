@@ -18,7 +18,7 @@ def read(path):
 @pytest.mark.slow
 def test_the_arena_command_writes_its_three_tables_and_resumes(tiny_model_dir, tmp_path, capsys):
     args = ["arena", "--methods", "zero-shot:max_new_tokens=8", "cot:max_new_tokens=8",
-            "zero-shot:max_new_tokens=8;temperature=0.7;top_p=0.9",
+            "g-eval-consistency:min_coverage=0", "--as-printed",
             "--datasets", "tofueval-meetingbank", "--level", "sentence", "--limit", "3", "--model", tiny_model_dir,
             "--cache", tmp_path / "c.sqlite", "--out", tmp_path / "arena"]
     assert cli.main([str(a) for a in args]) == 0
@@ -26,21 +26,32 @@ def test_the_arena_command_writes_its_three_tables_and_resumes(tiny_model_dir, t
     preds = read(tmp_path / "arena" / "predictions.csv")
     paired = read(tmp_path / "arena" / "paired.csv")
     assert [r["judge"] for r in arena] == ["zero-shot[max_new_tokens=8]", "cot[max_new_tokens=8]",
-                                           "zero-shot[max_new_tokens=8,temperature=0.7,top_p=0.9]"]
+                                           "g-eval-consistency[min_coverage=0]",
+                                           "zero-shot[max_new_tokens=8,prompts=printed]",
+                                           "cot[max_new_tokens=8,prompts=printed]"]
     assert all(r["n"] == "3" and float(r["prompt_tokens_per_example"]) > 0 for r in arena)
     by_judge = {}
     for p in preds:
         by_judge.setdefault(p["judge"], set()).add(p["example"])
-    assert len(by_judge) == 3 and len({frozenset(v) for v in by_judge.values()}) == 1  # the same examples
-    assert len(paired) == 3 and all(0 <= float(r["p_holm"]) <= 1 and float(r["p"]) <= float(r["p_holm"])
+    assert len(by_judge) == 5 and len({frozenset(v) for v in by_judge.values()}) == 1  # the same examples
+    assert len(paired) == 10 and all(0 <= float(r["p_holm"]) <= 1 and float(r["p"]) <= float(r["p_holm"])
                                     for r in paired)
+    geval = arena[2]  # a score judge: thresholded on 3 held-out examples no cell judged, ROC-AUC beside BAcc
+    assert geval["held_out_n"] == "3" and geval["roc_auc"] != "" and geval["threshold_from"].startswith("held out")
+    (held,) = [f.parent for f in (tmp_path / "arena").glob("*/*/config.json")
+               if json.loads(f.read_text())["run"].get("held_out_of") == 3]
+    held_ids = {json.loads(x)["example"]["id"] for x in (held / "results.jsonl").read_text().splitlines()}
+    assert len(held_ids) == 3 and not held_ids & by_judge["cot[max_new_tokens=8]"]
+    fid = read(tmp_path / "arena" / "fidelity.csv")
+    assert [(f["as_run"], f["as_printed"]) for f in fid] == [
+        ("zero-shot[max_new_tokens=8]", "zero-shot[max_new_tokens=8,prompts=printed]"),
+        ("cot[max_new_tokens=8]", "cot[max_new_tokens=8,prompts=printed]")]
     capsys.readouterr()
     assert cli.main([str(a) for a in args]) == 0  # resumed: every cell from the cache
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert summary["cells"] == 3
+    assert (summary["cells"], summary["fidelity_pairs"]) == (5, 2)
     metrics = [json.loads(p.read_text()) for p in (tmp_path / "arena").glob("*/*/metrics.json")]
-    assert len(metrics) == 3 and all(m["engine"]["backend_calls"] == 0 for m in metrics)
-
+    assert len(metrics) == 6 and all(m["engine"]["backend_calls"] == 0 for m in metrics)
 
 def test_method_settings_and_unknown_kinds():
     cells = parse_cells(["zero-shot", "madisse:sessions=3;rounds=2"], ["a", "b"])
@@ -77,3 +88,66 @@ def test_ranking_and_pareto_front():
     assert [(r["judge"], round(r["mean_bacc"], 3), r["datasets"], r["of_datasets"]) for r in got] == \
         [("b", 0.75, 2, 2), ("a", 0.6, 1, 2)]
     assert got[0]["tokens_per_example"] == 100.0 and got[0]["n"] == 8
+
+
+def test_a_score_judge_is_thresholded_on_held_out_examples_none_of_which_any_cell_judges(tmp_path):
+    from sumjudge.arena import calibrate, plan
+    from sumjudge.data import registry
+
+    cells = [Cell("zero-shot", "tofueval-meetingbank"), Cell("g-eval-consistency", "tofueval-meetingbank")]
+    jobs = plan(cells, tmp_path, limit=6, seed=3, backend="scripted", model="m", base_url=None, held_out=8)
+    assert [(rc.method, rc.limit, rc.held_out_of) for rc, _ in jobs] == [
+        ("zero-shot", 6, None), ("g-eval-consistency", 6, None), ("g-eval-consistency", 8, 6)]
+    assert len({folder for _, folder in jobs}) == 3 and "held_out_of" not in jobs[0][0].to_json()
+    judged = {e.id for e in registry.load("tofueval-meetingbank", limit=6, seed=3)}
+    held = registry.load("tofueval-meetingbank", limit=8, seed=3, outside=6)
+    assert len(held) == 8 and not judged & {e.id for e in held} and {e.label for e in held} == {0, 1}
+    with pytest.raises(Exception, match="give --limit"):
+        plan(cells, tmp_path, limit=None, seed=3, backend="scripted", model="m", base_url=None)
+
+    def p(ex, gold, score):
+        return {"dataset": "d", "judge": "g", "example": ex, "gold": gold, "label": None, "score": score,
+                "source": "parsed" if score is not None else "unparsed"}
+
+    held_preds = [p("h1", 1, 4.6), p("h2", 1, 4.1), p("h3", 0, 3.2), p("h4", 0, 4.1), p("h5", 0, None)]
+    judged_preds = [p("e1", 1, 4.2), p("e2", 0, 3.9), p("e3", 1, None)]
+    info = calibrate(judged_preds, held_preds)
+    # held out: t=3.2 -> 0.5, t=4.1 -> TPR 1, TNR 1/2 = 0.75, t=4.6 -> TPR 1/2, TNR 1 = 0.75: the lowest, 4.1
+    assert (info["threshold"], info["held_out_bacc"], info["held_out_n"]) == (4.1, 0.75, 5)
+    assert [x["label"] for x in judged_preds] == [1, 0, None]
+    one_class = [p("e1", 1, 4.2)]
+    assert calibrate(one_class, [p("h1", 1, 4.0)])["threshold"] is None and one_class[0]["label"] is None
+
+
+def test_cell_rows_of_a_score_judge_and_the_as_printed_pairs():
+    from sumjudge.arena import cell_row, fidelity_cells, fidelity_rows, paired_matrix, printed_twin
+
+    cost = {"calls_per_example": 1.0, "option_calls_per_example": 0.0, "prompt_tokens_per_example": 10.0,
+            "completion_tokens_per_example": 2.0}
+    preds = [{"dataset": "d", "judge": "g", "example": f"e{i}", "gold": g, "label": lab, "score": s}
+             for i, (g, lab, s) in enumerate([(1, 1, 5.0), (1, 0, 3.0), (0, 0, 2.0), (0, 1, 4.0)])]
+    row = cell_row(Cell("g-eval-consistency", "d"), {"bacc": 0.1, "k_alpha": 0.1, "cost": cost}, preds, seed=0,
+                   calibration={"threshold": 4.0, "held_out_n": 9, "threshold_from": "held out"})
+    # the thresholded labels (1,0,0,1) against gold (1,1,0,0): BAcc 0.5, not the run's own 0.1
+    assert row["bacc"] == 0.5 and row["roc_auc"] == 0.75 and (row["threshold"], row["held_out_n"]) == (4.0, 9)
+
+    cells = fidelity_cells(["d"], ["madisse"])
+    assert [c.judge for c in cells] == ["madisse", "madisse[prompts=printed]"]
+    what, twin = printed_twin(Cell("g-eval-consistency", "d", (("mode", "samples"), ("protocol", "repository"),
+                                                                 ("samples", "4"))))
+    assert twin.judge == "g-eval-consistency[mode=samples,protocol=paper,samples=4]" and "G-Eval" in what
+    assert printed_twin(Cell("g-eval-consistency", "d")) is None  # probabilities: neither protocol
+    assert printed_twin(Cell("zero-shot", "d", (("prompts", "printed"),))) is None  # already as printed
+    table = [{"dataset": "d", "judge": "madisse", "bacc": 0.7}, {"dataset": "d", "judge": "madisse[prompts=printed]",
+                                                                  "bacc": 0.6}, {"dataset": "d", "judge": "cot", "bacc": 0.5}]
+    paired = [{"dataset": "d", "judge_a": "madisse", "judge_b": "madisse[prompts=printed]", "n": 10,
+               "only_a_right": 3, "only_b_right": 1, "p": 0.625, "p_holm": 1.0, "differ_at_0.05": False},
+              {"dataset": "d", "judge_a": "cot", "judge_b": "madisse", "n": 10, "only_a_right": 0,
+               "only_b_right": 2, "p": 0.5, "p_holm": 1.0, "differ_at_0.05": False}]
+    (f,) = fidelity_rows(cells + [Cell("cot", "d")], table, paired)
+    assert (f["as_run"], f["as_printed"], f["bacc_as_run"], f["bacc_as_printed"]) == (
+        "madisse", "madisse[prompts=printed]", 0.7, 0.6)
+    assert (f["only_as_run_right"], f["only_as_printed_right"], f["p"]) == (3, 1, 0.625)
+    m = paired_matrix(paired, "d")
+    assert list(m.index) == ["cot", "madisse", "madisse[prompts=printed]"]
+    assert m.loc["madisse", "cot"] == m.loc["cot", "madisse"] == 1.0 and m.isna().loc["cot", "cot"]

@@ -174,3 +174,16 @@ def test_holm_against_hand_worked_values():
     assert holm([0.03, 0.5, 0.01, 0.02]) == pytest.approx([0.06, 0.5, 0.04, 0.06])
     assert holm([0.4, 0.6]) == pytest.approx([0.8, 0.8]) and holm([]) == []
     assert holm([0.9, 0.8]) == pytest.approx([1.0, 1.0])  # capped at 1
+
+
+def test_roc_auc_and_the_best_threshold_against_hand_worked_values():
+    from sumjudge.metrics import best_threshold, roc_auc
+
+    # positives score 4, 3; negatives 3, 1: pairs (4,3) (4,1) (3,1) won, (3,3) a tie -> 3.5 / 4
+    assert roc_auc([1, 1, 0, 0], [4, 3, 3, 1]) == 0.875
+    assert roc_auc([0, 1], [2, 1]) == 0.0 and roc_auc([1, 1], [1, 2]) != roc_auc([1, 1], [1, 2])  # one class: nan
+    # t=1: all faithful, BAcc 0.5; t=3: [1,1,1,0], 0.75; t=4: [1,0,0,0], 0.75: the lowest of the tie
+    assert best_threshold([1, 1, 0, 0], [4, 3, 3, 1]) == (3, 0.75)
+    # t=4: [1,0,1,1], 0.75; t=4.5: [1,0,0,1], 0.5; t=5: [1,0,0,0], 0.75
+    assert best_threshold([1, 0, 1, 0], [5, 2, 4, 4.5]) == (4, 0.75)
+    assert best_threshold([1, 1], [1, 2]) is None

@@ -278,7 +278,10 @@ def stratum_quotas(sizes: dict, limit: int) -> dict:
 
 
 def load(name: str, *, split: str | None = None, level: str | None = None, limit: int | None = None,
-         seed: int = 0) -> list[Example]:
+         seed: int = 0, outside: int | None = None) -> list[Example]:
+    """The examples of dataset ``name``: ``limit`` of them (a seeded subset, see ``subset``) or all. ``outside``:
+    only from the examples a load with ``limit=outside`` (same seed) leaves out, a held-out set disjoint from
+    it (ConfigError when there are none)."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ConfigError(f"--limit {limit!r}: expected a whole number >= 1 (leave it out for every example)")
     spec = get(name)
@@ -290,6 +293,12 @@ def load(name: str, *, split: str | None = None, level: str | None = None, limit
         raise ValueError(f"dataset {name} has splits {spec.splits}, not {split!r}")
     examples = spec.loader(split=split, level=level)
     check_examples(name, examples)
+    if outside is not None:
+        judged = {e.id for e in subset(examples, outside, seed)}
+        examples = [e for e in examples if e.id not in judged]
+        if not examples:
+            raise ConfigError(f"dataset {name} ({split}, {level}): no examples are left out of a subset of {outside}; "
+                              "a held-out set needs --limit below the dataset's size")
     return subset(examples, limit, seed)
 
 

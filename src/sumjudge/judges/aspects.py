@@ -37,7 +37,7 @@ FIELDS: dict[str, dict[str, str]] = {
     "meeting-errors": {"transcript": "transcript", "summary": "summary"},  # MESA's G-Eval-4 (mesa_geval)
     "faithfulness": {"document": "document", "summary": "summary"},  # FacTax's G-Eval baseline
 }
-KIND: dict[str, str] = {"summeval": "summary", "topical-chat": "dialogue"}  # what the Tie-breaker is told it reads
+KIND: dict[str, str] = {"summeval": "summary", "topical-chat": "dialogue", "faithfulness": "summary"}  # what the Tie-breaker is told it reads
 # DEBATE and MultiAgent score SummEval fluency on 1-5 (DEBATE Table 2, Appendix H.1); G-Eval keeps its 1-3 prompt
 DEBATE_TEMPLATES: dict[str, dict[str, str]] = {"summeval": {"fluency": "debate/g2_format_summeval_fluency_1to5"}}
 
@@ -76,6 +76,14 @@ class Aspect:
 # G-Eval's SummEval consistency prompt over a binary faithfulness example's document and summary
 CONSISTENCY = Aspect(dataset="faithfulness", name="consistency", template="debate/g2_format_summeval_consistency",
                      lo=1, hi=5)
+
+def thresholded(example_id: str, score: float | None, threshold: float, details: dict[str, Any]) -> Judgement:
+    """A binary faithfulness judgement from a graded consistency score: faithful (1) when ``score >= threshold``;
+    an unreadable score gives no label (counted, never guessed). The score stays in the judgement."""
+    label = None if score is None else int(score >= threshold)
+    return Judgement(example_id=example_id, label=label, score=score, parsed=label is not None,
+                     label_source="parsed" if label is not None else "unparsed", details=details)
+
 
 def aspect(dataset: str, name: str, overrides: dict[str, dict[str, str]] | None = None) -> Aspect:
     """The aspect ``name`` of ``dataset``: its template (a method's ``overrides`` first) and scale."""

@@ -41,6 +41,15 @@ JudgeFn = Callable[[Any, LLM, Any], Awaitable[Judgement]]
 
 
 @dataclass(frozen=True)
+class AsPrinted:
+    """A method whose default follows the authors' code where the printed paper differs: the settings of each
+    reading, so that both can run on the same examples (the arena's as-printed vs as-run pairs)."""
+    what: str  # what differs, in words
+    as_run: tuple[tuple[str, str], ...]  # the settings of the code's reading (() when it is the default)
+    as_printed: tuple[tuple[str, str], ...]  # the settings of the paper's
+
+
+@dataclass(frozen=True)
 class MethodSpec:
     name: str
     paper: str
@@ -54,6 +63,10 @@ class MethodSpec:
     metrics: Callable[[list, list], dict[str, Any]] | None = None
     # parse events' roles for the parse-rate report: a regex over an event's tag whose group 1 names the role
     roles: str | None = None
+    # a faithfulness judge whose label thresholds a graded score (Judgement.score, higher = more faithful): the
+    # arena chooses its threshold on held-out examples and reports ROC-AUC beside BAcc
+    scores: bool = False
+    as_printed: tuple[AsPrinted, ...] = ()  # readings of the printed paper beside the code's (default) one
 
 
 METHODS: dict[str, MethodSpec] = {}

@@ -18,7 +18,7 @@ from ..data.records import FaithExample
 from ..llm.engine import LLM
 from ..llm.parsing import binary_label, tag_bodies
 from ..prompts import variant
-from .base import GREEDY_WARNING, Judgement, MethodSpec, derive_seed, fit_prompt, register, request
+from .base import GREEDY_WARNING, AsPrinted, Judgement, MethodSpec, derive_seed, fit_prompt, register, request
 
 
 @dataclass
@@ -82,7 +82,9 @@ async def zero_shot(example: FaithExample, llm: LLM, config: ZeroShotConfig) -> 
 
 
 register(MethodSpec(name="zero-shot", paper="madisse", kind="faithfulness", config_cls=ZeroShotConfig,
-                    judge=zero_shot, description="Zero-shot single LLM, MADISSE Table 26 prompt"))
+                    judge=zero_shot, description="Zero-shot single LLM, MADISSE Table 26 prompt",
+                    as_printed=(AsPrinted("the authors' prompts.py vs MADISSE's printed Table 26", (),
+                                          (("prompts", "printed"),)),)))
 
 
 @dataclass
@@ -91,7 +93,9 @@ class CoTConfig(ZeroShotConfig):
 
 
 register(MethodSpec(name="cot", paper="madisse", kind="faithfulness", config_cls=CoTConfig, judge=zero_shot,
-                    description="Zero-shot chain of thought, MADISSE Table 27 prompt"))
+                    description="Zero-shot chain of thought, MADISSE Table 27 prompt",
+                    as_printed=(AsPrinted("the authors' prompts.py vs MADISSE's printed Table 27", (),
+                                          (("prompts", "printed"),)),)))
 
 
 @dataclass

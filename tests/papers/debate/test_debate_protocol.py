@@ -307,3 +307,23 @@ def test_table2_compares_only_like_scales():
     assert all(r["paper"] is None and "not compared" in r["note"] for r in rows)
     rows = [r for r in distribution_rows(metrics(1, 5), "summeval") if r["who"] == "DEBATE"]
     assert [r["paper"] for r in rows] == [7.71, 2.32, 0.51, 1.23, 88.22] and all(r["note"] is None for r in rows)
+
+
+def test_debate_adapted_to_binary_faithfulness_debates_consistency_and_thresholds_the_final_score():
+    from sumjudge.data.records import FaithExample
+
+    doc, summary = "The council voted 5 to 2 on Monday.", "The council voted on Tuesday."
+    ex = FaithExample(id="t1", dataset="tofueval-meetingbank", document=doc, summary=summary, label=0)
+    be = ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(is_("critic"), "Too generous.")
+    llm = LLM(be, cache=NullCache())
+    spec = get_method("debate-consistency")
+    assert spec.kind == "faithfulness" and spec.scores
+    j = run_sync(spec.judge(ex, llm, make_config(spec.config_cls, {"iterations": 2})))
+    d = j.details["aspects"]["consistency"]
+    # Scorer 2, Critic, Scorer 3, Critic, Scorer 4: the final score 4 reaches the default threshold 4
+    assert [role(r) for r in be.requests] == ["scorer", "critic", "scorer", "critic", "scorer"]
+    assert (j.score, j.label, d["stopped"]) == (4.0, 1, "cap")
+    assert summary in be.requests[0].messages[1]["content"] and doc in be.requests[0].messages[1]["content"]
+    j2 = run_sync(spec.judge(ex, LLM(ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(
+        is_("critic"), "Too generous."), cache=NullCache()), make_config(spec.config_cls, {"iterations": 1})))
+    assert (j2.score, j2.label) == (3.0, 0)  # below the threshold: unfaithful

@@ -42,14 +42,14 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...data.records import RatedExample
+from ...data.records import FaithExample, RatedExample
 from ...llm import ConfigError
 from ...llm.engine import LLM
 from ...llm.parsing import complete_lines, scale_score
 from ...llm.types import ChatRequest
 from ...prompts import load as load_template
-from ...judges.aspects import DEBATE_TEMPLATES, KIND, Aspect, score_aspects
-from ...judges.base import MethodSpec, fit_fields, register
+from ...judges.aspects import CONSISTENCY, DEBATE_TEMPLATES, KIND, Aspect, score_aspects, thresholded
+from ...judges.base import AsPrinted, MethodSpec, fit_fields, register
 from ...llm.fitting import fit_to_context
 from .metrics import debate_metrics
 
@@ -61,6 +61,7 @@ CRITICS: dict[str, dict[str, str]] = {
     "plain": {"original": "debate/g1_critic_plain"},
 }
 TIE_BREAKER = {"summary": "debate/g1_tie_breaker", "dialogue": "debate/g1_tie_breaker_dialogue"}
+Debated = RatedExample | FaithExample  # an aspect reads its fields from either (judges.aspects.FIELDS)
 NO_ISSUE = re.compile(r"\bNO[ _]ISSUES?\b")
 
 
@@ -133,7 +134,7 @@ def history_reserve(llm: LLM, config: DebateConfig) -> int:
 class Commander:
     """Holds P and the debate log; renders what each agent sees."""
 
-    def __init__(self, llm: LLM, example: RatedExample, a: Aspect, config: DebateConfig, fields: dict[str, str],
+    def __init__(self, llm: LLM, example: Debated, a: Aspect, config: DebateConfig, fields: dict[str, str],
                  truncated_words: int = 0):
         self.llm, self.a, self.config = llm, a, config
         self.tag = f"{example.id}/{a.name}"
@@ -149,7 +150,7 @@ class Commander:
         self.dropped = 0
 
     @classmethod
-    async def create(cls, llm: LLM, example: RatedExample, a: Aspect, config: DebateConfig) -> "Commander":
+    async def create(cls, llm: LLM, example: Debated, a: Aspect, config: DebateConfig) -> "Commander":
         """P for ``example`` and aspect ``a``, the document cut (``truncate``) to leave room for the debate."""
         fields, fit = await fit_fields(llm, a.template, a.fields(example),
                                        max_new_tokens=config.max_new_tokens + history_reserve(llm, config),
@@ -237,7 +238,7 @@ async def score_turn(cmd: Commander, messages, role: str, iteration: int) -> Deb
                       reminded=res.attempts > 1)
 
 
-async def debate_aspect(example: RatedExample, a: Aspect, llm: LLM, config: DebateConfig) -> tuple[float | None, dict]:
+async def debate_aspect(example: Debated, a: Aspect, llm: LLM, config: DebateConfig) -> tuple[float | None, dict]:
     cmd = await Commander.create(llm, example, a, config)
     out = AspectDebate(aspect=a.name, scale=(a.lo, a.hi), critic=f"{config.critic}/{config.prompt_type}",
                        truncated_words=cmd.truncated_words)
@@ -287,3 +288,24 @@ class MultiAgentConfig(DebateConfig):
 register(MethodSpec(name="multiagent", paper="debate", kind="rated", config_cls=MultiAgentConfig, judge=debate,
                     metrics=debate_metrics,
                     description="MultiAgent baseline: DEBATE's protocol with the Plain Critic (G.1)"))
+
+
+@dataclass
+class DebateConsistencyConfig(DebateConfig):
+    threshold: float = 4.0  # faithful when the final score >= threshold (the arena chooses its own, held out)
+
+
+async def debate_consistency(example: FaithExample, llm: LLM, config: DebateConsistencyConfig):
+    """DEBATE on a binary faithfulness example: the debate of Algorithm 1 over G-Eval's SummEval consistency task
+    (the document and summary of the example), its final 1-5 score thresholded. Not in the paper, which rates
+    SummEval and Topical-Chat only: the adaptation the judge arena compares with the other papers' judges."""
+    config.critic_template()
+    score, info = await debate_aspect(example, CONSISTENCY, llm, config)
+    return thresholded(example.id, score, config.threshold, {"aspects": {"consistency": info}})
+
+
+register(MethodSpec(name="debate-consistency", paper="debate", kind="faithfulness", config_cls=DebateConsistencyConfig,
+                    judge=debate_consistency, scores=True,
+                    as_printed=(AsPrinted("the Critic told to say NO_ISSUES (G.1, as the paper's transcripts end) vs "
+                                          "the Section 2 text as printed", (), (("critic_stop", "paper"),)),),
+                    description="DEBATE adapted to binary faithfulness: consistency debated 1-5, thresholded"))

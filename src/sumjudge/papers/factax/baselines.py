@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from ...data.records import FaithExample
 from ...llm.engine import LLM
 from ...llm.parsing import complete_lines, star_rating, yes_no
-from ...judges.aspects import CONSISTENCY
-from ...judges.base import Judgement, MethodSpec, fit_prompt, register, request
+from ...judges.aspects import CONSISTENCY, thresholded
+from ...judges.base import AsPrinted, Judgement, MethodSpec, fit_prompt, register, request
 from ...judges.geval import GEvalConfig, geval_aspect
 
 
@@ -97,9 +97,7 @@ class GEvalConsistencyConfig(GEvalConfig):
 
 async def g_eval_consistency(example: FaithExample, llm: LLM, config: GEvalConsistencyConfig) -> Judgement:
     score, info = await geval_aspect(example, CONSISTENCY, llm, config)
-    label = None if score is None else int(score >= config.threshold)
-    return Judgement(example_id=example.id, label=label, score=score, parsed=label is not None,
-                     label_source="parsed" if label is not None else "unparsed", details=info)
+    return thresholded(example.id, score, config.threshold, info)
 
 
 register(MethodSpec(name="chatgpt-zs", paper="factax", kind="faithfulness", config_cls=LuoConfig, judge=luo,
@@ -109,4 +107,9 @@ register(MethodSpec(name="chatgpt-cot", paper="factax", kind="faithfulness", con
 register(MethodSpec(name="star", paper="factax", kind="faithfulness", config_cls=StarConfig, judge=star,
                     description="ChatGPT-Star baseline: 1-5 consistency stars, thresholded (FacTax Table 2)"))
 register(MethodSpec(name="g-eval-consistency", paper="factax", kind="faithfulness", config_cls=GEvalConsistencyConfig,
-                    judge=g_eval_consistency, description="G-Eval consistency on binary faithfulness data, thresholded"))
+                    judge=g_eval_consistency, scores=True,
+                    as_printed=(AsPrinted("G-Eval's released code (temperature 2, the prompt as system message, 20 "
+                                          "samples) vs the G-Eval paper's sampling",
+                                          (("mode", "samples"), ("protocol", "repository")),
+                                          (("mode", "samples"), ("protocol", "paper"))),),
+                    description="G-Eval consistency on binary faithfulness data, thresholded"))

@@ -49,7 +49,7 @@ from ...llm.engine import LLM
 from ...llm.parsing import ParseError, xml_tag
 from ...prompts import load as load_template
 from ...prompts import variant
-from ...judges.base import GREEDY_WARNING, Judgement, MethodSpec, derive_seed, fit_fields, register, request, user
+from ...judges.base import GREEDY_WARNING, AsPrinted, Judgement, MethodSpec, derive_seed, fit_fields, register, request, user
 from ...llm.fitting import fit_to_context
 from ...judges.baselines import label_with_fallback
 
@@ -484,5 +484,7 @@ def agent_role(tag: str) -> str | None:
 
 register(MethodSpec(name="madisse", paper="madisse", kind="faithfulness", config_cls=MadisseConfig, judge=madisse,
                     roles=agent_role,
+                    as_printed=(AsPrinted("the authors' prompts.py vs the paper's printed Tables 28-30", (),
+                                          (("prompts", "printed"),)),),
                     description="MADISSE: stance-initialised multi-agent debate with adjudicators (init=none: "
                                 "without initialization; sessions=m: simultaneous debates, agents/debates vote)"))
