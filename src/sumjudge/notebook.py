@@ -77,11 +77,19 @@ class Session:
         return project_root() / "build" / "runs" / self.notebook / f"{self.prof.name}-{slug(self.prof.model)}"
 
     def method_settings(self, method: str | None = None, **extra: Any) -> dict[str, Any]:
-        """The profile's generation policy as method settings (every method config has these fields), then the
-        profile's settings for ``method``, then ``extra``."""
+        """The profile's generation policy as method settings (those of its fields the method's config has: every
+        paper's config has all three, a judge of your own may have none), then the profile's settings for
+        ``method``, then ``extra``."""
+        from dataclasses import fields
+
+        from .judges import get_method
+
         p = self.prof
-        return {"max_new_tokens": p.max_new_tokens, "truncate": p.truncate, "fallback": p.label_fallback,
-                **p.method_settings.get(method or "", {}), **extra}
+        policy = {"max_new_tokens": p.max_new_tokens, "truncate": p.truncate, "fallback": p.label_fallback}
+        if method:
+            has = {f.name for f in fields(get_method(method).config_cls)}
+            policy = {k: v for k, v in policy.items() if k in has}
+        return {**policy, **p.method_settings.get(method or "", {}), **extra}
 
     def plan(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
              split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None):
