@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = project_root() / "build" / "notebooks" / a.profile
     t_all = time.time()
     failed = []
-    profile_rows = []
+    profile_rows, walls = [], []
     for nb in notebooks(a.notebooks):
         t0 = time.time()
         try:
@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(nb.name)
             status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
         print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
+        walls.append({"notebook": nb.stem, "wall_s": round(time.time() - t0, 1), "status": status})
         profile_rows += notebook_time_profile(nb.stem, time.time() - t0, since=t0)
     from .parse_report import write_parse_rates
     from .paths import figures_dir
@@ -110,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     table = write_parse_rates(project_root() / "build" / "runs", a.profile, figures_dir())
     if table:
         print(f"parse rates per method: {table.with_suffix('.md')}")
+    from . import profiles
+    from .results_page import write_results_page
+
+    page = write_results_page(a.profile, notebooks(a.notebooks), walls, figures_dir(),
+                              model=a.model or profiles.load(a.profile).model)
+    print(f"results page: {page}")
     print(f"profile {a.profile}: {len(notebooks(a.notebooks)) - len(failed)} notebooks ok, {len(failed)} failed; "
           f"wall time {time.time() - t_all:.1f}s; executed copies in {out_dir}; tables and figures in figures/")
     return 1 if failed else 0

@@ -1,0 +1,34 @@
+"""The results page make reproduce writes: one page per notebook with its own saved tables and figures, an index
+with the provenance."""
+
+import hashlib
+import json
+
+from sumjudge import reproduce
+from sumjudge.results_page import weights_sha256, write_results_page
+
+
+def test_the_page_holds_each_notebooks_tables_and_figures_and_the_index_its_provenance(tmp_path):
+    figures = tmp_path / "figures"
+    nb = reproduce.notebooks("50")[0]
+    (figures / nb.stem).mkdir(parents=True)
+    (figures / nb.stem / "arena.md").write_text("| judge | bacc |\n|---|---|\n| zero-shot | 0.55 |\n")
+    (figures / nb.stem / "arena.csv").write_text("judge,bacc\nzero-shot,0.55\n")
+    (figures / nb.stem / "pareto.png").write_bytes(b"\x89PNG fake")
+    (figures / "parse_rates_smoke.md").write_text("# Parse rates\n\n| method | first try |\n|---|---|\n| cot | 0.9 |\n")
+    walls = [{"notebook": nb.stem, "wall_s": 61.2, "status": "ok"}]
+    index = write_results_page("smoke", [nb], walls, figures)
+    text = index.read_text()
+    assert f"[{nb.stem}]({nb.stem}.md) | 61 | ok |" in text and "| cot | 0.9 |" in text and "- commit: `" in text
+    page = (index.parent / f"{nb.stem}.md").read_text()
+    assert page.startswith("# 50 · Judge arena") and "| zero-shot | 0.55 |" in page
+    assert f"![pareto]({nb.stem}/pareto.png)" in page and (index.parent / nb.stem / "pareto.png").exists()
+    assert page.index("## arena") < page.index("## pareto")  # in the order the notebook saved them
+    prov = json.loads((index.parent / "provenance.json").read_text())
+    assert prov["profile"] == "smoke" and prov["notebooks"] == walls and prov["machine"]["cores"] >= 1
+
+
+def test_weights_are_named_by_their_sha256(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    (tmp_path / "config.json").write_text("{}")
+    assert weights_sha256(tmp_path) == {"model.safetensors": hashlib.sha256(b"weights").hexdigest()}
