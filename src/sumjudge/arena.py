@@ -119,11 +119,12 @@ def calibrate(preds: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> di
 
 def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *, seed: int,
              calibration: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One judge on one dataset: BAcc with a 95% bootstrap CI (over the examples with a readable label), alpha,
+    """One judge on one dataset: BAcc with a 95% bootstrap CI (over the examples with a readable label, resampled
+    within each gold class), alpha,
     ROC-AUC where the judgements carry scores, the unreadable share, and what it cost per example (a score judge's
     held-out run apart). ``calibration``: a score judge's threshold (``calibrate``): BAcc and alpha are then
     those of the thresholded labels."""
-    from .metrics import balanced_accuracy, bootstrap_ci, krippendorff_alpha, roc_auc
+    from .metrics import balanced_accuracy, balanced_accuracy_ci, krippendorff_alpha, roc_auc
 
     readable = [(p["gold"], p["label"]) for p in preds if p["label"] is not None]
     scored = [(p["gold"], p["score"]) for p in preds if p.get("score") is not None]
@@ -133,8 +134,7 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
         metrics["k_alpha"] = krippendorff_alpha([p["gold"] for p in preds], [p["label"] for p in preds])
     ci = (None, None)
     if len({g for g, _ in readable}) == 2 and len(readable) >= 4:
-        ci = bootstrap_ci([[g for g, _ in readable], [p for _, p in readable]],
-                          lambda y, p: balanced_accuracy(list(y), list(p)), n_resamples=1000, seed=seed)
+        ci = balanced_accuracy_ci([g for g, _ in readable], [y for _, y in readable], seed=seed)
     n = max(1, len(preds))
     cost = metrics["cost"]
     return {"dataset": cell.dataset, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),

@@ -296,3 +296,19 @@ def best_threshold(y_true: Sequence[int], scores: Sequence[float]) -> tuple[floa
         if best is None or b > best[1]:
             best = (t, b)
     return best
+
+
+def balanced_accuracy_ci(y_true: Sequence[int], y_pred: Sequence[int], n_resamples: int = 1000,
+                         confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of balanced accuracy, resampling within each gold class (stratified: every resample
+    keeps both classes, so no resample leaves BAcc undefined, as an unstratified one can on a few examples)."""
+    y, p = np.asarray(y_true), np.asarray(y_pred)
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    if not len(pos) or not len(neg):
+        return float("nan"), float("nan")
+    tpr = (p[pos][rng.integers(0, len(pos), (n_resamples, len(pos)))] == 1).mean(axis=1)
+    tnr = (p[neg][rng.integers(0, len(neg), (n_resamples, len(neg)))] == 0).mean(axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile((tpr + tnr) / 2, [alpha, 1 - alpha])
+    return float(low), float(high)

@@ -187,3 +187,16 @@ def test_roc_auc_and_the_best_threshold_against_hand_worked_values():
     # t=4: [1,0,1,1], 0.75; t=4.5: [1,0,0,1], 0.5; t=5: [1,0,0,0], 0.75
     assert best_threshold([1, 0, 1, 0], [5, 2, 4, 4.5]) == (4, 0.75)
     assert best_threshold([1, 1], [1, 2]) is None
+
+
+def test_balanced_accuracy_ci_resamples_within_each_class():
+    from sumjudge.metrics import balanced_accuracy, balanced_accuracy_ci
+
+    assert balanced_accuracy_ci([1, 1, 0, 0], [1, 1, 0, 0]) == (1.0, 1.0)
+    assert balanced_accuracy_ci([1, 1, 0, 0, 0], [1, 1, 1, 1, 1]) == (0.5, 0.5)  # defined in every resample
+    y, p = [1] * 10 + [0] * 10, [1] * 7 + [0] * 3 + [0] * 6 + [1] * 4
+    low, high = balanced_accuracy_ci(y, p, seed=1)
+    assert 0.3 < low < balanced_accuracy(y, p) == 0.65 < high < 0.95
+    assert balanced_accuracy_ci(y, p, seed=1) == (low, high)  # seeded
+    lo1, hi1 = balanced_accuracy_ci([1, 1, 1], [1, 0, 1])
+    assert lo1 != lo1 and hi1 != hi1  # one class: nan
