@@ -120,14 +120,14 @@ def calibrate(preds: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> di
 def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *, seed: int,
              calibration: dict[str, Any] | None = None) -> dict[str, Any]:
     """One judge on one dataset: BAcc with a 95% bootstrap CI (over the examples with a readable label, resampled
-    within each gold class), alpha,
-    ROC-AUC where the judgements carry scores, the unreadable share, and what it cost per example (a score judge's
-    held-out run apart). ``calibration``: a score judge's threshold (``calibrate``): BAcc and alpha are then
-    those of the thresholded labels."""
+    within each gold class), alpha, ROC-AUC where the judgements carry graded scores, the unreadable share, and
+    what it cost per example (a score judge's held-out run apart). ``calibration``: a score judge's threshold
+    (``calibrate``): BAcc and alpha are then those of the thresholded labels."""
     from .metrics import balanced_accuracy, balanced_accuracy_ci, krippendorff_alpha, roc_auc
 
     readable = [(p["gold"], p["label"]) for p in preds if p["label"] is not None]
     scored = [(p["gold"], p["score"]) for p in preds if p.get("score") is not None]
+    graded = bool(scored) and any(v not in (0, 1) for _, v in scored)  # a 0/1 score is the label: AUC = BAcc
     metrics = dict(metrics)
     if calibration and calibration["threshold"] is not None:
         metrics["bacc"] = balanced_accuracy([g for g, _ in readable], [y for _, y in readable]) if readable else None
@@ -139,7 +139,7 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     cost = metrics["cost"]
     return {"dataset": cell.dataset, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),
             "bacc_ci_low": ci[0], "bacc_ci_high": ci[1], "k_alpha": metrics.get("k_alpha"),
-            "roc_auc": roc_auc([g for g, _ in scored], [v for _, v in scored]) if scored else None,
+            "roc_auc": roc_auc([g for g, _ in scored], [v for _, v in scored]) if graded else None,
             **{k: (calibration or {}).get(k) for k in ("threshold", "held_out_n", "threshold_from")},
             "unreadable_share": sum(p["label"] is None for p in preds) / n,
             "calls_per_example": cost["calls_per_example"], "option_calls_per_example": cost["option_calls_per_example"],
