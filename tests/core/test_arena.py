@@ -151,3 +151,23 @@ def test_cell_rows_of_a_score_judge_and_the_as_printed_pairs():
     m = paired_matrix(paired, "d")
     assert list(m.index) == ["cot", "madisse", "madisse[prompts=printed]"]
     assert m.loc["madisse", "cot"] == m.loc["cot", "madisse"] == 1.0 and m.isna().loc["cot", "cot"]
+
+
+def test_a_profile_gives_a_judge_only_the_policy_fields_its_config_has(monkeypatch):
+    from dataclasses import dataclass
+
+    from sumjudge.judges import METHODS
+    from sumjudge.judges.base import MethodSpec, register
+    from sumjudge.notebook import Session
+
+    @dataclass
+    class Mine:
+        temperature: float = 0.0
+        truncate: str = "error"
+
+    monkeypatch.setitem(METHODS, "mine", None)  # removed again after the test
+    register(MethodSpec(name="mine", paper="mine", kind="faithfulness", config_cls=Mine, judge=None,
+                        description="a judge of one's own"))
+    s = Session("50_judge_arena", profile="smoke")
+    assert s.method_settings("mine") == {"truncate": "truncate"}  # no max_new_tokens or fallback field: none given
+    assert {"max_new_tokens", "truncate", "fallback"} <= set(s.method_settings("zero-shot"))
