@@ -18,9 +18,10 @@ COUNTS = ("parse_calls", "parsed_first_try", "parsed_after_retries", "unreadable
 
 
 def run_folders(runs_root: Path, profile: str) -> list[Path]:
-    """Run folders of ``profile`` (``build/runs/<notebook>/<profile>-<model>/<run>/``), one per configuration."""
+    """Run folders of ``profile`` (``build/runs/<notebook>/<profile>-<model>/<run>/``, and the arena's
+    ``.../arena/<dataset>/<run>/``), one per configuration."""
     seen: dict[str, Path] = {}
-    for m in sorted(runs_root.glob(f"*/{profile}-*/*/metrics.json")):
+    for m in sorted(runs_root.glob(f"*/{profile}-*/**/metrics.json")):
         seen.setdefault(m.parent.name, m.parent)
     return list(seen.values())
 

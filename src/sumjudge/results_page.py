@@ -65,7 +65,8 @@ def engines(runs: Path, profile: str) -> list[dict[str, Any]]:
             continue
         row = {"backend": info.get("name"), "model": info.get("model"), "revision": info.get("revision"),
                "dtype": (info.get("extra") or {}).get("dtype"), "server": info.get("server") or None}
-        seen.setdefault(tuple(row.values()), row)
+        if any(row.values()):
+            seen.setdefault(tuple(row.values()), row)
     return list(seen.values())
 
 
