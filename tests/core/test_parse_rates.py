@@ -126,3 +126,13 @@ def test_unknown_profile_key_is_named(tmp_path, monkeypatch):
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
     with pytest.raises(ValueError, match="bad.yaml: unknown key.*notebok"):
         profiles.load("bad")
+
+
+def test_run_folders_include_the_arenas_nested_runs_once(tmp_path):
+    from sumjudge.parse_report import run_folders
+
+    for rel in ("10_x/smoke-smoke/zero-shot-aa", "50_arena/smoke-smoke/arena/qags-xsum/star-bb",
+                "51_mine/smoke-smoke/arena/qags-xsum/star-bb", "50_arena/ci-tiny/arena/qags-xsum/star-cc"):
+        (tmp_path / rel).mkdir(parents=True)
+        (tmp_path / rel / "metrics.json").write_text("{}")
+    assert sorted(p.name for p in run_folders(tmp_path, "smoke")) == ["star-bb", "zero-shot-aa"]
