@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from .results_page import write_results_page
 
     page = write_results_page(a.profile, notebooks(a.notebooks), walls, figures_dir(),
-                              model=a.model or profiles.load(a.profile).model)
+                              model=a.model or profiles.load(a.profile).model, time_rows=profile_rows)
     print(f"results page: {page}")
     print(f"profile {a.profile}: {len(notebooks(a.notebooks)) - len(failed)} notebooks ok, {len(failed)} failed; "
           f"wall time {time.time() - t_all:.1f}s; executed copies in {out_dir}; tables and figures in figures/")

@@ -123,11 +123,20 @@ def notebook_page(nb: Path, figures: Path, out: Path, wall: dict[str, Any] | Non
 
 
 def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str, Any]], figures: Path,
-                       model: str | None = None) -> Path:
+                       model: str | None = None, time_rows: list[dict[str, Any]] | None = None) -> Path:
     """``figures/results-<profile>/index.md`` and one page per notebook; the notebooks' pages of earlier runs of
-    other notebooks stay (a partial rerun updates its own pages); ``provenance.json`` beside the index."""
+    other notebooks stay (a partial rerun updates its own pages); ``provenance.json`` beside the index.
+    ``time_rows`` (``reproduce.notebook_time_profile``) give each notebook's calls and backend calls: a notebook
+    replayed from the cache says so (its wall time is the replay's)."""
     out = figures / f"results-{profile}"
     out.mkdir(parents=True, exist_ok=True)
+    calls: dict[str, list[int]] = {}
+    for r in time_rows or []:
+        c = calls.setdefault(r["notebook"], [0, 0])
+        c[0] += r.get("calls") or 0
+        c[1] += r.get("backend_calls") or 0
+    walls = [{**w, "calls": calls.get(w["notebook"], [None, None])[0],
+              "backend_calls": calls.get(w["notebook"], [None, None])[1]} for w in walls]
     by_name = {w["notebook"]: w for w in walls}
     for nb in notebooks:
         notebook_page(nb, figures, out, by_name.get(nb.stem))
@@ -145,9 +154,14 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
         lines.append(f"- model: `{model}`" + "".join(f"; `{k}` sha256 `{v}`" for k, v in prov["weights_sha256"].items()))
     for e in prov["engines"]:
         lines.append("- engine: " + ", ".join(f"{k} {v}" for k, v in e.items() if v))
-    lines += [f"- wall time of these notebooks: {prov['wall_s_total'] / 60:.1f} min", "",
-              "| notebook | wall s | status |", "|---|---|---|"]
-    lines += [f"| [{w['notebook']}]({w['notebook']}.md) | {w['wall_s']:.0f} | {w['status']} |" for w in walls]
+    lines.append(f"- wall time of these notebooks: {prov['wall_s_total'] / 60:.1f} min")
+    if walls and all(w["calls"] and w["backend_calls"] == 0 for w in walls if w["calls"] is not None):
+        lines.append("- every answer came from the response cache (a replay of an earlier run on this machine): the "
+                     "tables are that run's, the wall times the replay's")
+    lines += ["", "| notebook | wall s | status | calls | backend calls |", "|---|---|---|---|---|"]
+    lines += [f"| [{w['notebook']}]({w['notebook']}.md) | {w['wall_s']:.0f} | {w['status']} | "
+              f"{'' if w['calls'] is None else w['calls']} | "
+              f"{'' if w['backend_calls'] is None else w['backend_calls']} |" for w in walls]
     for name, title in ((f"parse_rates_{profile}.md", "Parse rates"), (f"time_profile_{profile}.md", "Where the time went")):
         f = figures / name
         if f.exists():

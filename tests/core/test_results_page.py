@@ -17,15 +17,19 @@ def test_the_page_holds_each_notebooks_tables_and_figures_and_the_index_its_prov
     (figures / nb.stem / "pareto.png").write_bytes(b"\x89PNG fake")
     (figures / "parse_rates_smoke.md").write_text("# Parse rates\n\n| method | first try |\n|---|---|\n| cot | 0.9 |\n")
     walls = [{"notebook": nb.stem, "wall_s": 61.2, "status": "ok"}]
-    index = write_results_page("smoke", [nb], walls, figures)
+    index = write_results_page("smoke", [nb], walls, figures, time_rows=[
+        {"notebook": nb.stem, "calls": 30, "backend_calls": 12}, {"notebook": nb.stem, "calls": 5, "backend_calls": 0}])
     text = index.read_text()
-    assert f"[{nb.stem}]({nb.stem}.md) | 61 | ok |" in text and "| cot | 0.9 |" in text and "- commit: `" in text
+    assert f"[{nb.stem}]({nb.stem}.md) | 61 | ok | 35 | 12 |" in text and "response cache" not in text and "| cot | 0.9 |" in text and "- commit: `" in text
     page = (index.parent / f"{nb.stem}.md").read_text()
     assert page.startswith("# 50 · Judge arena") and "| zero-shot | 0.55 |" in page
     assert f"![pareto]({nb.stem}/pareto.png)" in page and (index.parent / nb.stem / "pareto.png").exists()
     assert page.index("## arena") < page.index("## pareto")  # in the order the notebook saved them
     prov = json.loads((index.parent / "provenance.json").read_text())
-    assert prov["profile"] == "smoke" and prov["notebooks"] == walls and prov["machine"]["cores"] >= 1
+    assert prov["profile"] == "smoke" and prov["notebooks"][0]["backend_calls"] == 12 and prov["machine"]["cores"] >= 1
+    replay = write_results_page("smoke", [nb], walls, figures, time_rows=[{"notebook": nb.stem, "calls": 35,
+                                                                          "backend_calls": 0}])
+    assert "every answer came from the response cache" in replay.read_text()
 
 
 def test_weights_are_named_by_their_sha256(tmp_path):
