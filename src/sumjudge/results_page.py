@@ -20,13 +20,16 @@ from .paths import project_root
 
 
 def commit() -> str:
-    """The checked-out commit, with ``+changes`` when tracked files differ from it ("unknown" outside git)."""
+    """The checked-out commit, with ``+changes`` when tracked files other than the results pages differ from it
+    ("unknown" outside git)."""
     root = project_root()
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        # the results pages themselves are left out: a committed page is rewritten by the run that records this
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)figures/results-*"], cwd=root, capture_output=True, text=True,
+                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + (" +changes" if dirty else "")
