@@ -158,9 +158,11 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
     for e in prov["engines"]:
         lines.append("- engine: " + ", ".join(f"{k} {v}" for k, v in e.items() if v))
     lines.append(f"- wall time of these notebooks: {prov['wall_s_total'] / 60:.1f} min")
-    if walls and all(w["calls"] and w["backend_calls"] == 0 for w in walls if w["calls"] is not None):
-        lines.append("- every answer came from the response cache (a replay of an earlier run on this machine): the "
-                     "tables are that run's, the wall times the replay's")
+    replayed = [w["notebook"] for w in walls if w["calls"] and w["backend_calls"] == 0]
+    if replayed:
+        lines.append(f"- {len(replayed)} of {len(walls)} notebooks made no backend call: every answer came from the "
+                     "response cache (a replay of an earlier run on this machine), so their tables are that run's "
+                     "and their wall times the replay's")
     lines += ["", "| notebook | wall s | status | calls | backend calls |", "|---|---|---|---|---|"]
     lines += [f"| [{w['notebook']}]({w['notebook']}.md) | {w['wall_s']:.0f} | {w['status']} | "
               f"{'' if w['calls'] is None else w['calls']} | "
