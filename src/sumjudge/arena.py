@@ -144,7 +144,8 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
             "unreadable_share": sum(p["label"] is None for p in preds) / n,
             "calls_per_example": cost["calls_per_example"], "option_calls_per_example": cost["option_calls_per_example"],
             # chat prompts and option-scoring prompts (G-Eval's probabilities) alike
-            "prompt_tokens_per_example": cost["prompt_tokens_per_example"] + cost.get("option_prompt_tokens_per_example", 0),
+            "prompt_tokens_per_example": (cost["prompt_tokens_per_example"]
+                                          + cost.get("option_prompt_tokens_per_example", 0)),
             "completion_tokens_per_example": cost["completion_tokens_per_example"],
             "wall_s_per_example": metrics.get("wall_s", 0.0) / n}
 

@@ -91,8 +91,7 @@ def _cmd_arena(a) -> int:
     check_engine_flags(a)
     cells = parse_cells(a.methods, a.datasets)
     if a.as_printed:  # each judge run the authors' way gets its printed twin (MethodSpec.as_printed)
-        twins = [t[1] for c in cells if (t := printed_twin(c)) is not None]
-        cells += [t for i, t in enumerate(twins) if t not in cells and t not in twins[:i]]
+        cells = list(dict.fromkeys(cells + [t[1] for c in cells if (t := printed_twin(c)) is not None]))
     res = run_arena(cells, a.out, backend=a.backend, model=a.model, base_url=a.base_url, limit=a.limit, seed=a.seed,
                     level=a.level, cache=a.cache, held_out=a.held_out)
     for row in res["arena"]:
@@ -242,7 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     ar.add_argument("--held-out", type=int, help="held-out examples per dataset on which a score judge's threshold "
                     "is chosen (default: --limit); never judged by any cell")
     ar.add_argument("--as-printed", action="store_true", help="add, for each judge named that runs the authors' "
-                    "code's reading, the same judge as the paper prints it (MethodSpec.as_printed) and the pair's paired test")
+                    "code's reading, the same judge as the paper prints it (MethodSpec.as_printed) and the pair's "
+                    "paired test")
     ar.add_argument("--seed", type=int, default=0)
     ar.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
     ar.add_argument("--out", required=True, type=Path, help="folder for the runs and the arena's tables")
