@@ -154,6 +154,19 @@ def test_default_prompts_carry_the_authors_definition_of_every_type_with_its_nam
     assert f"*** redundancy: {table9['RED'].definition} ***" in be9.requests[0].messages[-1]["content"]
 
 
+def test_criteria_printed_prompts_with_table_9_as_printed():
+    """The paper's reading of the criteria: Table 9's short definitions, word for word (the paper prompted with the
+    full-length ones, published with the code, which is the default)."""
+    printed = error_types("printed")
+    assert printed["HAL"].definition == ("The model produces inconsistencies not aligned with the meeting content. "
+                                         "Intrinsic: Misrepresents information from the transcript. Extrinsic: "
+                                         "Introduces content not present in the transcript.")
+    assert printed["RED"].name == "redundancy" and len(printed) == 8
+    assert all(printed[c].definition != error_types()[c].definition for c in printed)
+    _, be = run(three_step_backend(), types="HAL", criteria="printed")
+    assert f"*** hallucination: {printed['HAL'].definition} ***" in be.requests[0].messages[-1]["content"]
+
+
 def test_a_folder_of_criteria_in_the_authors_format_works(tmp_path):
     (tmp_path / "tone.json").write_text(json.dumps({"definition": "The summary is rude."}))
     (tmp_path / "hallucination.json").write_text(json.dumps({"definition": "Invented content."}))

@@ -28,7 +28,7 @@ TEMPLATE = "mesa/s31_geval4"
 @dataclass
 class MeetingGEvalConfig(GEvalConfig):
     types: Any = None  # error-type codes; None = every type of the criteria file
-    criteria: str = "authors"  # as MesaConfig.criteria: authors | table9 | a YAML file | a JSON folder
+    criteria: str = "authors"  # as MesaConfig.criteria: authors | printed | table9 | a YAML file | a JSON folder
     transcript_tokens: int | None = None  # cut the transcript to this many tokens first (a comparison's shared
     # budget, so that G-Eval-4 reads the text the MESA variants read); None = cut only to fit
 

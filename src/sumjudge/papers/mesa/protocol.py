@@ -77,6 +77,10 @@ AUTHORS_NAMES = {"OM": "omission", "RED": "repetition", "INC": "incoherence", "C
 IMPORTANCE = {"OM": 1.1, "HAL": 1.1, "IRR": 1.1, "RED": 0.9, "INC": 0.9, "LAN": 0.9, "COR": 1.0, "STR": 1.0}
 
 
+# the packaged criteria sets (``papers/mesa/prompts/error_types.yaml``) -> the field each reads
+PACKAGED = {"table9": "definition", "printed": "short"}
+
+
 def file_signature(path: str) -> tuple:
     """What tells an edited file (or folder of files) from the one read before: each file's size and time of
     change. Files read once per process are keyed by it, so an edited criteria or feedback file is read again in
@@ -88,14 +92,15 @@ def file_signature(path: str) -> tuple:
 
 def error_types(criteria: str = "authors") -> dict[str, ErrorType]:
     """The error types of ``criteria`` (see ``_error_types``), read again when its file changes."""
-    return _error_types(criteria, file_signature(criteria) if criteria not in ("", "authors", "table9") else ())
+    return _error_types(criteria, file_signature(criteria) if criteria not in ("", "authors", *PACKAGED) else ())
 
 
 @lru_cache(maxsize=32)
 def _error_types(criteria: str, signature: tuple) -> dict[str, ErrorType]:
     """The error types of a criteria set: ``authors`` (default: the authors' full definitions, ``criteria/*.json``
     of their repository, resolved like a dataset: data/raw, the mirror, or ``sumjudge data fetch mesa-criteria``),
-    ``table9`` (``papers/mesa/prompts/error_types.yaml``, written from the paper's Table 9), or a path: a YAML file
+    ``table9`` (``papers/mesa/prompts/error_types.yaml``: full-length texts written from the paper's Table 9),
+    ``printed`` (the same file's ``short`` texts: Table 9's definitions as printed, the paper's reading), or a path: a YAML file
     (code -> name, definition, importance) or a folder of the authors' JSON format (``<name>.json`` with a
     ``definition``)."""
     if criteria in ("", "authors"):
@@ -107,7 +112,7 @@ def _error_types(criteria: str, signature: tuple) -> dict[str, ErrorType]:
             out[code] = ErrorType(code=code, name=name, definition=_json_definition(path), importance=IMPORTANCE[code])
         return out
     path = Path(criteria)
-    if criteria != "table9" and path.is_dir():
+    if criteria not in PACKAGED and path.is_dir():
         files = sorted(path.glob("*.json"))
         if not files:
             raise ConfigError(f"criteria folder {path} holds no <name>.json files")
@@ -132,18 +137,19 @@ def _json_definition(path: Path) -> str:
 def _yaml_types(criteria: str) -> dict[str, ErrorType]:
     import yaml
 
-    table9 = criteria == "table9"
-    text = (files("sumjudge.papers").joinpath("mesa/prompts/error_types.yaml").read_text(encoding="utf-8") if table9
+    packaged = criteria in PACKAGED
+    text = (files("sumjudge.papers").joinpath("mesa/prompts/error_types.yaml").read_text(encoding="utf-8") if packaged
             else Path(criteria).read_text(encoding="utf-8"))
     data = yaml.safe_load(text)
-    where = "papers/mesa/prompts/error_types.yaml" if table9 else criteria
+    where = "papers/mesa/prompts/error_types.yaml" if packaged else criteria
+    key = PACKAGED.get(criteria, "definition")
     if not isinstance(data, dict) or not data:
         raise ConfigError(f"{where}: expected a mapping of error-type codes")
     out = {}
     for code, d in data.items():
-        if not isinstance(d, dict) or not str(d.get("definition", "")).strip():
-            raise ConfigError(f"{where}: error type {code!r} has no 'definition'")
-        out[str(code)] = ErrorType(code=str(code), name=str(d.get("name", code)), definition=str(d["definition"]),
+        if not isinstance(d, dict) or not str(d.get(key, "")).strip():
+            raise ConfigError(f"{where}: error type {code!r} has no '{key}'")
+        out[str(code)] = ErrorType(code=str(code), name=str(d.get("name", code)), definition=str(d[key]).strip(),
                                    importance=float(d.get("importance", 1.0)))
     return out
 
@@ -153,7 +159,8 @@ class MesaConfig:
     steps: int = 3  # 3: identify, rate, score (Figures 3-5) | 1: single-step (Table 1)
     aspect_mode: str = "single"  # single: one error type per prompt (MESA) | multi: all types in one prompt (2.2)
     types: Any = None  # error-type codes (list or comma-separated); None = every type of the criteria file
-    criteria: str = "authors"  # authors (their criteria/*.json) | table9 (error_types.yaml) | a YAML file | a JSON folder
+    criteria: str = "authors"  # authors (their criteria/*.json) | printed (Table 9 as printed) | table9 (error_types.yaml's
+    # full-length texts) | a YAML file | a JSON folder
     prompts: str = field(default="paper", metadata={"choices": ("paper", "code")})  # three steps: paper (Figures
     # 3-5) | code (eval_pipeline.py's step prompts)
     madp: bool = False  # wrap every step in the multi-agent discussion protocol (Section 2.4)
