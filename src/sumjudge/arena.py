@@ -237,9 +237,10 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, base_url: str | None = None,
               limit: int | None, seed: int = 0, level: str | None = None, llm=None, cache: str | Path | None = None,
               backend_options: dict | None = None, settings_for=None, progress: bool = True,
-              held_out: int | None = None) -> dict[str, list[dict[str, Any]]]:
+              held_out: int | None = None, budget=None) -> dict[str, list[dict[str, Any]]]:
     """Run every cell on one engine (together; score judges' held-out runs with them), then write ``arena.csv``,
-    ``predictions.csv`` and ``paired.csv``."""
+    ``predictions.csv`` and ``paired.csv``. ``budget`` (an ``llm.budget.Budget``) caps the backend calls and tokens
+    of all cells together."""
     from .llm import make_llm
     from .runs import run_many
 
@@ -248,6 +249,8 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
                 settings_for=settings_for, held_out=held_out)
     if llm is None:
         llm = make_llm(backend, model, base_url=base_url, cache=cache, **(backend_options or {}))
+    if budget is not None:
+        llm.budget = budget
     results = iter(zip(jobs, run_many([(rc, folder, llm) for rc, folder in jobs], progress=progress)))
     table, preds = [], []
     for cell in cells:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_USAGE, EXIT_DATA, EXIT_BACKEND, EXIT_RUN, EXIT_INTERRUPTED = 2, 3, 4, 5, 130
+EXIT_USAGE, EXIT_DATA, EXIT_BACKEND, EXIT_RUN, EXIT_BUDGET, EXIT_INTERRUPTED = 2, 3, 4, 5, 6, 130
 
 
 def parse_sets(sets: list[str] | None) -> dict[str, str]:
@@ -61,6 +61,21 @@ def check_engine_flags(a) -> None:
                     raise ConfigError(f"--cache {cache}: not a sumjudge cache (not an SQLite file); name another file")
 
 
+def budget_of(a):
+    """The cost guard of ``--max-calls`` / ``--max-tokens`` (None when neither is given)."""
+    from .llm.budget import Budget
+
+    return Budget(a.max_calls, a.max_tokens) if a.max_calls is not None or a.max_tokens is not None else None
+
+
+def add_budget_flags(p) -> None:
+    p.add_argument("--max-calls", type=int, help="stop before more than this many backend calls (cache hits are free); "
+                   f"exit {EXIT_BUDGET}, and the same command with a larger budget resumes")
+    p.add_argument("--max-tokens", type=int, help="stop before a call whose prompt and answer cap would take the "
+                   "prompt + completion tokens of this process's backend calls past this many; exit "
+                   f"{EXIT_BUDGET}, resumable")
+
+
 def _cmd_run(a) -> int:
     from .runs import RunConfig, clean_nan, run
 
@@ -75,7 +90,7 @@ def _cmd_run(a) -> int:
         opts["dtype"] = a.dtype
     opts.update({k: v for k, v in (("timeout", a.timeout), ("max_retry_time", a.max_retry_time),
                                    ("server_name", a.server_name), ("tokenizer", a.tokenizer)) if v is not None})
-    m = run(rc, a.out, no_cache=a.no_cache, cache=a.cache, backend_options=opts)
+    m = run(rc, a.out, no_cache=a.no_cache, cache=a.cache, backend_options=opts, budget=budget_of(a))
     keep = {k: m[k] for k in ("method", "dataset", "level", "n_examples", "bacc", "k_alpha", "fpr", "fnr", "unparsed")
             if k in m}
     print(json.dumps(clean_nan({**keep, "out": str(a.out), "wall_s": round(m["wall_s"], 2),
@@ -93,7 +108,7 @@ def _cmd_arena(a) -> int:
     if a.as_printed:  # each judge run the authors' way gets its printed twin (MethodSpec.as_printed)
         cells = list(dict.fromkeys(cells + [t[1] for c in cells if (t := printed_twin(c)) is not None]))
     res = run_arena(cells, a.out, backend=a.backend, model=a.model, base_url=a.base_url, limit=a.limit, seed=a.seed,
-                    level=a.level, cache=a.cache, held_out=a.held_out)
+                    level=a.level, cache=a.cache, held_out=a.held_out, budget=budget_of(a))
     for row in res["arena"]:
         print(json.dumps(clean_nan({k: row[k] for k in ("dataset", "judge", "n", "bacc", "bacc_ci_low", "bacc_ci_high",
                                                         "roc_auc", "threshold", "unreadable_share",
@@ -225,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "without a tokenize route (ollama, llama-cpp-python), so that prompts are counted and fitted")
     r.add_argument("--server-name", help="openai: a name for the server in the cache key in place of its URL, to "
                                          "reuse its answers after a restart on another host or port (same model)")
+    add_budget_flags(r)
     r.set_defaults(fn=_cmd_run)
 
     add_paper_commands(sub)  # each paper's own commands (guideline learning, self-training)
@@ -246,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     ar.add_argument("--seed", type=int, default=0)
     ar.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
     ar.add_argument("--out", required=True, type=Path, help="folder for the runs and the arena's tables")
+    add_budget_flags(ar)
     ar.set_defaults(fn=_cmd_arena)
 
     t = sub.add_parser("tiny-model", help="build a tiny random Llama-architecture model with the Llama-3 tokenizer")
@@ -295,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from .data.sources import DataFormatError, DataMissingError
+    from .llm.budget import BudgetExhausted
     from .llm.errors import BackendUnavailableError, ConfigError, SumjudgeError
 
     args = build_parser().parse_args([str(a) for a in argv] if argv is not None else None)
@@ -314,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     except BackendUnavailableError as e:
         print(f"sumjudge: backend error: {e}", file=sys.stderr)
         return EXIT_BACKEND
+    except BudgetExhausted as e:
+        print(f"sumjudge: {e}", file=sys.stderr)
+        return EXIT_BUDGET
     except SumjudgeError as e:
         print(f"sumjudge: error: {e}", file=sys.stderr)
         return EXIT_RUN

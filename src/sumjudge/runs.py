@@ -288,15 +288,19 @@ def prepare(rc: RunConfig, out: str | Path) -> Run:
 
 
 def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | Path | None = None,
-        llm: LLM | None = None, progress: bool = True, backend_options: dict | None = None) -> dict[str, Any]:
+        llm: LLM | None = None, progress: bool = True, backend_options: dict | None = None,
+        budget=None) -> dict[str, Any]:
     """Execute one run into ``out``; returns the metrics. Rerunning into the same folder with the same
-    config resumes (finished calls come from the cache); a different config is refused."""
+    config resumes (finished calls come from the cache); a different config is refused. ``budget`` (an
+    ``llm.budget.Budget``) caps the backend calls and tokens: past it the run stops with ``BudgetExhausted``."""
     r = prepare(rc, out)
     with RunLock(r.out):
         claim_folder(r)
         if llm is None:
             llm = make_llm(rc.backend, rc.model, base_url=rc.base_url, no_cache=no_cache, cache=cache,
                            **(backend_options or {}))
+        if budget is not None:
+            llm.budget = budget
         return execute(r, llm, progress=progress)
 
 

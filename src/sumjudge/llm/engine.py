@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
 from .backend import Backend, Capabilities
+from .budget import Budget
 from .cache import NullCache, ResponseCache
 from .errors import SumjudgeError
 from .loops import run_sync
@@ -91,6 +92,7 @@ class RunContext:
     log: CallLog | None = None
     progress: Callable[[int], None] | None = None
     usage: Usage = field(default_factory=Usage)
+    budget_logged: bool = False  # its log already says that the budget ended
 
 
 class Calls:
@@ -271,6 +273,7 @@ class LLM(Calls):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._token_counts: dict[Any, int] = {}
         self.companions: dict[str, LLM] = {}
+        self.budget: Budget | None = None  # a cost guard (--max-calls / --max-tokens): see ``budget``
 
     @property
     def engine(self) -> "LLM":  # type: ignore[override]
@@ -380,7 +383,7 @@ class LLM(Calls):
             u.batches += 1
         streams = self.backend.capabilities.streams_results
         for kind in ("chat", "options"):
-            items = [b for b in batch if b[0] == kind]
+            items = await self._within_budget(kind, [b for b in batch if b[0] == kind])
             if not items:
                 continue
             delivered: set[int] = set()
@@ -397,11 +400,37 @@ class LLM(Calls):
                 results = [e] * len(items)
             deliver(list(enumerate(results)))
 
+    async def _within_budget(self, kind: str, items: list[tuple]) -> list[tuple]:
+        """The requests of ``items`` the budget has room for (all of them without a budget); each of the others
+        fails with ``BudgetExhausted``, logged once in its run's call log."""
+        b = self.budget
+        if b is None or not b.limited:
+            return items
+        sent = []
+        for item in items:
+            _, req, key, fut, via = item
+            tokens = 0
+            if b.max_tokens is not None:
+                tokens = (await self.prompt_tokens(req.messages) or 0) + (req.max_new_tokens if kind == "chat" else 1)
+            if b.admit(key, tokens):
+                sent.append(item)
+                continue
+            self._inflight_keys.pop(key, None)
+            if not fut.done():
+                fut.set_exception(b.error())
+            if not via.context.budget_logged:
+                via.write_event({"event": "budget_exhausted", **b.as_dict()})
+                via.context.budget_logged = True
+        return sent
+
     def _settle_results(self, kind: str, pairs: list[tuple[tuple, Any]]) -> None:
         """Cache, log and hand out finished results (one SQLite transaction per call)."""
         to_store = []
         for (_, req, key, fut, via), res in pairs:
             self._inflight_keys.pop(key, None)
+            if self.budget is not None:
+                self.budget.settle(key, 0 if isinstance(res, Exception) else
+                                   res.prompt_tokens + res.completion_tokens if kind == "chat" else None)
             if isinstance(res, Exception):
                 for u in via.usages:
                     u.errors += 1
