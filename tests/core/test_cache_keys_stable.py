@@ -44,3 +44,17 @@ def test_cache_keys_are_those_of_the_layout_before_the_move(method, dataset, set
     run_sync(spec.judge(ex, llm, make_config(spec.config_cls, dict(settings))))
     keys = [cache_key("chat", backend.info, r.key_fields()) for r in backend.requests]
     assert (len(keys), hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]) == RECORDED[method]
+
+
+def test_request_and_response_json_hold_every_field_as_asdict_does():
+    """``to_json`` is written out field by field (for speed): a field added later must appear in it."""
+    from dataclasses import asdict
+
+    from sumjudge.llm.types import ChatRequest, ChatResponse
+
+    r = ChatRequest(messages=[{"role": "user", "content": "x"}], stop=("a",), seed=3, tag="t", sample_index=2)
+    assert r.to_json() == {**asdict(r), "stop": ["a"]}
+    r.to_json()["messages"][0]["content"] = "changed"
+    assert r.messages[0]["content"] == "x"  # a copy, not the request's own messages
+    c = ChatResponse("t", "stop", 1, 2, 0.1, "b", "m")
+    assert c.to_json() == asdict(c)

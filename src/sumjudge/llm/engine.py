@@ -443,14 +443,18 @@ class LLM(Calls):
                              self.info.revision, self.info.server))
         if to_store:  # cached before anything else is done with them: a paid answer is never lost
             self.cache.put_many(to_store)
+        stored = iter(to_store)
         for (_, req, key, fut, via), res in pairs:
             if isinstance(res, Exception):
                 continue
-            self._record(kind, req, res, key, via)
+            _, _, _, _, req_json, res_json, _, _ = next(stored)
+            self._record(kind, req, res, key, via, req_json, res_json)
             if not fut.done():
                 fut.set_result(res)
 
-    def _record(self, kind: str, req, resp, key: str, via: Calls) -> None:
+    def _record(self, kind: str, req, resp, key: str, via: Calls, req_json: dict | None = None,
+                resp_json: dict | None = None) -> None:
+        """Count, report and log one answered call (``req_json`` / ``resp_json``: their JSON when already made)."""
         if kind == "chat":
             for u in via.usages:
                 u.prompt_tokens += resp.prompt_tokens
@@ -460,8 +464,8 @@ class LLM(Calls):
             ctx.progress(1)
         if ctx.log:
             ctx.log.write({"event": kind, "key": key, "scope": via.scope_name, "tag": req.tag,
-                           "cache_hit": resp.cache_hit, "request": req.to_json(), "response": resp.to_json(),
-                           "time": time.time()})
+                           "cache_hit": resp.cache_hit, "request": req_json or req.to_json(),
+                           "response": resp_json or resp.to_json(), "time": time.time()})
 
     async def _count_tokens(self, what: tuple) -> int | None:
         """Tokens of a text (``("t", text)``) or of chat messages (``("m", ((role, content), ...))``), cached;
