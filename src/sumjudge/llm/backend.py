@@ -27,7 +27,9 @@ class Capabilities:
     (prompts cannot be counted; documents are not cut). ``server_metrics``: ``server_counters()`` reads the
     server's own counters. ``context_length``: prompt + answer tokens the model takes, None when unknown.
     ``max_inflight``: batches the engine may hand over before one returns. ``streams_results``: ``generate``
-    and ``score`` report each result through ``on_results`` as soon as it is done."""
+    and ``score`` report each result through ``on_results`` as soon as it is done. ``async_tokenizer``: the
+    backend counts on the event loop (``acount_tokens`` / ``aprompt_tokens``, coroutines), so a remote tokenizer
+    needs no worker thread."""
 
     option_scoring: OptionScoring = "none"
     tokenizer: Tokenizer = "none"
@@ -35,6 +37,7 @@ class Capabilities:
     context_length: int | None = None
     max_inflight: int = 1
     streams_results: bool = False
+    async_tokenizer: bool = False
 
 
 @runtime_checkable

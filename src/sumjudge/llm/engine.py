@@ -11,6 +11,7 @@ method batching by hand.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import time
@@ -469,20 +470,25 @@ class LLM(Calls):
 
     async def _count_tokens(self, what: tuple) -> int | None:
         """Tokens of a text (``("t", text)``) or of chat messages (``("m", ((role, content), ...))``), cached;
-        a remote tokenizer is called in a worker thread."""
-        tokenizer = self.backend.capabilities.tokenizer
-        if tokenizer == "none":
+        a remote tokenizer is awaited (``Capabilities.async_tokenizer``) or called in a worker thread. The cache
+        is keyed by a digest: it never holds the texts."""
+        caps = self.backend.capabilities
+        if caps.tokenizer == "none":
             return None
-        hit = self._token_counts.get(what)
+        digest = hashlib.blake2b(repr(what).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        hit = self._token_counts.get(digest)
         if hit is not None:
             return hit
         kind, value = what
-        fn, arg = ((self.backend.count_tokens, value) if kind == "t" else
-                   (self.backend.prompt_tokens, [{"role": r, "content": c} for r, c in value]))
-        n = await asyncio.to_thread(fn, arg) if tokenizer == "remote" else fn(arg)
+        arg = value if kind == "t" else [{"role": r, "content": c} for r, c in value]
+        if caps.async_tokenizer:
+            n = await (self.backend.acount_tokens(arg) if kind == "t" else self.backend.aprompt_tokens(arg))
+        else:
+            fn = self.backend.count_tokens if kind == "t" else self.backend.prompt_tokens
+            n = await asyncio.to_thread(fn, arg) if caps.tokenizer == "remote" else fn(arg)
         if len(self._token_counts) > 65536:
             self._token_counts.clear()
-        self._token_counts[what] = n
+        self._token_counts[digest] = n
         return n
 
     def time_profile(self) -> dict[str, Any]:

@@ -45,6 +45,9 @@ RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
 
 
+# Token ids kept for recent prompts (counts are kept apart): a few long meetings' prompts, not thousands
+TOKEN_CACHE_IDS = 2_000_000
+
 # A prompt over this many characters (about a million tokens, more than any served context) is not sent to a
 # server that does not state its context: a 10 MB document is a mistake, not a request.
 MAX_PROMPT_CHARS_UNKNOWN_CONTEXT = 4_000_000
@@ -180,6 +183,9 @@ class OpenAIBackend:
         self.dialect = "openai"  # what the server's own routes speak: openai (none), vllm or llama.cpp
         self._local_tokenizer = None
         self._token_cache: OrderedDict[str, list[int]] = OrderedDict()
+        self._cached_ids = 0  # ids held by _token_cache
+        self._counts: dict[str, int] = {}  # prompt digest -> tokens
+        self._ahttp = None  # the async client of the running loop, for the server's own routes
         self.server_metrics = False  # /metrics holds vLLM's counters
         if server_name is not None and not server_name.strip():
             raise ConfigError("--server-name: give a non-empty name")
@@ -309,7 +315,7 @@ class OpenAIBackend:
                             tokenizer="remote" if self.server_tokenizes else
                             ("local" if self._local_tokenizer is not None else "none"),
                             server_metrics=self.server_metrics, context_length=self.context_length,
-                            max_inflight=1_000_000, streams_results=True)
+                            max_inflight=1_000_000, streams_results=True, async_tokenizer=True)
 
     def decode_stats(self) -> None:
         return None
@@ -342,37 +348,64 @@ class OpenAIBackend:
         BackendRequestError."""
         import httpx
 
-        started = time.monotonic()
-        attempt = 0
+        started, attempt = time.monotonic(), 0
         while True:
-            asked = None
             try:
-                r = self._http.post(self.root + route, json=payload)
+                body, problem, asked = self._route_answer(route, self._http.post(self.root + route, json=payload))
             except httpx.HTTPError as e:
-                problem = f"{type(e).__name__}: {e}"
-            else:
-                if r.status_code == 200:
-                    try:
-                        return r.json()
-                    except ValueError:
-                        problem = f"an answer that is not JSON: {r.text[:200]}"
-                elif r.status_code in RETRYABLE_STATUS:
-                    problem, asked = f"HTTP {r.status_code}", asked_wait(r.headers.get("retry-after"))
-                else:
-                    raise BackendRequestError(f"{self.where}: {route} refused (HTTP {r.status_code}): {r.text[:200]}")
-            wait = self.retry.delay(attempt, started, asked, retries=retries)
-            if wait is None:
-                raise BackendUnavailableError(f"{self.where}: {route} did not answer after {attempt + 1} attempts: "
-                                              f"{problem}")
-            self.retries += 1
-            time.sleep(wait)
+                body, problem, asked = None, f"{type(e).__name__}: {e}", None
+            if problem is None:
+                return body
+            time.sleep(self._next_wait(route, problem, asked, attempt, started, retries))
             attempt += 1
 
+    async def _apost(self, route: str, payload: dict, retries: int | None = None) -> Any:
+        """``_post`` on the event loop (the async client of the running loop): the same retries and refusals."""
+        import httpx
+
+        self._bind_loop()
+        started, attempt = time.monotonic(), 0
+        while True:
+            try:
+                async with self._semaphore():  # a queue in our hands: httpcore's pool is slow with a long one
+                    r = await self._ahttp.post(self.root + route, json=payload)
+                body, problem, asked = self._route_answer(route, r)
+            except httpx.HTTPError as e:
+                body, problem, asked = None, f"{type(e).__name__}: {e}", None
+            if problem is None:
+                return body
+            await asyncio.sleep(self._next_wait(route, problem, asked, attempt, started, retries))
+            attempt += 1
+
+    def _route_answer(self, route: str, r) -> tuple[Any, str | None, float | None]:
+        """A route's answer: (its JSON, None, None); (None, the fault, the wait it asks) for a transient fault (408,
+        409, 429, 5xx, a 200 that is not JSON); a refusal (another status) raises BackendRequestError."""
+        if r.status_code == 200:
+            try:
+                return r.json(), None, None
+            except ValueError:
+                return None, f"an answer that is not JSON: {r.text[:200]}", None
+        if r.status_code in RETRYABLE_STATUS:
+            return None, f"HTTP {r.status_code}", asked_wait(r.headers.get("retry-after"))
+        raise BackendRequestError(f"{self.where}: {route} refused (HTTP {r.status_code}): {r.text[:200]}")
+
+    def _next_wait(self, route: str, problem: str, asked: float | None, attempt: int, started: float,
+                   retries: int | None) -> float:
+        """Seconds to wait before trying ``route`` again; BackendUnavailableError when the policy gives up."""
+        wait = self.retry.delay(attempt, started, asked, retries=retries)
+        if wait is None:
+            raise BackendUnavailableError(f"{self.where}: {route} did not answer after {attempt + 1} attempts: "
+                                          f"{problem}")
+        self.retries += 1
+        return wait
+
     def _server_tokenize(self, payload: dict, retries: int | None = None) -> list[int]:
-        """The server's ``POST /tokenize`` (vLLM: ``prompt`` or ``messages``; llama.cpp: ``content``). An answer
-        with no tokens for a non-empty text is refused, never read as zero tokens (llama.cpp answers ``[]`` to a
-        field it does not read)."""
-        body = self._post("/tokenize", {"model": self.model, **payload}, retries)
+        """The server's ``POST /tokenize`` (vLLM: ``prompt`` or ``messages``; llama.cpp: ``content``)."""
+        return self._read_tokens(self._post("/tokenize", {"model": self.model, **payload}, retries), payload)
+
+    def _read_tokens(self, body: Any, payload: dict) -> list[int]:
+        """The token ids of a ``/tokenize`` answer. An answer with no tokens for a non-empty text is refused, never
+        read as zero tokens (llama.cpp answers ``[]`` to a field it does not read)."""
         try:
             tokens = [int(t if not isinstance(t, dict) else t["id"]) for t in body["tokens"]]
         except (ValueError, KeyError, TypeError):
@@ -382,17 +415,56 @@ class OpenAIBackend:
         # e.g. a server whose /tokenize reads another field: asking again changes nothing
         raise BackendRequestError(f"{self.where}/tokenize gave no tokens for a non-empty text: {str(body)[:200]}")
 
+    @staticmethod
+    def _digest(key: dict) -> str:
+        """A short key for a prompt (its text can be a whole meeting: the caches must not hold it)."""
+        import hashlib
+
+        return hashlib.blake2b(json.dumps(key, sort_keys=True, ensure_ascii=False).encode(), digest_size=16).hexdigest()
+
     def _cached_tokens(self, key: dict, compute) -> list[int]:
-        k = json.dumps(key, sort_keys=True, ensure_ascii=False)
+        """Token ids, kept for the most recent prompts up to ``TOKEN_CACHE_IDS`` ids in all (option scoring reads
+        one prompt's ids several times); their counts are kept apart (``_counts``), for longer."""
+        k = self._digest(key)
         hit = self._token_cache.get(k)
         if hit is None:
             hit = compute()
             self._token_cache[k] = hit
-            if len(self._token_cache) > 4096:
-                self._token_cache.popitem(last=False)
+            self._cached_ids += len(hit)
+            while self._cached_ids > TOKEN_CACHE_IDS and len(self._token_cache) > 1:
+                self._cached_ids -= len(self._token_cache.popitem(last=False)[1])
         else:
             self._token_cache.move_to_end(k)
+        self._remember(k, len(hit))
         return hit
+
+    def _remember(self, key: str, n: int) -> None:
+        if len(self._counts) > 65536:
+            self._counts.clear()
+        self._counts[key] = n
+
+    async def _acount(self, key: dict, payload: dict, sync) -> int:
+        """Tokens of a prompt (``key``) on the event loop: vLLM's ``/tokenize`` asked with the async client; other
+        tokenizers (a local one, llama.cpp's template-then-tokenize) through ``sync`` in a worker thread."""
+        k = self._digest(key)
+        n = self._counts.get(k)
+        if n is None:
+            if self.server_tokenizes and self.dialect == "vllm":
+                n = len(self._read_tokens(await self._apost("/tokenize", {"model": self.model, **payload}), payload))
+                self._remember(k, n)
+            else:
+                n = len(await asyncio.to_thread(sync))
+        return n
+
+    async def aprompt_tokens(self, messages: list[dict[str, str]]) -> int:
+        """``prompt_tokens`` without blocking the event loop (``Capabilities.async_tokenizer``)."""
+        return await self._acount({"m": messages}, {"messages": messages, "add_generation_prompt": True},
+                                  lambda: self.encode(messages))
+
+    async def acount_tokens(self, text: str) -> int:
+        """``count_tokens`` without blocking the event loop."""
+        return await self._acount({"t": text}, {"prompt": text, "add_special_tokens": False},
+                                  lambda: self._tokens_of_text(text))
 
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
         """The prompt's token ids as the server feeds them: chat template applied, generation prompt added."""
@@ -430,10 +502,12 @@ class OpenAIBackend:
         return text
 
     def count_tokens(self, text: str) -> int:
-        return len(self._tokens_of_text(text))
+        k = self._digest({"t": text})
+        return self._counts[k] if k in self._counts else len(self._tokens_of_text(text))
 
     def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
-        return len(self.encode(messages))
+        k = self._digest({"m": messages})
+        return self._counts[k] if k in self._counts else len(self.encode(messages))
 
     # ---- requests -----------------------------------------------------------------------------------
     def _semaphore(self) -> asyncio.Semaphore:
@@ -450,9 +524,16 @@ class OpenAIBackend:
     def _bind_loop(self) -> None:
         loop = asyncio.get_running_loop()
         if self._sem_loop is not loop:
+            import httpx
+
             self._sem, self._sem_loop = asyncio.Semaphore(self.concurrency), loop
             self._client_obj = self._openai.AsyncOpenAI(**self._client_args)
             on_loop_close(self._client_obj.close)
+            # as many connections as requests in flight, all kept alive (httpx's default keeps 20 and reconnects)
+            self._ahttp = httpx.AsyncClient(timeout=min(self.timeout, 60.0), headers={"Authorization": f"Bearer {self._key}"},
+                                            limits=httpx.Limits(max_connections=self.concurrency,
+                                                                max_keepalive_connections=self.concurrency))
+            on_loop_close(self._ahttp.aclose)
 
     async def _call(self, create, check=None, **kwargs):
         """One request through ``create`` (chat or completions), retried on transport faults: timeouts, dropped
@@ -541,7 +622,7 @@ class OpenAIBackend:
     async def _one(self, r: ChatRequest) -> ChatResponse:
         t0 = time.perf_counter()
         if self.tokenizes and self.context_length:
-            n = len(await asyncio.to_thread(self.encode, r.messages))
+            n = await self.aprompt_tokens(r.messages)
             self._check_fits(r.tag, n, r.max_new_tokens)  # never let the server cut the answer short
         elif not self.context_length:  # nothing to fit against: refuse what no served model reads
             chars = sum(len(m.get("content") or "") for m in r.messages)
