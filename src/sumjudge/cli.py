@@ -119,6 +119,20 @@ def _cmd_arena(a) -> int:
     return 0
 
 
+def _cmd_scale(a) -> int:
+    from .scale import PAPER_RUNS, scale
+
+    unknown = [r for r in a.runs + [a.latency_run] if r and r not in PAPER_RUNS]
+    if unknown:
+        raise ValueError(f"unknown scale run(s) {unknown}; known: {', '.join(PAPER_RUNS)}")
+    report = scale(Path(a.out), a.runs, a.limit, a.latency, a.slots, a.latency_run, a.latency_limit, a.memory_limit)
+    for m in report["instant"] + report["smaller"] + ([report["latency"]] if report["latency"] else []):
+        print(json.dumps(m))
+    print(json.dumps({"out": str(Path(a.out) / "scale.json"), "figure": str(Path(a.out) / "concurrency.png")
+                      if report["latency"] else None}))
+    return 0
+
+
 def _cmd_tiny(a) -> int:
     from .llm.models import TINY_SHAPE, TINY_SHAPE_HEAD32, build_tiny_model
 
@@ -288,6 +302,18 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--level")
     d.set_defaults(fn=_cmd_data)
 
+    sc = sub.add_parser("scale", help="the paper profile's runs at full size against the stand-in server: requests "
+                        "per second, client CPU, memory, log and cache size, slots kept full (no model is called)")
+    sc.add_argument("--out", default="figures/scale")
+    sc.add_argument("--runs", nargs="*", default=["zero-shot", "self-consistency", "madisse", "mesa"])
+    sc.add_argument("--limit", type=int, default=None, help="examples per run (default: all, the papers' size)")
+    sc.add_argument("--memory-limit", type=int, default=100, help="each run also on this many examples, to compare "
+                    "peak memory (0: skip)")
+    sc.add_argument("--latency", type=float, default=2.0, help="seconds per request of the realistic server")
+    sc.add_argument("--slots", type=int, default=64, help="requests the realistic server serves at once")
+    sc.add_argument("--latency-run", default="madisse", help="the run measured against the realistic server ('': none)")
+    sc.add_argument("--latency-limit", type=int, default=None, help="its examples (default: all)")
+    sc.set_defaults(fn=_cmd_scale)
     b = sub.add_parser("bench", help="engine vs one-generate-per-request benchmark (prints JSON)")
     b.add_argument("--shape", default="tiny", choices=("tiny", "llama3-8b"))
     b.add_argument("--model", help="a real model instead of --shape: smoke | a local folder | a Hugging Face id; "

@@ -1,0 +1,188 @@
+"""``sumjudge scale``: the paper profile's runs at full size against the stand-in server (``standin``), measuring
+what the client costs: requests per second, client CPU per request, peak memory, the size of ``calls.jsonl`` and of
+the cache per 10,000 calls, wall time; and, against a server with a realistic latency, how full the engine keeps its
+slots (requests in flight over time, a figure) and the share of the wall time the client was busy.
+
+Each run is measured in a process of its own (peak memory is a process's high-water mark), beside the stand-in
+server in another, both on this machine's cores. Nothing here calls a model.
+
+``make scale`` runs ``sumjudge scale --out figures/scale`` and prints the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# The paper profile's runs, at the size the papers ran them (settings beyond the methods' defaults are the paper
+# profile's answer caps). MADISSE: TofuEval MeetingBank's sentences, four agents, three rounds, three adjudicators,
+# sampled; self-consistency: 41 samples; MESA: eight types, three steps, on every summary.
+PAPER_RUNS = {
+    "zero-shot": {"method": "zero-shot", "dataset": "tofueval-meetingbank", "level": "sentence"},
+    "self-consistency": {"method": "self-consistency", "dataset": "tofueval-meetingbank", "level": "sentence"},
+    "madisse": {"method": "madisse", "dataset": "tofueval-meetingbank", "level": "sentence"},
+    "mesa": {"method": "mesa", "dataset": "meeting-errors", "level": None},
+}
+
+
+@dataclass
+class Measured:
+    run: str
+    limit: int | None
+    latency_s: float
+    slots: int
+    n_examples: int = 0
+    calls: int = 0  # calls the protocol made (cache hits included)
+    backend_calls: int = 0
+    wall_s: float = 0.0
+    requests_per_s: float = 0.0  # backend calls per second of wall time
+    http_requests: int = 0  # what the server answered: chat calls and /tokenize
+    client_cpu_s: float = 0.0
+    client_cpu_ms_per_call: float = 0.0
+    client_busy_share: float = 0.0  # client CPU seconds over wall seconds
+    peak_rss_mb: float = 0.0
+    calls_jsonl_mb_per_10k: float = 0.0
+    cache_mb_per_10k: float = 0.0
+    max_in_flight: int = 0
+    mean_in_flight: float = 0.0  # time-weighted, over the run
+    timeline: list[tuple[float, int]] = field(default_factory=list)
+
+
+def paper_settings(method: str) -> dict[str, Any]:
+    from .profiles import load
+
+    return dict(load("paper").method_settings.get(method, {}))
+
+
+def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1024, keep_timeline: bool = False,
+            python: str = sys.executable) -> Measured:
+    """One run of ``PAPER_RUNS[name]`` in a fresh process against a fresh stand-in server."""
+    server = subprocess.Popen([python, "-m", "sumjudge.standin", "--latency", str(latency_s), "--slots", str(slots),
+                               "--lifetime", "7200"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().strip()
+        with tempfile.TemporaryDirectory() as tmp:
+            job = {"name": name, "limit": limit, "base_url": url, "folder": tmp}
+            out = subprocess.run([python, "-m", "sumjudge.scale", "--one", json.dumps(job)], capture_output=True,
+                                 text=True, check=False)
+            if out.returncode:
+                raise RuntimeError(f"scale run {name} failed:\n{out.stderr[-3000:]}")
+            m = Measured(run=name, limit=limit, latency_s=latency_s, slots=slots,
+                         **json.loads(out.stdout.strip().splitlines()[-1]))
+        import httpx
+
+        stats = httpx.get(url.removesuffix("/v1") + "/stats", timeout=30).json()
+    finally:
+        server.terminate()
+        server.wait(30)
+    m.http_requests = stats["requests"]
+    m.max_in_flight = stats["max_in_flight"]
+    timeline = [tuple(x) for x in stats["timeline"]]
+    m.mean_in_flight = round(mean_in_flight(timeline), 2)
+    if keep_timeline:
+        m.timeline = thin(timeline, 2000)
+    return m
+
+
+def mean_in_flight(timeline: list[tuple[float, int]]) -> float:
+    """The time-weighted mean of requests in flight between the first and the last change."""
+    if len(timeline) < 2:
+        return 0.0
+    area = sum((t1 - t0) * n for (t0, n), (t1, _) in zip(timeline, timeline[1:]))
+    span = timeline[-1][0] - timeline[0][0]
+    return area / span if span > 0 else 0.0
+
+
+def thin(timeline: list[tuple[float, int]], most: int) -> list[tuple[float, int]]:
+    step = max(1, len(timeline) // most)
+    return timeline[::step]
+
+
+def run_one(job: dict[str, Any]) -> dict[str, Any]:
+    """In the measured process: the run, its wall and CPU time, peak memory and file sizes."""
+    from .runs import RunConfig, run
+
+    spec = PAPER_RUNS[job["name"]]
+    folder = Path(job["folder"])
+    rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec["level"], limit=job["limit"],
+                   backend="openai", model="standin", base_url=job["base_url"],
+                   settings=paper_settings(spec["method"]))
+    cpu0, t0 = time.process_time(), time.time()
+    m = run(rc, folder / "run", cache=folder / "cache.sqlite", progress=False)
+    wall, cpu = time.time() - t0, time.process_time() - cpu0
+    calls = m["engine"]["backend_calls"]
+    per10k = 10_000 / calls if calls else 0.0
+    cache_bytes = sum(p.stat().st_size for p in folder.glob("cache.sqlite*"))
+    return {"n_examples": m["n_examples"], "calls": m["engine"]["calls"], "backend_calls": calls,
+            "wall_s": round(wall, 2), "requests_per_s": round(calls / wall, 1) if wall else 0.0,
+            "client_cpu_s": round(cpu, 2), "client_cpu_ms_per_call": round(1000 * cpu / calls, 3) if calls else 0.0,
+            "client_busy_share": round(cpu / wall, 3) if wall else 0.0,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "calls_jsonl_mb_per_10k": round((folder / "run" / "calls.jsonl").stat().st_size / 2 ** 20 * per10k, 2),
+            "cache_mb_per_10k": round(cache_bytes / 2 ** 20 * per10k, 2)}
+
+
+def concurrency_figure(m: Measured, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ts, ns = zip(*m.timeline) if m.timeline else ((), ())
+    ax.step(ts, ns, where="post", lw=0.8)
+    ax.axhline(m.slots, color="grey", ls="--", lw=0.8, label=f"server slots ({m.slots})")
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("requests in flight")
+    ax.set_title(f"{m.run}: {m.backend_calls} calls, {m.latency_s:g} s per request, mean {m.mean_in_flight} in flight")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def scale(out: Path, runs: list[str], limit: int | None, latency_s: float, slots: int, latency_run: str,
+          latency_limit: int | None, memory_limit: int | None) -> dict[str, Any]:
+    """Every run of ``runs`` at ``limit`` against the instant server; ``memory_limit``: each run also at that smaller
+    size, to compare peak memory; ``latency_run`` at ``latency_limit`` against a server of ``latency_s`` and ``slots``,
+    with the concurrency figure."""
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {"machine": machine(), "instant": [], "smaller": [], "latency": None}
+    for name in runs:
+        report["instant"].append(asdict(measure(name, limit)))
+        if memory_limit:
+            report["smaller"].append(asdict(measure(name, memory_limit)))
+    if latency_run:
+        m = measure(latency_run, latency_limit, latency_s=latency_s, slots=slots, keep_timeline=True)
+        concurrency_figure(m, out / "concurrency.png")
+        report["latency"] = {k: v for k, v in asdict(m).items() if k != "timeline"}
+    (out / "scale.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return report
+
+
+def machine() -> dict[str, Any]:
+    import platform
+
+    return {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The measured process (``--one JOB``); the command is ``sumjudge scale``."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m sumjudge.scale", description="one measured run of sumjudge scale")
+    p.add_argument("--one", required=True, help="the job, as JSON")
+    print(json.dumps(run_one(json.loads(p.parse_args(argv).one))))
+
+
+if __name__ == "__main__":
+    main()
