@@ -46,7 +46,7 @@ OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
 
 
 # Token ids kept for recent prompts (counts are kept apart): a few long meetings' prompts, not thousands
-TOKEN_CACHE_IDS = 2_000_000
+TOKEN_CACHE_IDS = 1_000_000
 
 # A prompt over this many characters (about a million tokens, more than any served context) is not sent to a
 # server that does not state its context: a 10 MB document is a mistake, not a request.
@@ -182,7 +182,7 @@ class OpenAIBackend:
         self.server_tokenizes = False
         self.dialect = "openai"  # what the server's own routes speak: openai (none), vllm or llama.cpp
         self._local_tokenizer = None
-        self._token_cache: OrderedDict[str, list[int]] = OrderedDict()
+        self._token_cache: OrderedDict[str, Any] = OrderedDict()  # prompt digest -> its ids (an array)
         self._cached_ids = 0  # ids held by _token_cache
         self._counts: dict[str, int] = {}  # prompt digest -> tokens
         self._ahttp = None  # the async client of the running loop, for the server's own routes
@@ -425,10 +425,12 @@ class OpenAIBackend:
     def _cached_tokens(self, key: dict, compute) -> list[int]:
         """Token ids, kept for the most recent prompts up to ``TOKEN_CACHE_IDS`` ids in all (option scoring reads
         one prompt's ids several times); their counts are kept apart (``_counts``), for longer."""
+        from array import array
+
         k = self._digest(key)
         hit = self._token_cache.get(k)
         if hit is None:
-            hit = compute()
+            hit = array("q", compute())  # 8 bytes an id, not a list of int objects
             self._token_cache[k] = hit
             self._cached_ids += len(hit)
             while self._cached_ids > TOKEN_CACHE_IDS and len(self._token_cache) > 1:
@@ -436,7 +438,7 @@ class OpenAIBackend:
         else:
             self._token_cache.move_to_end(k)
         self._remember(k, len(hit))
-        return hit
+        return list(hit)
 
     def _remember(self, key: str, n: int) -> None:
         if len(self._counts) > 65536:
