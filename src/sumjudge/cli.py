@@ -120,16 +120,27 @@ def _cmd_arena(a) -> int:
 
 
 def _cmd_scale(a) -> int:
-    from .scale import PAPER_RUNS, scale
+    from .scale import check_runs, scale, scale_file
 
-    unknown = [r for r in a.runs + [a.latency_run] if r and r not in PAPER_RUNS]
-    if unknown:
-        raise ValueError(f"unknown scale run(s) {unknown}; known: {', '.join(PAPER_RUNS)}")
-    report = scale(Path(a.out), a.runs, a.limit, a.latency, a.slots, a.latency_run, a.latency_limit, a.memory_limit)
+    runs = check_runs(a.runs)
+    latency_run = scale_file()["latency_run"] if a.latency_run is None else a.latency_run
+    check_runs([latency_run] if latency_run else [])
+    report = scale(Path(a.out), runs, a.limit, a.latency, a.slots, latency_run, a.latency_limit, a.memory_limit)
     for m in report["instant"] + report["smaller"] + ([report["latency"]] if report["latency"] else []):
         print(json.dumps(m))
     print(json.dumps({"out": str(Path(a.out) / "scale.json"), "figure": str(Path(a.out) / "concurrency.png")
                       if report["latency"] else None}))
+    return 0
+
+
+def _cmd_plan(a) -> int:
+    from .plan import plan
+    from .scale import check_runs
+
+    for row in plan(check_runs(a.runs), profile=a.profile, tokenizer=a.tokenizer, model=a.model, context_length=a.context_length,
+                    limit=a.limit, tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s,
+                    price_in=a.price_in, price_out=a.price_out):
+        print(json.dumps(row))
     return 0
 
 
@@ -302,16 +313,30 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--level")
     d.set_defaults(fn=_cmd_data)
 
+    pl = sub.add_parser("plan", help="calls, tokens, hours and dollars of the paper profile's runs, before any model "
+                        "is called (each run executed against an in-process planner)")
+    pl.add_argument("--profile", default="paper")
+    pl.add_argument("--runs", nargs="*", help="runs of profiles/scale.yaml (default: all)")
+    pl.add_argument("--limit", type=int, default=None, help="examples per run (default: all)")
+    pl.add_argument("--tokenizer", help="the model's tokenizer (a folder or hub id); default: Llama-3's")
+    pl.add_argument("--model", help="the model name recorded (default: the profile's)")
+    pl.add_argument("--context-length", type=int, default=131072)
+    pl.add_argument("--tokens-per-s", type=float, default=2500.0, help="the server's decode throughput, all requests")
+    pl.add_argument("--prefill-tokens-per-s", type=float, default=25000.0)
+    pl.add_argument("--price-in", type=float, default=0.0, help="dollars per million prompt tokens")
+    pl.add_argument("--price-out", type=float, default=0.0, help="dollars per million completion tokens")
+    pl.set_defaults(fn=_cmd_plan)
     sc = sub.add_parser("scale", help="the paper profile's runs at full size against the stand-in server: requests "
                         "per second, client CPU, memory, log and cache size, slots kept full (no model is called)")
     sc.add_argument("--out", default="figures/scale")
-    sc.add_argument("--runs", nargs="*", default=["zero-shot", "self-consistency", "madisse", "mesa"])
+    sc.add_argument("--runs", nargs="*", help="runs of profiles/scale.yaml (default: all)")
     sc.add_argument("--limit", type=int, default=None, help="examples per run (default: all, the papers' size)")
     sc.add_argument("--memory-limit", type=int, default=100, help="each run also on this many examples, to compare "
                     "peak memory (0: skip)")
     sc.add_argument("--latency", type=float, default=2.0, help="seconds per request of the realistic server")
     sc.add_argument("--slots", type=int, default=64, help="requests the realistic server serves at once")
-    sc.add_argument("--latency-run", default="madisse", help="the run measured against the realistic server ('': none)")
+    sc.add_argument("--latency-run", help="the run measured against the realistic server (default: scale.yaml's "
+                    "latency_run; '': none)")
     sc.add_argument("--latency-limit", type=int, default=None, help="its examples (default: all)")
     sc.set_defaults(fn=_cmd_scale)
     b = sub.add_parser("bench", help="engine vs one-generate-per-request benchmark (prints JSON)")

@@ -80,16 +80,7 @@ class Session:
         """The profile's generation policy as method settings (those of its fields the method's config has: every
         paper's config has all three, a judge of your own may have none), then the profile's settings for
         ``method``, then ``extra``."""
-        from dataclasses import fields
-
-        from .judges import get_method
-
-        p = self.prof
-        policy = {"max_new_tokens": p.max_new_tokens, "truncate": p.truncate, "fallback": p.label_fallback}
-        if method:
-            has = {f.name for f in fields(get_method(method).config_cls)}
-            policy = {k: v for k, v in policy.items() if k in has}
-        return {**policy, **p.method_settings.get(method or "", {}), **extra}
+        return {**self.prof.settings_for(method), **extra}
 
     def plan(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
              split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None):

@@ -22,15 +22,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-# The paper profile's runs, at the size the papers ran them (settings beyond the methods' defaults are the paper
-# profile's answer caps). MADISSE: TofuEval MeetingBank's sentences, four agents, three rounds, three adjudicators,
-# sampled; self-consistency: 41 samples; MESA: eight types, three steps, on every summary.
-PAPER_RUNS = {
-    "zero-shot": {"method": "zero-shot", "dataset": "tofueval-meetingbank", "level": "sentence"},
-    "self-consistency": {"method": "self-consistency", "dataset": "tofueval-meetingbank", "level": "sentence"},
-    "madisse": {"method": "madisse", "dataset": "tofueval-meetingbank", "level": "sentence"},
-    "mesa": {"method": "mesa", "dataset": "meeting-errors", "level": None},
-}
+def paper_runs() -> dict[str, dict[str, Any]]:
+    """The runs measured by default (``profiles/scale.yaml``): name -> method, dataset, level."""
+    return scale_file()["runs"]
+
+
+def check_runs(names: list[str] | None) -> list[str]:
+    """``names`` (None: every run of ``profiles/scale.yaml``), each checked against the file."""
+    known = paper_runs()
+    unknown = [r for r in names or [] if r not in known]
+    if unknown:
+        raise ValueError(f"unknown run(s) {unknown}; known (profiles/scale.yaml): {', '.join(known)}")
+    return list(known) if names is None else list(names)
+
+
+def scale_file() -> dict[str, Any]:
+    import yaml
+    from importlib.resources import files
+
+    return yaml.safe_load(files("sumjudge.profiles").joinpath("scale.yaml").read_text(encoding="utf-8"))
 
 
 @dataclass
@@ -59,12 +69,12 @@ class Measured:
 def paper_settings(method: str) -> dict[str, Any]:
     from .profiles import load
 
-    return dict(load("paper").method_settings.get(method, {}))
+    return load("paper").settings_for(method)
 
 
 def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1024, keep_timeline: bool = False,
             python: str = sys.executable) -> Measured:
-    """One run of ``PAPER_RUNS[name]`` in a fresh process against a fresh stand-in server."""
+    """One run of ``paper_runs()[name]`` in a fresh process against a fresh stand-in server."""
     server = subprocess.Popen([python, "-m", "sumjudge.standin", "--latency", str(latency_s), "--slots", str(slots),
                                "--lifetime", "7200"], stdout=subprocess.PIPE, text=True)
     try:
@@ -110,7 +120,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """In the measured process: the run, its wall and CPU time, peak memory and file sizes."""
     from .runs import RunConfig, run
 
-    spec = PAPER_RUNS[job["name"]]
+    spec = paper_runs()[job["name"]]
     folder = Path(job["folder"])
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec["level"], limit=job["limit"],
                    backend="openai", model="standin", base_url=job["base_url"],

@@ -5,8 +5,9 @@ size on a laptop. It is not a model: its labels are a hash of the prompt.
 Routes, as vLLM serves them: ``GET /v1/models`` (the model, ``max_model_len``), ``POST /v1/chat/completions``
 (usage reported: prompt tokens = the prompt's words and punctuation marks, completion tokens likewise),
 ``POST /tokenize`` (``messages`` or ``prompt``: the same count, as token ids) and ``GET /stats`` (requests served and
-the number in flight over time). Answers: a ``<label>`` prompt (MADISSE, zero-shot, CoT, FacTax's ChatGPT-ZS/CoT)
-gets an argument, an explanation and a 0/1 label; MESA's steps get their JSON; anything else a label.
+the number in flight over time). Answers: a prompt asking for ``<label>`` tags (the debates' agents and adjudicators,
+zero-shot, chain-of-thought) gets an argument, an explanation and a 0/1 label; the steps that list, rate and score
+error instances get their JSON; anything else a label.
 
 Latency: ``latency_s`` per request, plus ``completion tokens / tokens_per_s``; at most ``slots`` requests are
 served at once (the others wait, as a server's queue does). Bounded: it listens on 127.0.0.1 only, answers at most

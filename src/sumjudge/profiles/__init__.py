@@ -42,6 +42,18 @@ class Profile:
             return own.get("backend") or self.backend, own["model"], own.get("base_url")
         return self.backend, self.model, self.base_url
 
+    def settings_for(self, method: str | None = None) -> dict[str, Any]:
+        """The profile's generation policy as method settings (those of its fields the method's config has: every
+        paper's config has all three, a judge of your own may have none), then the profile's settings for
+        ``method``."""
+        from ..judges import get_method
+
+        policy = {"max_new_tokens": self.max_new_tokens, "truncate": self.truncate, "fallback": self.label_fallback}
+        if method:
+            has = {f.name for f in fields(get_method(method).config_cls)}
+            policy = {k: v for k, v in policy.items() if k in has}
+        return {**policy, **self.method_settings.get(method or "", {})}
+
     def engine_options(self) -> dict[str, Any]:
         """Keyword arguments for ``make_llm`` beyond backend/model/base_url."""
         opts: dict[str, Any] = {"parse_retries": self.parse_retries}
@@ -70,8 +82,12 @@ class Profile:
         return replace(self, **vals)
 
 
+NOT_PROFILES = {"scale"}  # scale.yaml: the runs `sumjudge scale` and `sumjudge plan` execute, not a profile
+
+
 def available() -> list[str]:
-    return sorted(f.name[:-5] for f in files("sumjudge.profiles").iterdir() if f.name.endswith(".yaml"))
+    return sorted(f.name[:-5] for f in files("sumjudge.profiles").iterdir()
+                  if f.name.endswith(".yaml") and f.name[:-5] not in NOT_PROFILES)
 
 
 def load(name: str, notebook: str | None = None, **overrides: Any) -> Profile:
