@@ -133,6 +133,11 @@ def _cmd_scale(a) -> int:
     return 0
 
 
+def add_paper_runs_flags(p) -> None:
+    p.add_argument("--runs", nargs="*", help="runs of profiles/scale.yaml (default: all)")
+    p.add_argument("--limit", type=int, default=None, help="examples per run (default: all, the papers' size)")
+
+
 def _cmd_plan(a) -> int:
     from .plan import plan
     from .scale import check_runs
@@ -316,8 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="calls, tokens, hours and dollars of the paper profile's runs, before any model "
                         "is called (each run executed against an in-process planner)")
     pl.add_argument("--profile", default="paper")
-    pl.add_argument("--runs", nargs="*", help="runs of profiles/scale.yaml (default: all)")
-    pl.add_argument("--limit", type=int, default=None, help="examples per run (default: all)")
+    add_paper_runs_flags(pl)
     pl.add_argument("--tokenizer", help="the model's tokenizer (a folder or hub id); default: Llama-3's")
     pl.add_argument("--model", help="the model name recorded (default: the profile's)")
     pl.add_argument("--context-length", type=int, default=131072)
@@ -329,8 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("scale", help="the paper profile's runs at full size against the stand-in server: requests "
                         "per second, client CPU, memory, log and cache size, slots kept full (no model is called)")
     sc.add_argument("--out", default="figures/scale")
-    sc.add_argument("--runs", nargs="*", help="runs of profiles/scale.yaml (default: all)")
-    sc.add_argument("--limit", type=int, default=None, help="examples per run (default: all, the papers' size)")
+    add_paper_runs_flags(sc)
     sc.add_argument("--memory-limit", type=int, default=100, help="each run also on this many examples, to compare "
                     "peak memory (0: skip)")
     sc.add_argument("--latency", type=float, default=2.0, help="seconds per request of the realistic server")
