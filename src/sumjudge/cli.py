@@ -34,12 +34,13 @@ def check_engine_flags(a) -> None:
     backend = getattr(a, "backend", None)
     given = {flag: getattr(a, attr, None) for flag, attr in (("--token-budget", "token_budget"), ("--dtype", "dtype"),
              ("--base-url", "base_url"), ("--timeout", "timeout"), ("--max-retry-time", "max_retry_time"),
-             ("--server-name", "server_name"), ("--tokenizer", "tokenizer"))}
+             ("--server-name", "server_name"), ("--tokenizer", "tokenizer"), ("--concurrency", "concurrency"))}
     for flag, only in (("--token-budget", "hf"), ("--dtype", "hf"), ("--base-url", "openai"), ("--timeout", "openai"),
-                       ("--max-retry-time", "openai"), ("--server-name", "openai"), ("--tokenizer", "openai")):
+                       ("--max-retry-time", "openai"), ("--server-name", "openai"), ("--tokenizer", "openai"),
+                       ("--concurrency", "openai")):
         if given[flag] is not None and backend != only:
             raise ConfigError(f"{flag} applies to --backend {only} only (this run uses --backend {backend})")
-    for flag in ("--token-budget", "--timeout", "--max-retry-time"):
+    for flag in ("--token-budget", "--timeout", "--max-retry-time", "--concurrency"):
         if given[flag] is not None and not given[flag] > 0:
             raise ConfigError(f"{flag} {given[flag]}: expected a number above 0")
     url = given["--base-url"]
@@ -89,6 +90,7 @@ def _cmd_run(a) -> int:
     if a.dtype:
         opts["dtype"] = a.dtype
     opts.update({k: v for k, v in (("timeout", a.timeout), ("max_retry_time", a.max_retry_time),
+                                   ("concurrency", a.concurrency),
                                    ("server_name", a.server_name), ("tokenizer", a.tokenizer)) if v is not None})
     m = run(rc, a.out, no_cache=a.no_cache, cache=a.cache, backend_options=opts, budget=budget_of(a))
     keep = {k: m[k] for k in ("method", "dataset", "level", "n_examples", "bacc", "k_alpha", "fpr", "fnr", "unparsed")
@@ -264,6 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hf: the weights' dtype (default: bfloat16 on a GPU, float32 on a CPU; cpu-native: bfloat16 "
                         "also on a CPU that computes it natively)")
     r.add_argument("--timeout", type=float, help="openai: seconds one request may take (default 600)")
+    r.add_argument("--concurrency", type=int, help="openai: requests in flight at most (default 256, vLLM's default "
+                   "number of sequences a server batches)")
     r.add_argument("--max-retry-time", type=float,
                    help="openai: seconds one request may spend being retried in all (default 900)")
     r.add_argument("--tokenizer", help="openai: the model's own tokenizer (a Hugging Face id or folder) for a server "

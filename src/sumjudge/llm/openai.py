@@ -146,7 +146,7 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 concurrency: int = 32, max_retries: int = 6, timeout: float = 600.0, backoff: float = 1.0,
+                 concurrency: int = 256, max_retries: int = 6, timeout: float = 600.0, backoff: float = 1.0,
                  max_backoff: float = 60.0, top_logprobs: int = 20, connect_retries: int = 2,
                  max_retry_time: float = 900.0, context_length: int | None = None, tokenizer: str | None = None,
                  option_scoring: str = "auto", min_coverage: float = 0.5,
