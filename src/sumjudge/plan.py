@@ -38,6 +38,7 @@ class PlanBackend:
         self.tokenizer, self.context_length = tokenizer, context_length
         self.info = BackendInfo(name="plan", model=model)
         self._turn = 0
+        self._counts: dict[bytes, int] = {}
 
     @property
     def capabilities(self) -> Capabilities:
@@ -48,8 +49,14 @@ class PlanBackend:
         return len(self.tokenizer(text, add_special_tokens=False).input_ids)
 
     def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
-        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        return len(self.tokenizer(text, add_special_tokens=False).input_ids)
+        """Counted once per distinct prompt (samples of one prompt share it), keyed by a digest of it."""
+        import hashlib
+
+        key = hashlib.blake2b(json.dumps(messages, ensure_ascii=False).encode(), digest_size=16).digest()
+        if key not in self._counts:
+            text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            self._counts[key] = len(self.tokenizer(text, add_special_tokens=False).input_ids)
+        return self._counts[key]
 
     def decode_stats(self) -> None:
         return None
