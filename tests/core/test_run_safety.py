@@ -202,5 +202,7 @@ def test_documented_exit_code_table_matches_the_cli():
     readme = (Path(__file__).resolve().parents[2] / "docs" / "command-line.md").read_text(encoding="utf-8")
     table = readme[readme.index("Exit codes (each row"):]
     codes = {int(m.group(1)) for m in re.finditer(r"^\| (\d+) \|", table, re.M)}
-    assert codes == {0, cli.EXIT_USAGE, cli.EXIT_DATA, cli.EXIT_BACKEND, cli.EXIT_RUN, cli.EXIT_INTERRUPTED}
-    assert (cli.EXIT_USAGE, cli.EXIT_DATA, cli.EXIT_BACKEND, cli.EXIT_RUN, cli.EXIT_INTERRUPTED) == (2, 3, 4, 5, 130)
+    assert codes == {0, cli.EXIT_USAGE, cli.EXIT_DATA, cli.EXIT_BACKEND, cli.EXIT_RUN, cli.EXIT_BUDGET,
+                     cli.EXIT_INTERRUPTED}
+    assert (cli.EXIT_USAGE, cli.EXIT_DATA, cli.EXIT_BACKEND, cli.EXIT_RUN, cli.EXIT_BUDGET, cli.EXIT_INTERRUPTED) == (
+        2, 3, 4, 5, 6, 130)
