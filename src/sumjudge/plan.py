@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .llm.backend import Capabilities
-from .llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
+from .llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, prompt_digest
 
 
 # an agent told its stance (the stance-initialised debate's first round): answering against it is the longest path
@@ -38,7 +38,7 @@ class PlanBackend:
         self.tokenizer, self.context_length = tokenizer, context_length
         self.info = BackendInfo(name="plan", model=model)
         self._turn = 0
-        self._counts: dict[bytes, int] = {}
+        self._counts: dict[str, int] = {}
 
     @property
     def capabilities(self) -> Capabilities:
@@ -50,9 +50,7 @@ class PlanBackend:
 
     def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
         """Counted once per distinct prompt (samples of one prompt share it), keyed by a digest of it."""
-        import hashlib
-
-        key = hashlib.blake2b(json.dumps(messages, ensure_ascii=False).encode(), digest_size=16).digest()
+        key = prompt_digest(messages)
         if key not in self._counts:
             text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
             self._counts[key] = len(self.tokenizer(text, add_special_tokens=False).input_ids)

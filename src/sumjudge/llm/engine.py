@@ -11,7 +11,6 @@ method batching by hand.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import threading
 import time
@@ -25,7 +24,7 @@ from .cache import NullCache, ResponseCache
 from .errors import SumjudgeError
 from .loops import run_sync
 from .parsing import ParseError
-from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key
+from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key, prompt_digest
 
 T = TypeVar("T")
 
@@ -475,7 +474,7 @@ class LLM(Calls):
         caps = self.backend.capabilities
         if caps.tokenizer == "none":
             return None
-        digest = hashlib.blake2b(repr(what).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        digest = prompt_digest(what)
         hit = self._token_counts.get(digest)
         if hit is not None:
             return hit

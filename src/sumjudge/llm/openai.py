@@ -20,7 +20,6 @@ is recorded and must reach ``min_coverage``.
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import random
@@ -39,7 +38,8 @@ from .errors import (
     PromptTooLongError,
 )
 from .loops import on_loop_close
-from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs, server_identity
+from .types import (BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs,
+                    prompt_digest, server_identity)
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
@@ -415,19 +415,12 @@ class OpenAIBackend:
         # e.g. a server whose /tokenize reads another field: asking again changes nothing
         raise BackendRequestError(f"{self.where}/tokenize gave no tokens for a non-empty text: {str(body)[:200]}")
 
-    @staticmethod
-    def _digest(key: dict) -> str:
-        """A short key for a prompt (its text can be a whole meeting: the caches must not hold it)."""
-        import hashlib
-
-        return hashlib.blake2b(json.dumps(key, sort_keys=True, ensure_ascii=False).encode(), digest_size=16).hexdigest()
-
     def _cached_tokens(self, key: dict, compute) -> list[int]:
         """Token ids, kept for the most recent prompts up to ``TOKEN_CACHE_IDS`` ids in all (option scoring reads
         one prompt's ids several times); their counts are kept apart (``_counts``), for longer."""
         from array import array
 
-        k = self._digest(key)
+        k = prompt_digest(key)
         hit = self._token_cache.get(k)
         if hit is None:
             hit = array("q", compute())  # 8 bytes an id, not a list of int objects
@@ -448,7 +441,7 @@ class OpenAIBackend:
     async def _acount(self, key: dict, payload: dict, sync) -> int:
         """Tokens of a prompt (``key``) on the event loop: vLLM's ``/tokenize`` asked with the async client; other
         tokenizers (a local one, llama.cpp's template-then-tokenize) through ``sync`` in a worker thread."""
-        k = self._digest(key)
+        k = prompt_digest(key)
         n = self._counts.get(k)
         if n is None:
             if self.server_tokenizes and self.dialect == "vllm":
@@ -504,11 +497,11 @@ class OpenAIBackend:
         return text
 
     def count_tokens(self, text: str) -> int:
-        k = self._digest({"t": text})
+        k = prompt_digest({"t": text})
         return self._counts[k] if k in self._counts else len(self._tokens_of_text(text))
 
     def prompt_tokens(self, messages: list[dict[str, str]]) -> int:
-        k = self._digest({"m": messages})
+        k = prompt_digest({"m": messages})
         return self._counts[k] if k in self._counts else len(self.encode(messages))
 
     # ---- requests -----------------------------------------------------------------------------------

@@ -193,3 +193,11 @@ def normalise_logprobs(raw: dict[str, float | None]) -> dict[str, float]:
     m = max(known.values())
     z = sum(math.exp(v - m) for v in known.values())
     return {o: (math.exp(known[o] - m) / z if o in known else 0.0) for o in raw}
+
+
+def prompt_digest(value: Any) -> str:
+    """A short key for a prompt or a text (JSON-able: messages, a string, a tuple of them), for caches of token
+    counts and ids: a prompt can be a whole meeting, so such caches keep this, never the text."""
+    blob = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(blob.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
