@@ -493,3 +493,33 @@ def test_a_server_without_a_tokenize_route_counts_with_the_tokenizer_given(tiny_
         m = msg("What was decided about the budget?")
         assert be.capabilities.tokenizer == "local" and be.prompt_tokens(m) == len(tiny_backend.encode(m))
         assert be.capabilities.option_scoring == "top_logprobs" and be.info.extra["tokenizer"] == str(tiny_model_dir)
+
+
+def test_async_requests_go_through_aiohttp_and_its_dropped_connections_are_retried(server):
+    """Many requests in flight: the SDK's aiohttp transport carries the chat calls and the server's own routes (far
+    less CPU per request than httpcore's pool); a dropped connection there (raised as httpx2's error) is retried under
+    the same policy as model calls, not taken for an answer or a refusal."""
+    import asyncio
+
+    import httpx2
+
+    be = backend(server)
+
+    async def go():
+        be._bind_loop()
+        assert type(be.client._client._transport).__name__ == "AiohttpTransport"
+        assert type(be._ahttp._transport).__name__ == "AiohttpTransport"
+        real, seen = be._ahttp.post, []
+
+        async def dropped_once(url, json):
+            seen.append(url)
+            if len(seen) == 1:
+                raise httpx2.RemoteProtocolError("Server disconnected")
+            return await real(url, json=json)
+
+        be._ahttp.post = dropped_once
+        n = await be.aprompt_tokens(msg("a prompt counted on the event loop"))
+        await asyncio.sleep(0)
+        return n
+
+    assert run_sync(go()) > 5 and be.retries == 1
