@@ -141,12 +141,23 @@ def add_paper_runs_flags(p) -> None:
 
 
 def _cmd_plan(a) -> int:
-    from .plan import plan
+    from .llm import ConfigError
+    from .plan import Rates, plan, plan_notebooks
     from .scale import check_runs
 
-    for row in plan(check_runs(a.runs), profile=a.profile, tokenizer=a.tokenizer, model=a.model, context_length=a.context_length,
-                    limit=a.limit, tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s,
-                    price_in=a.price_in, price_out=a.price_out):
+    rates = Rates(tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s, price_in=a.price_in,
+                  price_out=a.price_out)
+    common = dict(profile=a.profile, tokenizer=a.tokenizer, model=a.model, context_length=a.context_length,
+                  limit=a.limit, rates=rates)
+    if a.notebooks is not None:
+        if a.runs:
+            raise ConfigError("plan: give --runs (scale.yaml's runs) or --notebooks, not both")
+        rows = plan_notebooks(" ".join(a.notebooks), measured=not a.caps_only, **common)
+        if not rows:
+            raise ConfigError(f"plan: no notebook matches {' '.join(a.notebooks) or '(none given)'}")
+    else:
+        rows = plan(check_runs(a.runs), **common)
+    for row in rows:
         print(json.dumps(row))
     return 0
 
@@ -326,6 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "is called (each run executed against an in-process planner)")
     pl.add_argument("--profile", default="paper")
     add_paper_runs_flags(pl)
+    pl.add_argument("--notebooks", nargs="*", help="plan these notebooks instead (prefixes, e.g. 10 30; none given: "
+                    "all), each executed with papermill on the planner: a row per run and a total per notebook")
+    pl.add_argument("--caps-only", action="store_true", help="with --notebooks: completion tokens from the answer "
+                    "caps only, never from the profile's earlier runs of the notebook")
     pl.add_argument("--tokenizer", help="the model's tokenizer (a folder or hub id); default: Llama-3's")
     pl.add_argument("--model", help="the model name recorded (default: the profile's)")
     pl.add_argument("--context-length", type=int, default=131072)

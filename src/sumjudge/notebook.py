@@ -18,6 +18,7 @@ from . import profiles
 from .llm import make_llm
 from .llm.engine import LLM
 from .paths import project_root
+from .plan import PlanSetting, planning_llm
 from .profiles import Profile
 
 
@@ -52,10 +53,15 @@ class Session:
 
     @property
     def llm(self) -> LLM:
-        """The engine, built on first use and shared by every run of the notebook."""
+        """The engine, built on first use and shared by every run of the notebook; the planner when the notebook
+        is executed by ``sumjudge plan`` (``plan.PlanSetting``)."""
         if self._llm is None:
             p = self.prof
-            self._llm = make_llm(p.backend, p.model, base_url=p.base_url, **p.engine_options())
+            planning = PlanSetting.from_env()
+            if planning is not None:
+                self._llm = planning_llm(planning, p.parse_retries, measured_from=self.runs_dir(planned=False))
+            else:
+                self._llm = make_llm(p.backend, p.model, base_url=p.base_url, **p.engine_options())
         return self._llm
 
     def llm_for(self, method: str) -> LLM:
@@ -64,7 +70,7 @@ class Session:
         from .judges import get_method
 
         engine = self.prof.engine_for(get_method(method).paper)
-        if engine == (self.prof.backend, self.prof.model, self.prof.base_url):
+        if engine == (self.prof.backend, self.prof.model, self.prof.base_url) or PlanSetting.from_env() is not None:
             return self.llm
         if engine not in self._engines:
             # the profile's context cap and dtype are for its own (hf) model
@@ -73,8 +79,11 @@ class Session:
             self._engines[engine] = make_llm(engine[0], engine[1], base_url=engine[2], **opts)
         return self._engines[engine]
 
-    def runs_dir(self) -> Path:
-        return project_root() / "build" / "runs" / self.notebook / f"{self.prof.name}-{slug(self.prof.model)}"
+    def runs_dir(self, planned: bool = True) -> Path:
+        """The notebook's run folders (``planned``: a planned notebook's, under the plan's own folder)."""
+        planning = PlanSetting.from_env() if planned else None
+        root = Path(planning.runs_dir) if planning is not None else project_root() / "build" / "runs"
+        return root / self.notebook / f"{self.prof.name}-{slug(self.prof.model)}"
 
     def method_settings(self, method: str | None = None, **extra: Any) -> dict[str, Any]:
         """The profile's generation policy as method settings (those of its fields the method's config has: every

@@ -38,4 +38,5 @@ def raw_dir() -> Path:
 
 
 def figures_dir() -> Path:
-    return project_root() / "figures"
+    """Where notebooks write their tables and figures (``SUMJUDGE_FIGURES``: elsewhere, e.g. a planned notebook's)."""
+    return Path(os.environ.get("SUMJUDGE_FIGURES") or project_root() / "figures")

