@@ -22,7 +22,8 @@ from .backend import Backend, Capabilities
 from .budget import Budget
 from .cache import NullCache, ResponseCache
 from .errors import SumjudgeError
-from .loops import run_sync
+from .fitting import certainly_fits
+from .loops import SingleFlight, run_sync
 from .parsing import ParseError
 from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key, prompt_digest
 
@@ -250,6 +251,8 @@ class Calls:
         ctx = self.context_length
         if ctx is None or not self.counts_tokens:
             return True
+        if await certainly_fits(messages, reserve, ctx, self.prompt_tokens):  # far from the limit: not counted
+            return True
         return await self.prompt_tokens(messages) + reserve <= ctx
 
 
@@ -272,6 +275,7 @@ class LLM(Calls):
         self._dispatcher: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._token_counts: dict[Any, int] = {}
+        self._counting = SingleFlight()
         self.companions: dict[str, LLM] = {}
         self.budget: Budget | None = None  # a cost guard (--max-calls / --max-tokens): see ``budget``
 
@@ -480,11 +484,14 @@ class LLM(Calls):
             return hit
         kind, value = what
         arg = value if kind == "t" else [{"role": r, "content": c} for r, c in value]
-        if caps.async_tokenizer:
-            n = await (self.backend.acount_tokens(arg) if kind == "t" else self.backend.aprompt_tokens(arg))
-        else:
+
+        async def count() -> int:
+            if caps.async_tokenizer:
+                return await (self.backend.acount_tokens(arg) if kind == "t" else self.backend.aprompt_tokens(arg))
             fn = self.backend.count_tokens if kind == "t" else self.backend.prompt_tokens
-            n = await asyncio.to_thread(fn, arg) if caps.tokenizer == "remote" else fn(arg)
+            return await asyncio.to_thread(fn, arg) if caps.tokenizer == "remote" else fn(arg)
+
+        n = await self._counting.run(digest, count)  # asked by many examples at once: counted once
         if len(self._token_counts) > 65536:
             self._token_counts.clear()
         self._token_counts[digest] = n

@@ -3,7 +3,8 @@ a debate, exchanges of a chat) whose prompt, plus the room its answer needs, the
 
 Every method that cuts a document, drops old rounds or shortens a transcript asks ``fit_to_context`` (or, for a
 count that is not a prompt, ``largest_fitting``); the search is a bisection, so a long document costs a few
-dozen tokenizations, and a server's tokenizer is asked off the event loop (``LLM.count_tokens``).
+dozen tokenizations, and a server's tokenizer is asked off the event loop (``LLM.count_tokens``). A prompt far
+from the limit is not counted at all (``certainly_fits``: a bound from its bytes).
 """
 
 from __future__ import annotations
@@ -53,3 +54,23 @@ async def longest_prefix(text: str, limit: int, count: Callable[[str], Awaitable
 
     k = await largest_fitting(fits, len(words)) or 0
     return " ".join(words[:k]), k
+
+
+# What joins a message's content to its chat template (a leading space, a dummy prefix) may cost a token or two more
+# than the content's own bytes show; this many are allowed per message.
+SLACK_TOKENS_PER_MESSAGE = 8
+
+
+async def certainly_fits(messages: Messages, reserve: int, context: int,
+                         prompt_tokens: Callable[[Messages], Awaitable[int | None]]) -> bool:
+    """Whether ``messages`` plus ``reserve`` answer tokens fit ``context`` by a bound, without counting them: the
+    chat template's own tokens (the same roles with empty contents, counted once per role sequence) plus one token
+    per byte of every content (a token of a byte-level BPE or SentencePiece vocabulary covers at least one byte)
+    plus ``SLACK_TOKENS_PER_MESSAGE``. False means "count it": the bound says nothing about prompts near the limit.
+    English text takes about four bytes a token, so a prompt under a quarter of the room is never counted."""
+    room = context - reserve - SLACK_TOKENS_PER_MESSAGE * len(messages)
+    content = sum(len(m["content"].encode("utf-8", "surrogatepass")) for m in messages)
+    if content >= room:
+        return False
+    template = await prompt_tokens([{"role": m["role"], "content": ""} for m in messages])
+    return template is not None and template + content <= room

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable
+import weakref
+from typing import Any, Awaitable, Callable, Hashable
 
 _CLOSERS: dict[asyncio.AbstractEventLoop, list[Callable[[], Awaitable[Any]]]] = {}
 
@@ -47,3 +48,34 @@ def run_sync(coro):
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+class SingleFlight:
+    """Concurrent awaits of one key share one computation: the first caller computes, the others await its result
+    (or its error). Per event loop (a loop that is gone takes its pending keys with it); a finished value is not
+    kept here: callers cache what they want to keep."""
+
+    def __init__(self) -> None:
+        self._pending: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    async def run(self, key: Hashable, compute: Callable[[], Awaitable[Any]]) -> Any:
+        loop = asyncio.get_running_loop()
+        pending = self._pending.setdefault(loop, {})
+        fut = pending.get(key)
+        if fut is not None:
+            return await asyncio.shield(fut)
+        fut = pending[key] = loop.create_future()
+        try:
+            value = await compute()
+        except asyncio.CancelledError:
+            fut.cancel()
+            raise
+        except BaseException as e:
+            fut.set_exception(e)
+            fut.exception()  # retrieved here: no "never retrieved" warning when nobody else waited
+            raise
+        else:
+            fut.set_result(value)
+            return value
+        finally:
+            pending.pop(key, None)

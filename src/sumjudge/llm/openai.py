@@ -38,7 +38,8 @@ from .errors import (
     OptionScoringError,
     PromptTooLongError,
 )
-from .loops import on_loop_close
+from .fitting import certainly_fits
+from .loops import SingleFlight, on_loop_close
 from .types import (BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs,
                     prompt_digest, server_identity)
 
@@ -211,6 +212,7 @@ class OpenAIBackend:
         self._cached_ids = 0  # ids held by _token_cache
         self._counts: dict[str, int] = {}  # prompt digest -> tokens
         self._ahttp = None  # the async client of the running loop, for the server's own routes
+        self._counting = SingleFlight()
         self.server_metrics = False  # /metrics holds vLLM's counters
         if server_name is not None and not server_name.strip():
             raise ConfigError("--server-name: give a non-empty name")
@@ -466,13 +468,17 @@ class OpenAIBackend:
         tokenizers (a local one, llama.cpp's template-then-tokenize) through ``sync`` in a worker thread."""
         k = prompt_digest(key)
         n = self._counts.get(k)
-        if n is None:
+        if n is not None:
+            return n
+
+        async def count() -> int:
             if self.server_tokenizes and self.dialect == "vllm":
                 n = len(self._read_tokens(await self._apost("/tokenize", {"model": self.model, **payload}), payload))
                 self._remember(k, n)
-            else:
-                n = len(await asyncio.to_thread(sync))
-        return n
+                return n
+            return len(await asyncio.to_thread(sync))
+
+        return await self._counting.run(k, count)  # asked by many requests at once: one /tokenize
 
     async def aprompt_tokens(self, messages: list[dict[str, str]]) -> int:
         """``prompt_tokens`` without blocking the event loop (``Capabilities.async_tokenizer``)."""
@@ -639,9 +645,9 @@ class OpenAIBackend:
 
     async def _one(self, r: ChatRequest) -> ChatResponse:
         t0 = time.perf_counter()
-        if self.tokenizes and self.context_length:
-            n = await self.aprompt_tokens(r.messages)
-            self._check_fits(r.tag, n, r.max_new_tokens)  # never let the server cut the answer short
+        if self.tokenizes and self.context_length:  # never let the server cut the answer short
+            if not await certainly_fits(r.messages, r.max_new_tokens, self.context_length, self.aprompt_tokens):
+                self._check_fits(r.tag, await self.aprompt_tokens(r.messages), r.max_new_tokens)
         elif not self.context_length:  # nothing to fit against: refuse what no served model reads
             chars = sum(len(m.get("content") or "") for m in r.messages)
             if chars > MAX_PROMPT_CHARS_UNKNOWN_CONTEXT:
