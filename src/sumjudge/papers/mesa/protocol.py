@@ -49,7 +49,7 @@ from typing import Any, Callable
 from ...data.records import MeetingErrorExample
 from ...llm import ChatRequest, ConfigError, PromptTooLongError
 from ...llm.engine import LLM, Parsed
-from ...llm.fitting import longest_prefix
+from ...llm.fitting import certainly_fits, longest_prefix
 from ...llm.parsing import ParseError, json_number, lenient_json
 from ...prompts import load as load_template
 from ...prompts import render
@@ -370,6 +370,16 @@ async def prompt_overhead(example: MeetingErrorExample, llm: LLM, config: MesaCo
     must leave free: ``answer_room``); None when the backend has no context length or no tokenizer."""
     if not llm.context_length or not llm.counts_tokens:
         return None
+    prompts, appendices = example_prompts(example, config, reports, transcript="")
+    appendix = max(await asyncio.gather(*(llm.count_tokens(a) for a in appendices)), default=0)
+    overhead = max(await asyncio.gather(*(llm.prompt_tokens(m) for m in prompts)))
+    return overhead, answer_room(llm, config, appendix)
+
+
+def example_prompts(example: MeetingErrorExample, config: MesaConfig, reports: dict[str, str], transcript: str
+                    ) -> tuple[list[list[dict[str, str]]], list[str]]:
+    """Every prompt this configuration sends for ``example`` with ``transcript`` (before the instances a step
+    carries and the self-training appendix), and the appendices it may carry."""
     selected = config.selected()
     if config.aspect_mode == "multi":
         appendices = [feedback_appendix("\n".join(reports.values()))] if reports else []
@@ -377,11 +387,23 @@ async def prompt_overhead(example: MeetingErrorExample, llm: LLM, config: MesaCo
     else:
         appendices = [feedback_appendix(r) for r in reports.values()]
         field_sets = [{"name": t.name, "criteria": t.definition} for t in selected]
-    appendix = max(await asyncio.gather(*(llm.count_tokens(a) for a in appendices)), default=0)
-    prompts = [messages_for(template, {"summary": example.summary, "transcript": "", "instances": "", **extra})
+    prompts = [messages_for(template, {"summary": example.summary, "transcript": transcript, "instances": "", **extra})
                for template in templates_for(config) for extra in field_sets]
-    overhead = max(await asyncio.gather(*(llm.prompt_tokens(m) for m in prompts)))
-    return overhead, answer_room(llm, config, appendix)
+    return prompts, appendices
+
+
+async def whole_transcript_fits(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+                                ) -> bool:
+    """Whether every prompt of this configuration certainly fits with the whole transcript, by ``certainly_fits``'s
+    bound (no transcript is counted: a long-context model holds most meetings many times over). False: count."""
+    if not llm.context_length or not llm.counts_tokens or config.transcript_tokens is not None:
+        return False
+    prompts, appendices = example_prompts(example, config, reports, transcript=example.transcript)
+    room = answer_room(llm, config, max((len(a.encode("utf-8")) for a in appendices), default=0))
+    for m in prompts:
+        if not await certainly_fits(m, room, llm.context_length, llm.prompt_tokens):
+            return False
+    return True
 
 
 async def transcript_budget(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
@@ -399,6 +421,8 @@ async def fit_transcript(example: MeetingErrorExample, llm: LLM, config: MesaCon
     ``transcript_tokens``, reads the same text."""
     words = example.transcript.split()
     info = {"transcript_words": len(words), "transcript_words_kept": len(words)}
+    if await whole_transcript_fits(example, llm, config, reports):
+        return example.transcript, info
     parts = await prompt_overhead(example, llm, config, reports)
     limits = [x for x in (None if parts is None else llm.context_length - parts[0] - parts[1],
                           config.transcript_tokens) if x is not None]
@@ -450,10 +474,10 @@ class Steps:
         cfg = self.config
         msgs = messages_for(template, {**fields, "summary": self.example.summary, "transcript": self.transcript},
                             appendix)
-        n, ctx = await self.llm.prompt_tokens(msgs), self.llm.context_length
         room = cfg.max_new_tokens + (madp.room(cfg.max_new_tokens, cfg.challengers) if cfg.madp else 0)
-        if n is not None and ctx is not None and n + room > ctx:  # the budget left room: only a bug gets here
-            raise PromptTooLongError(f"{tag}/step{step}", n, room, ctx)
+        if not await self.llm.fits(msgs, room):  # the budget left room: only a bug gets here
+            raise PromptTooLongError(f"{tag}/step{step}", await self.llm.prompt_tokens(msgs), room,
+                                     self.llm.context_length)
         return ChatRequest(messages=msgs, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
                            seed=cfg.seed, tag=f"{tag}/step{step}")
 
@@ -646,6 +670,8 @@ async def preflight(examples: list[MeetingErrorExample], llm: LLM, config: MesaC
     reports = {str(k): str(v) for k, v in fb.get("reports", {}).items()}
     over = []
     for ex in examples:
+        if await whole_transcript_fits(ex, llm, config, reports):
+            continue
         parts = await prompt_overhead(ex, llm, config, reports)
         need = parts[0] + await llm.count_tokens(ex.transcript) + parts[1]
         limit = llm.context_length if config.transcript_tokens is None else min(
