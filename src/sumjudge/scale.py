@@ -49,6 +49,7 @@ class Measured:
     limit: int | None
     latency_s: float
     slots: int
+    context_length: int = 131072  # what the stand-in served (scale.yaml's, per run)
     n_examples: int = 0
     calls: int = 0  # calls the protocol made (cache hits included)
     backend_calls: int = 0
@@ -75,8 +76,9 @@ def paper_settings(method: str) -> dict[str, Any]:
 def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1024, keep_timeline: bool = False,
             python: str = sys.executable) -> Measured:
     """One run of ``paper_runs()[name]`` in a fresh process against a fresh stand-in server."""
+    context = paper_runs()[name].get("context_length", 131072)
     server = subprocess.Popen([python, "-m", "sumjudge.standin", "--latency", str(latency_s), "--slots", str(slots),
-                               "--lifetime", "7200"], stdout=subprocess.PIPE, text=True)
+                               "--lifetime", "7200", "--max-model-len", str(context)], stdout=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().strip()
         with tempfile.TemporaryDirectory() as tmp:
@@ -85,7 +87,7 @@ def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1
                                  text=True, check=False)
             if out.returncode:
                 raise RuntimeError(f"scale run {name} failed:\n{out.stderr[-3000:]}")
-            m = Measured(run=name, limit=limit, latency_s=latency_s, slots=slots,
+            m = Measured(run=name, limit=limit, latency_s=latency_s, slots=slots, context_length=context,
                          **json.loads(out.stdout.strip().splitlines()[-1]))
         import httpx
 

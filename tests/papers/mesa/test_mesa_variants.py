@@ -264,3 +264,26 @@ def test_likert_metrics_on_a_synthetic_annotation_file(tmp_path):
     assert m["HAL"]["likert"] == {"available": False, "reason": "no human Likert scores (the dataset has yes/no labels only)"}
     with pytest.raises(DataFormatError, match="RED"):
         registry.load(f"meeting-file:{likert_file(tmp_path, [{**rows[0], 'RED': 7}])}")
+
+
+def test_a_transcript_far_from_the_context_limit_is_read_whole_without_being_counted():
+    """A long-context model holds a meeting many times over: only the prompts' templates are counted (once), never
+    the transcript; near the limit it is counted and cut as before."""
+    from sumjudge.papers.mesa.protocol import fit_transcript
+
+    long_ex = MeetingErrorExample(id="long", dataset="x", transcript=" ".join(f"w{i}" for i in range(3000)),
+                                  summary="Short summary.", labels={"RED": 1})
+    be = madp_backend()
+    asked = []
+    prompt_tokens, count_tokens = be.prompt_tokens, be.count_tokens
+    be.prompt_tokens = lambda m: asked.append([x["content"] for x in m]) or prompt_tokens(m)
+    be.count_tokens = lambda t: asked.append([t]) or count_tokens(t)
+    cfg = make_config(get_method("mesa").config_cls, {"types": "RED", "truncate": "truncate", "max_new_tokens": 200})
+    be.context_length = 200_000
+    text, info = run_sync(fit_transcript(long_ex, LLM(be, cache=NullCache()), cfg, {}))
+    assert text == long_ex.transcript and info["transcript_words_kept"] == 3000
+    assert asked and all(c == "" for m in asked for c in m)  # the templates' own tokens only
+    asked.clear()
+    be.context_length = 3000
+    text, info = run_sync(fit_transcript(long_ex, LLM(be, cache=NullCache()), cfg, {}))
+    assert info["transcript_words_kept"] < 3000 and [long_ex.transcript] in asked
