@@ -123,7 +123,7 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     within each gold class), alpha, ROC-AUC where the judgements carry graded scores, the unreadable share, and
     what it cost per example (a score judge's held-out run apart). ``calibration``: a score judge's threshold
     (``calibrate``): BAcc and alpha are then those of the thresholded labels."""
-    from .metrics import balanced_accuracy, balanced_accuracy_ci, krippendorff_alpha, roc_auc
+    from .metrics import balanced_accuracy, krippendorff_alpha, readable_bacc_ci, roc_auc
 
     readable = [(p["gold"], p["label"]) for p in preds if p["label"] is not None]
     scored = [(p["gold"], p["score"]) for p in preds if p.get("score") is not None]
@@ -132,9 +132,7 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     if calibration and calibration["threshold"] is not None:
         metrics["bacc"] = balanced_accuracy([g for g, _ in readable], [y for _, y in readable]) if readable else None
         metrics["k_alpha"] = krippendorff_alpha([p["gold"] for p in preds], [p["label"] for p in preds])
-    ci = (None, None)
-    if len({g for g, _ in readable}) == 2 and len(readable) >= 4:
-        ci = balanced_accuracy_ci([g for g, _ in readable], [y for _, y in readable], seed=seed)
+    ci = readable_bacc_ci([g for g, _ in readable], [y for _, y in readable], seed=seed) or (None, None)
     n = max(1, len(preds))
     cost = metrics["cost"]
     return {"dataset": cell.dataset, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),

@@ -298,6 +298,36 @@ def best_threshold(y_true: Sequence[int], scores: Sequence[float]) -> tuple[floa
     return best
 
 
+def readable_bacc_ci(y_true: Sequence[int], y_pred: Sequence[int | None], seed: int = 0
+                     ) -> tuple[float, float] | None:
+    """``balanced_accuracy_ci`` over the examples with a readable label (those BAcc is computed on); None where it
+    says nothing: fewer than four readable examples, or one gold class only among them."""
+    pairs = [(t, p) for t, p in zip(y_true, y_pred) if p is not None]
+    if len(pairs) < 4 or len({t for t, _ in pairs}) < 2:
+        return None
+    return balanced_accuracy_ci([t for t, _ in pairs], [p for _, p in pairs], seed=seed)
+
+
+# Variance of Fisher's z of each correlation on n pairs (Fieller, Hartley and Pearson, 1957: Spearman and Kendall).
+FISHER_Z_VARIANCE = {"pearson": lambda n: 1 / (n - 3), "spearman": lambda n: 1.06 / (n - 3),
+                     "kendall": lambda n: 0.437 / (n - 4)}
+
+
+def fisher_ci(r: float | None, n: int | None, method: str = "pearson", confidence: float = 0.95
+              ) -> tuple[float, float] | None:
+    """The Fisher-z interval of a correlation ``r`` on ``n`` pairs (pearson, point-biserial; spearman and kendall
+    with Fieller's variances); None below five pairs or for an undefined r."""
+    from scipy.stats import norm
+
+    if r is None or n is None or r != r or n < 5:
+        return None
+    if abs(r) >= 1:
+        return float(r), float(r)
+    half = norm.ppf(0.5 + confidence / 2) * math.sqrt(FISHER_Z_VARIANCE[method](n))
+    z = math.atanh(r)
+    return math.tanh(z - half), math.tanh(z + half)
+
+
 def balanced_accuracy_ci(y_true: Sequence[int], y_pred: Sequence[int], n_resamples: int = 1000,
                          confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap CI of balanced accuracy, resampling within each gold class (stratified: every resample

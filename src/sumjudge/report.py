@@ -27,12 +27,15 @@ def paper_value(paper: str, table: str, row: str, column: str) -> Any:
 
 def comparison(rows: Iterable[dict[str, Any]]):
     """DataFrame with the paper's number beside ours for every row; rows are dicts with at least
-    experiment, metric, paper, reproduced (plus any context columns such as model, n)."""
+    experiment, metric, paper, reproduced (plus any context columns such as model, n); ``ci``: the 95% interval of
+    ``reproduced`` where one is computed (a bootstrap for BAcc, Fisher's z for a correlation), shown as ``95% CI``."""
     import pandas as pd
 
     df = pd.DataFrame(list(rows))
-    front = [c for c in ("experiment", "evaluator", "detector", "dataset", "level", "aspect", "metric", "paper", "reproduced")
-             if c in df.columns]
+    if "ci" in df.columns:  # (low, high) in the unit of ``reproduced``: shown as one column
+        df["95% CI"] = [ci_text(c) for c in df.pop("ci")]
+    front = [c for c in ("experiment", "evaluator", "detector", "dataset", "level", "aspect", "metric", "paper", "reproduced",
+                         "95% CI", "n") if c in df.columns]
     df = df[front + [c for c in df.columns if c not in front]]
     if {"paper", "reproduced"} <= set(df.columns):
         df["difference"] = [
@@ -40,6 +43,22 @@ def comparison(rows: Iterable[dict[str, Any]]):
             for p, r in zip(df["paper"], df["reproduced"])
         ]
     return df
+
+
+def ci_text(ci: Any) -> str | None:
+    """A 95% interval as table text, ``[low, high]``; None where there is none."""
+    try:
+        low, high = ci
+    except (TypeError, ValueError):
+        return None
+    if low is None or high is None or low != low or high != high:
+        return None
+    return f"[{low:.3g}, {high:.3g}]"
+
+
+def scaled_ci(ci: Any, factor: float = 100.0) -> tuple[float, float] | None:
+    """An interval in another unit (a BAcc interval in %)."""
+    return None if not ci or ci[0] is None else (factor * ci[0], factor * ci[1])
 
 
 def out_dir(notebook: str) -> Path:

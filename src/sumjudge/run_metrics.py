@@ -49,11 +49,13 @@ def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
 
 
 def binary_metrics(y: list[int], judgements: list[Judgement]) -> dict[str, Any]:
-    from .metrics import binary_report, krippendorff_alpha
+    from .metrics import binary_report, krippendorff_alpha, readable_bacc_ci
 
     def report(p: list[int | None]) -> dict[str, Any]:
         rep = binary_report(y, p)
-        return {"bacc": rep.bacc, "k_alpha": krippendorff_alpha(y, p), "fpr": rep.fpr, "fnr": rep.fnr, "n": rep.n,
+        ci = readable_bacc_ci(y, p)
+        return {"bacc": rep.bacc, "bacc_ci": list(ci) if ci else None, "k_alpha": krippendorff_alpha(y, p),
+                "fpr": rep.fpr, "fnr": rep.fnr, "n": rep.n,
                 "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn}}
 
     out = {**report([j.label for j in judgements]), "label_sources": count_by(j.label_source for j in judgements)}

@@ -200,3 +200,27 @@ def test_balanced_accuracy_ci_resamples_within_each_class():
     assert balanced_accuracy_ci(y, p, seed=1) == (low, high)  # seeded
     lo1, hi1 = balanced_accuracy_ci([1, 1, 1], [1, 0, 1])
     assert lo1 != lo1 and hi1 != hi1  # one class: nan
+
+
+def test_every_bacc_of_a_run_comes_with_its_interval_and_correlations_with_fishers():
+    """A run's BAcc carries a 95% bootstrap interval over its readable examples (None where it says nothing), tables
+    show it as one column; a correlation's interval is Fisher's z (textbook: r = 0.5 on 30 pairs -> [0.17, 0.73])."""
+    from sumjudge.judges.base import Judgement
+    from sumjudge.metrics import fisher_ci, readable_bacc_ci
+    from sumjudge.report import comparison
+    from sumjudge.run_metrics import binary_metrics
+
+    y = [0, 1] * 20
+    labels = [t if i % 5 else 1 - t for i, t in enumerate(y)]
+    labels[3] = None
+    m = binary_metrics(y, [Judgement(example_id=str(i), label=v, label_source="parsed") for i, v in enumerate(labels)])
+    low, high = m["bacc_ci"]
+    assert low < m["bacc"] < high and high - low < 0.5 and m["n"] == 39
+    assert readable_bacc_ci([0, 1, 1], [0, 1, 1]) is None and readable_bacc_ci([1] * 8, [1] * 8) is None
+    assert [round(v, 2) for v in fisher_ci(0.5, 30)] == [0.17, 0.73]
+    assert fisher_ci(0.5, 30, "kendall")[0] > fisher_ci(0.5, 30)[0]  # Kendall's z varies less (0.437 / (n - 4))
+    assert fisher_ci(0.5, 4) is None and fisher_ci(float("nan"), 40) is None
+    df = comparison([{"metric": "BAcc (%)", "paper": 60.0, "reproduced": 80.0, "ci": (70.04, 88.9)},
+                     {"metric": "K-alpha", "paper": 0.3, "reproduced": 0.5, "ci": None}])
+    assert list(df.columns[:4]) == ["metric", "paper", "reproduced", "95% CI"]
+    assert df["95% CI"][0] == "[70, 88.9]" and df["95% CI"].isna()[1]

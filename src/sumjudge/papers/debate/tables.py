@@ -119,7 +119,7 @@ def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, mo
                 a = metrics["aspects"][col]
                 rep = a[m]["mean"]
                 ci = a[m]["ci"]
-                extra = {"ci95": f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else None, "groups": a[m]["n_groups"],
+                extra = {"ci": tuple(ci) if ci else None, "groups": a[m]["n_groups"],  # a bootstrap over the groups
                          "undefined_groups": a[m]["undefined_groups"], "unparsed": a["unparsed"],
                          "scale": f"{a['scale'][0]}-{a['scale'][1]}", **debate_columns(a)}
             rows.append({"experiment": experiment, "evaluator": label, "dataset": metrics["dataset"], "aspect": col,

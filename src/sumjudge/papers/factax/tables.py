@@ -29,7 +29,7 @@ from typing import Any
 
 from ...data.aggrefact import SOTA_SOURCES, sota_source
 from ...notebook import run_name
-from ...report import paper_results, paper_value, read_results
+from ...report import paper_results, paper_value, read_results, scaled_ci
 from ...run_metrics import parse_columns
 
 ORIGIN_DOMAIN = {"cnndm": "CNN/DM", "xsum": "XSum"}
@@ -129,6 +129,7 @@ class Part:
     gold: list = field(default_factory=list)
     pred: list = field(default_factory=list)
     pearson: float | None = None  # score-labelled datasets
+    pearson_n: int = 0  # the pairs it is computed on
     scored: bool = False  # its labels are scores: Pearson, not balanced accuracy
     note: str = ""
 
@@ -136,6 +137,14 @@ class Part:
         from ...metrics import binary_report
 
         return self.pearson if self.scored else binary_report(self.gold, self.pred).bacc  # nan: a class is missing
+
+    def ci(self) -> tuple[float, float] | None:
+        """The 95% interval of ``value``: a stratified bootstrap of BAcc, Fisher's z for Pearson."""
+        from ...metrics import fisher_ci, readable_bacc_ci
+
+        if self.scored:
+            return fisher_ci(self.pearson, self.pearson_n)
+        return readable_bacc_ci(self.gold, self.pred)
 
 
 def dataset_place(dataset: str) -> tuple[str | None, str | None]:
@@ -173,7 +182,7 @@ def parts_of(runs: dict[str, Path]) -> list[Part]:
         if ds in SCORED or domain in SCORED_DOMAINS:
             m = json.loads((Path(run_dir) / "metrics.json").read_text(encoding="utf-8"))
             parts.append(Part(name=ds, dataset=ds, column=column, domain=domain, run=Path(run_dir), pearson=pearson_of(m),
-                              scored=True, note=NOTES.get(ds, "")))
+                              pearson_n=(m.get("pearson") or {}).get("n") or 0, scored=True, note=NOTES.get(ds, "")))
             continue
         gold, pred = labels_of(run_dir)
         parts.append(Part(name=ds, dataset=ds, column=column, domain=domain, run=Path(run_dir), gold=gold, pred=pred,
@@ -242,6 +251,8 @@ def table2_rows(grid, model: str) -> list[dict[str, Any]]:
                          "metric": "Pearson x100" if p.scored else "BAcc %",
                          "paper": paper_value("factax", "table2", label, p.column) if p.column else None,
                          **_mean_spread([run[p.name].value() for run in by_name if p.name in run]),
+                         # one run: its interval over the examples; several: their spread (sd, min, max) instead
+                         "ci": scaled_ci(p.ci()) if len(by_name) == 1 else None,
                          "n": len(p.gold) if p.name != ds else m["n"], "unparsed": m["unparsed"] if p.name == ds else
                          sum(x is None for x in p.pred), **parse_columns(m), "domain": p.domain, "column": p.column,
                          "model": model, "label_sources": m.get("label_sources"), "note": p.note})
@@ -295,6 +306,7 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
         rows.append({"experiment": "window size", "dataset": dataset,
                      "window": "1 sentence" if ww == 0 else ("whole summary" if ww is None else f"{ww} words"),
                      "metric": "BAcc %", "paper": None, "reproduced": 100 * m["bacc"] if m["bacc"] == m["bacc"] else None,
+                     "ci": scaled_ci(m.get("bacc_ci")),
                      "mean_windows": statistics.fmean(r["judgement"]["details"]["n_windows"] for r in res) if res else None,
                      "n": m["n"], "unparsed": m["unparsed"], **parse_columns(m), "calls": m["cost"]["calls_total"]})
     return rows

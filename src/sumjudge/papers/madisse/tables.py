@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ...notebook import run_name
-from ...report import paper_results, paper_value, read_results
+from ...report import ci_text, paper_results, paper_value, read_results, scaled_ci
 from ...run_metrics import parse_columns
 
 # (paper row, method, settings, variant of the run's metrics or None)
@@ -82,7 +82,8 @@ def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str
                   "calls_per_example": round(m["cost"]["calls_per_example"], 1),
                   "note": note if row.startswith("madisse") and row != "madisse-no-init" else None}
         pct = (lambda v: None if v is None else 100 * v)
-        rows += [{**common, "metric": "BAcc (%)", "paper": cell[0], "reproduced": pct(m.get("bacc"))},
+        rows += [{**common, "metric": "BAcc (%)", "paper": cell[0], "reproduced": pct(m.get("bacc")),
+                  "ci": scaled_ci(m.get("bacc_ci"))},
                  {**common, "metric": "K-alpha", "paper": cell[1], "reproduced": m.get("k_alpha")},
                  {**common, "metric": "FPR (%)", "paper": rates[0], "reproduced": pct(m.get("fpr"))},
                  {**common, "metric": "FNR (%)", "paper": rates[1], "reproduced": pct(m.get("fnr"))}]
@@ -101,6 +102,7 @@ def printed_vs_run_rows(as_run: dict[str, dict[str, Any]], printed: dict[str, di
         for source, m in (("as run (prompts=code)", as_run[row]), ("as printed (prompts=printed)", printed[row])):
             rows.append({"evaluator": ROW_NAMES[row], "prompts": source, "dataset": dataset, "level": level,
                          "paper_bacc": cell[0], "bacc": None if m.get("bacc") is None else 100 * m["bacc"],
+                         "bacc_95%_ci": ci_text(scaled_ci(m.get("bacc_ci"))),
                          "paper_k_alpha": cell[1], "k_alpha": m.get("k_alpha"),
                          "n": m["n_examples"], "unparsed": m.get("unparsed"), **parse_columns(m), "model": model})
     return rows
@@ -124,7 +126,7 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
     import random
 
     from ...data import registry
-    from ...metrics import binary_report
+    from ...metrics import binary_report, readable_bacc_ci
 
     debate = {"rounds": rounds, "faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
               "adjudicators": adjudicators}
@@ -137,9 +139,9 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
             exs = registry.load("meetingbank-ambiguity", limit=session.prof.n, seed=session.prof.seed)
             rng = random.Random(session.prof.seed)
             y = [0 if e.ambiguity.ambiguous else 1 for e in exs]  # flipped: positive (0) = ambiguous
-            bacc = binary_report(y, [rng.randint(0, 1) for _ in exs]).bacc
-            rows.append({"detector": name, "paper": TABLE4[name], "reproduced": 100 * bacc, "n": len(exs),
-                         "unparsed": 0})
+            coin = [rng.randint(0, 1) for _ in exs]
+            rows.append({"detector": name, "paper": TABLE4[name], "reproduced": 100 * binary_report(y, coin).bacc,
+                         "ci": scaled_ci(readable_bacc_ci(y, coin)), "n": len(exs), "unparsed": 0})
             continue
         if method not in runs:
             runs[method] = session.run(method, "meetingbank-ambiguity", settings=settings[method],
@@ -147,15 +149,15 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
         metrics, _ = runs[method]
         m = metrics["variants"][variant] if variant else metrics
         rows.append({"detector": name, "paper": TABLE4[name],
-                     "reproduced": None if m["bacc"] is None else 100 * m["bacc"], "n": metrics["n_examples"],
-                     "unparsed": m["unparsed"]})
+                     "reproduced": None if m["bacc"] is None else 100 * m["bacc"],
+                     "ci": scaled_ci(m.get("bacc_ci")), "n": metrics["n_examples"], "unparsed": m["unparsed"]})
     return rows
 
 
 def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
     """Figure 3 / 6: each evaluator's BAcc, K-alpha, FPR, FNR on all sentences and on those the human
     annotators did not mark ambiguous (the same run, re-scored)."""
-    from ...metrics import binary_report, krippendorff_alpha
+    from ...metrics import binary_report, krippendorff_alpha, readable_bacc_ci
 
     rows = []
     for row, m in results.items():
@@ -168,6 +170,7 @@ def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
             p = [r["judgement"]["scores"].get(variant) if variant else r["judgement"]["label"] for r in sel]
             rep = binary_report(y, p)
             rows.append({"evaluator": ROW_NAMES[row], "subset": subset, "n": len(sel), "bacc": 100 * rep.bacc,
+                         "bacc_95%_ci": ci_text(scaled_ci(readable_bacc_ci(y, p))),
                          "k_alpha": krippendorff_alpha(y, p), "fpr": 100 * rep.fpr, "fnr": 100 * rep.fnr})
     return rows
 
@@ -196,7 +199,8 @@ def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], r
         paper = paper_value("madisse", "table34", name, "mediasum") or [None] * 4
         pct = (lambda v: None if v is None else 100 * v)
         rows.append({"stances": name, "dataset": dataset, "level": level, "paper_dataset": "mediasum",
-                     "paper_bacc": paper[0], "bacc": pct(m["bacc"]), "paper_k_alpha": paper[1], "k_alpha": m["k_alpha"],
+                     "paper_bacc": paper[0], "bacc": pct(m["bacc"]), "bacc_95%_ci": ci_text(scaled_ci(m.get("bacc_ci"))),
+                     "paper_k_alpha": paper[1], "k_alpha": m["k_alpha"],
                      "paper_fpr": paper[2], "fpr": pct(m["fpr"]), "paper_fnr": paper[3], "fnr": pct(m["fnr"]),
                      "n": metrics["n_examples"], "calls_per_example": metrics["cost"]["calls_per_example"],
                      "same_dataset_as_paper": col == "mediasum"})
@@ -235,7 +239,7 @@ def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, 
         for vote in (["debates_vote", "agents_vote"] if m > 1 else ["single"]):
             v = metrics["variants"][vote] if m > 1 else metrics
             rows.append({"rounds": r, "sessions": m, "vote": vote, "bacc": None if v["bacc"] is None else 100 * v["bacc"],
-                         "k_alpha": v["k_alpha"], "calls_per_example": metrics["cost"]["calls_per_example"],
+                         "bacc_95%_ci": ci_text(scaled_ci(v.get("bacc_ci"))), "k_alpha": v["k_alpha"], "calls_per_example": metrics["cost"]["calls_per_example"],
                          "tokens_per_example": metrics["cost"]["prompt_tokens_per_example"]
                          + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"]})
     return rows
@@ -262,7 +266,8 @@ def faithfulness_rows(experiment: str, method: str, metrics: dict[str, Any], **c
     bacc = metrics.get("bacc")
     common = {"experiment": experiment, "dataset": metrics["dataset"], "level": metrics["level"], **context,
               "n": metrics["n_examples"], "unparsed": metrics.get("unparsed")}
-    return [{**common, "metric": "BAcc (%)", "paper": p_bacc, "reproduced": None if bacc is None else 100 * bacc},
+    return [{**common, "metric": "BAcc (%)", "paper": p_bacc, "reproduced": None if bacc is None else 100 * bacc,
+             "ci": scaled_ci(metrics.get("bacc_ci"))},
             {**common, "metric": "K-alpha", "paper": p_alpha, "reproduced": metrics.get("k_alpha")}]
 
 

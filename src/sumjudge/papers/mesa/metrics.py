@@ -20,7 +20,7 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
       the mean human rating over the same summaries (Table 5, signed: positive = the LLM rates the impact
       higher); on yes/no-only data these are reported as unavailable;
     - always: mean impact rating (Table 2's quantity). A type without any human label is unavailable."""
-    from ...metrics import binary_report, point_biserial
+    from ...metrics import binary_report, point_biserial, readable_bacc_ci
 
     types = list(dict.fromkeys(k for j in judgements for k in j.scores))
     per: dict[str, Any] = {}
@@ -39,7 +39,8 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
         det = [(y, int(d)) for y, _, d in labelled if d is not None]
         rep = binary_report([y for y, _ in det], [d for _, d in det])
         per[t] = {"available": True, "n": len(labelled), "errors": sum(y for y, _, _ in labelled),
-                  "point_biserial": {"r": r, "p": p, "n": n}, "bacc": rep.bacc, "detected_n": rep.n, **common}
+                  "point_biserial": {"r": r, "p": p, "n": n}, "bacc": rep.bacc,
+                  "bacc_ci": readable_bacc_ci([y for y, _ in det], [d for _, d in det]), "detected_n": rep.n, **common}
     q = [j.details.get("quality") for j in judgements if j.details.get("quality") is not None]
     return {"types": per, "unparsed": sum(v is None for j in judgements for v in j.scores.values()),
             "mean_quality": sum(q) / len(q) if q else None, "transcript": transcript_stats(judgements),

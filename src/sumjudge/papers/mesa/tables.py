@@ -17,7 +17,8 @@ from typing import Any
 
 from ...llm.engine import RunContext, run_sync
 from ...notebook import run_name
-from ...report import paper_value, read_results
+from ...metrics import fisher_ci
+from ...report import paper_value, read_results, scaled_ci
 from ...run_metrics import parse_columns
 from .metrics import transcript_columns
 
@@ -162,7 +163,7 @@ def table1_rows(single: dict[str, Any], three: dict[str, Any], model: str) -> li
             rows.append({"experiment": "Table 1", "evaluator": label, "aspect": code, "metric": "BAcc %",
                          "paper": paper_value("mesa", "table1", label, paper_code(code)),
                          "reproduced": None if bacc is None or bacc != bacc else 100 * bacc,
-                         "n": t.get("detected_n"), "errors": t.get("errors"), **parse_columns(m), **transcript_columns(m), "model": model,
+                         "ci": scaled_ci(t.get("bacc_ci")), "n": t.get("detected_n"), "errors": t.get("errors"), **parse_columns(m), **transcript_columns(m), "model": model,
                          "note": None if t.get("available") else t.get("reason")})
     return rows
 
@@ -175,7 +176,7 @@ def table3_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> 
             pb = t.get("point_biserial", {})
             rows.append({"experiment": "Table 3", "evaluator": label, "aspect": code, "metric": "r_pb",
                          "paper": paper_value("mesa", "table3", label, paper_code(code)), "reproduced": pb.get("r"),
-                         "p": _p(pb.get("p")), "n": pb.get("n"), "unscored": t.get("unscored"), **parse_columns(m), **transcript_columns(m),
+                         "ci": fisher_ci(pb.get("r"), pb.get("n")), "p": _p(pb.get("p")), "n": pb.get("n"), "unscored": t.get("unscored"), **parse_columns(m), **transcript_columns(m),
                          "model": model,
                          "note": None if t.get("available") else t.get("reason")})
     return rows
@@ -193,7 +194,8 @@ def likert_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> 
             for i, sym in enumerate(("spearman", "kendall")):
                 rep = lk.get(sym, {})
                 rows.append({"experiment": "Table 4", "evaluator": label, "aspect": code, "metric": sym,
-                             "paper": p4[i], "reproduced": rep.get("r"), "p": _p(rep.get("p")), "n": rep.get("n"),
+                             "paper": p4[i], "reproduced": rep.get("r"), "ci": fisher_ci(rep.get("r"), rep.get("n"), sym),
+                             "p": _p(rep.get("p")), "n": rep.get("n"),
                              "model": model, "note": note})
             rows.append({"experiment": "Table 5", "evaluator": label, "aspect": code, "metric": "Likert gap",
                          "paper": paper_value("mesa", "table5", label, paper_code(code)), "reproduced": lk.get("gap"),
@@ -224,7 +226,7 @@ def rouge_rows(session, types: list[str], *, limit: int | None = None, split: st
             r, p, n = point_biserial([y for y, _ in pairs], [f for _, f in pairs])
             rows.append({"experiment": "Table 3", "evaluator": label, "aspect": code, "metric": "r_pb",
                          "paper": paper_value("mesa", "table3", label, paper_code(code)), "reproduced": r if pairs else None,
-                         "p": _p(p), "n": n, "model": "rouge-score",
+                         "ci": fisher_ci(r, n) if pairs else None, "p": _p(p), "n": n, "model": "rouge-score",
                          "note": None if pairs else "the dataset has no human label for this error type"})
     return rows
 
@@ -260,10 +262,11 @@ def aspect_rows(single: dict[str, Any], multi: dict[str, Any], model: str) -> li
     rows = []
     for label, m in (("single-aspect", single), ("multi-aspect", multi)):
         for code, t in m["types"].items():
-            for metric, val in (("mean rating", t.get("mean_rating")), ("BAcc", t.get("bacc")),
-                                ("r_pb", t.get("point_biserial", {}).get("r"))):
+            pb = t.get("point_biserial", {})
+            for metric, val, ci in (("mean rating", t.get("mean_rating"), None), ("BAcc", t.get("bacc"), t.get("bacc_ci")),
+                                    ("r_pb", pb.get("r"), fisher_ci(pb.get("r"), pb.get("n")))):
                 rows.append({"experiment": "Section 2.2", "evaluator": label, "aspect": code, "metric": metric,
-                             "paper": None, "reproduced": val, "model": model, "n": t.get("scored"),
+                             "paper": None, "reproduced": val, "ci": ci, "model": model, "n": t.get("scored"),
                              **transcript_columns(m)})
     return rows
 
