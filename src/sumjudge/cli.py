@@ -152,12 +152,14 @@ def _cmd_plan(a) -> int:
     if a.notebooks is not None:
         if a.runs:
             raise ConfigError("plan: give --runs (scale.yaml's runs) or --notebooks, not both")
-        rows = plan_notebooks(" ".join(a.notebooks), measured=not a.caps_only, **common)
-        if not rows:
+        def show(rows: list[dict]) -> None:
+            for row in rows:
+                print(json.dumps(row), flush=True)
+
+        if not plan_notebooks(" ".join(a.notebooks), measured=not a.caps_only, on_rows=show, **common):
             raise ConfigError(f"plan: no notebook matches {' '.join(a.notebooks) or '(none given)'}")
-    else:
-        rows = plan(check_runs(a.runs), **common)
-    for row in rows:
+        return 0
+    for row in plan(check_runs(a.runs), **common):
         print(json.dumps(row))
     return 0
 

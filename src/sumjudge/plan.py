@@ -19,7 +19,7 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .llm.backend import Capabilities
 from .llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, prompt_digest
@@ -212,6 +212,9 @@ def with_total(rows: list[dict], label: str = "total") -> list[dict]:
     numeric = [k for k, v in rows[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     total = {k: "" for k in rows[0]}
     total.update({k: round(sum(r.get(k) or 0 for r in rows), 2) for k in numeric}, run=label)
+    notebooks = {r.get("notebook") for r in rows}
+    if len(notebooks) == 1:  # a notebook's own total keeps its name
+        total["notebook"] = notebooks.pop() or ""
     return rows + [total]
 
 
@@ -266,10 +269,11 @@ def planning_llm(setting: PlanSetting, parse_retries: int, measured_from: Path |
 
 def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | None = None, model: str | None = None,
                    context_length: int = 131072, limit: int | None = None, rates: Rates = Rates(),
-                   measured: bool = True) -> list[dict]:
+                   measured: bool = True, on_rows: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Each notebook of ``selection`` (prefixes, as ``make reproduce --notebooks``) executed with papermill on the
-    planner (what it writes lands in a scratch folder under ``build/plan/``, removed after): a row per run it made, a total per notebook,
-    and a grand total. A notebook that does more than call the model (notebook 43 trains one) gets a row saying what
+    planner (what it writes lands in a scratch folder under ``build/plan/``, removed after): a row per run it made,
+    a total per notebook and a grand total (``on_rows``: given each notebook's rows as soon as they are planned,
+    then the total). A notebook that does more than call the model (notebook 43 trains one) gets a row saying what
     stopped it; the runs it made before that are counted."""
     import os
 
@@ -297,11 +301,16 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
                 for k, v in saved.items():
                     os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
             nb_rows = notebook_rows(Path(tmp) / "runs", nb.stem, load(profile).parse_retries, rates)
-        rows += with_total(nb_rows, label=f"{nb.stem} total") if nb_rows else []
-        if error:
-            rows.append({"notebook": nb.stem, "run": "(not planned past here)", "error": error})
+        done = (with_total(nb_rows, label=f"{nb.stem} total") if nb_rows else [])
+        done += [{"notebook": nb.stem, "run": "(not planned past here)", "error": error}] if error else []
+        rows += done
+        if on_rows:  # a notebook at paper size takes minutes: its rows as soon as it is planned
+            on_rows(done)
     totals = [r for r in rows if r.get("run", "").endswith(" total")]
-    return rows + with_total(totals)[-1:] if totals else rows
+    grand = [{**with_total(totals)[-1], "notebook": ""}] if totals else []  # every notebook's
+    if on_rows:
+        on_rows(grand)
+    return rows + grand
 
 
 def notebook_rows(runs_dir: Path, notebook: str, parse_retries: int, rates: Rates) -> list[dict]:

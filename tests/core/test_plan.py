@@ -114,13 +114,16 @@ def test_plan_notebooks_plans_each_run_of_a_notebook_and_leaves_no_trace(tiny_mo
 
     before = sorted(p for p in (project_root() / "figures").rglob("*") if "00_quickstart" in str(p))
     ctx = tiny_backend.capabilities.context_length
+    shown = []
     rows = plan_notebooks("00", profile="ci", tokenizer=str(tiny_model_dir), model="tiny", context_length=ctx,
-                          limit=2, measured=False)
+                          limit=2, measured=False, on_rows=shown.append)
+    assert shown == [rows[:2], rows[2:]]  # the notebook's rows as soon as it is planned, then the total
     assert [r["run"].split("-")[0] for r in rows] == ["zero", "00_quickstart total", "total"] and "error" not in rows[0]
     spec = {"method": "zero-shot", "dataset": "tofueval-meetingbank", "level": "summary"}
     p = plan_run("zero-shot", spec, profile="ci", tokenizer=AutoTokenizer.from_pretrained(str(tiny_model_dir)),
                  model="tiny", context_length=ctx, limit=2)
     assert (rows[0]["calls"], rows[0]["prompt_tokens"], rows[0]["examples"]) == (p.calls, p.prompt_tokens, 2)
-    assert rows[1]["calls"] == rows[2]["calls"] == p.calls and rows[0]["notebook"] == "00_quickstart"
+    assert rows[1]["calls"] == rows[2]["calls"] == p.calls
+    assert rows[0]["notebook"] == rows[1]["notebook"] == "00_quickstart" and rows[2]["notebook"] == ""
     assert sorted(p for p in (project_root() / "figures").rglob("*") if "00_quickstart" in str(p)) == before
     assert not list((project_root() / "build" / "plan").iterdir())
