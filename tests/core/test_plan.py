@@ -127,3 +127,24 @@ def test_plan_notebooks_plans_each_run_of_a_notebook_and_leaves_no_trace(tiny_mo
     assert rows[0]["notebook"] == rows[1]["notebook"] == "00_quickstart" and rows[2]["notebook"] == ""
     assert sorted(p for p in (project_root() / "figures").rglob("*") if "00_quickstart" in str(p)) == before
     assert not list((project_root() / "build" / "plan").iterdir())
+
+
+def test_each_reading_guide_quotes_its_notebooks_plan_as_the_docs_table_gives_it():
+    """The notebooks' opening cells quote the paper-setting plan of docs/benchmark.md's per-notebook table (what
+    ``sumjudge plan --notebooks`` printed): the same calls and dollars, so the two cannot drift apart unnoticed."""
+    import re
+
+    import nbformat
+
+    from sumjudge.paths import project_root
+
+    root = project_root()
+    table = [line.split("|")[1:-1] for line in (root / "docs" / "benchmark.md").read_text().splitlines()
+             if re.match(r"\| \d\d_\w+ \| \d+ \|", line)]
+    assert len(table) >= 13
+    for cells in table:
+        name, calls, dollars = cells[0].strip(), cells[2].strip(), cells[8].strip()
+        intro = nbformat.read(root / "notebooks" / f"{name}.ipynb", as_version=4).cells[0].source
+        assert f"counts {calls} model calls" in intro, name
+        d = float(dollars.replace(",", ""))
+        assert (f"${d:,.2f} at" if d < 10 else f"${round(d):,} at") in intro, name
