@@ -80,7 +80,7 @@ class PlanBackend:
     def _response(self, req: ChatRequest) -> ChatResponse:
         """The planned answer: its completion tokens those of a real run's answer to the same request where one
         was measured (``backend`` then says ``plan-measured``), else the cap."""
-        measured = self.measured.get(answer_key(req.key_fields())) if self.measured else None
+        measured = self.measured.get(answer_key(req)) if self.measured else None
         return ChatResponse(text=self._answer(req), finish_reason="stop", prompt_tokens=self.prompt_tokens(req.messages),
                             completion_tokens=req.max_new_tokens if measured is None else measured, latency_s=0.0,
                             backend="plan" if measured is None else "plan-measured", model=self.info.model)
@@ -93,17 +93,14 @@ class PlanBackend:
                              method="plan", backend="plan", model=self.info.model) for r in reqs]
 
 
-def answer_key(key_fields: dict[str, Any]) -> str:
+def answer_key(req: ChatRequest) -> str:
     """A request's identity for measured answers: what determines the answer (``ChatRequest.key_fields``)."""
-    return prompt_digest({k: key_fields.get(k) for k in ("messages", "temperature", "top_p", "max_new_tokens", "seed",
-                                                         "stop", "sample_index")})
+    return prompt_digest(req.key_fields())
 
 
 def measured_completions(folder: Path) -> dict[str, int]:
     """Completion tokens of every answered chat call logged under ``folder`` (the ``calls.jsonl`` of earlier runs),
     keyed by ``answer_key``: what a plan reads instead of the caps where a run of the same requests exists."""
-    from .llm.types import ChatRequest
-
     out: dict[str, int] = {}
     for log in sorted(Path(folder).rglob("calls.jsonl")) if Path(folder).is_dir() else []:
         with log.open(encoding="utf-8") as f:
@@ -113,7 +110,7 @@ def measured_completions(folder: Path) -> dict[str, int]:
                 try:
                     rec = json.loads(line)
                     req = ChatRequest(**{k: v for k, v in rec["request"].items() if k != "tag"})
-                    out[answer_key(req.key_fields())] = int(rec["response"]["completion_tokens"])
+                    out[answer_key(req)] = int(rec["response"]["completion_tokens"])
                 except (ValueError, KeyError, TypeError):
                     continue  # a line cut by a kill, or a record of another shape: not a measurement
     return out

@@ -95,7 +95,7 @@ def test_a_planned_notebook_runs_on_the_planner_in_its_own_folders(tmp_path, mon
     s = notebook.Session("00_quickstart", profile="ci")
     assert s.runs_dir().is_relative_to(tmp_path / "planned") and paths.figures_dir() == tmp_path / "figs"
     assert s.llm.backend.info.name == "plan" and s.llm_for("mesa") is s.llm
-    assert s.llm.backend.measured == {plan.answer_key(req.key_fields()): 7}
+    assert s.llm.backend.measured == {plan.answer_key(req): 7}
     monkeypatch.delenv(plan.PLAN_ENV)
     monkeypatch.delenv("SUMJUDGE_FIGURES")
     assert notebook.Session("00_quickstart", profile="ci").runs_dir() == real
