@@ -211,6 +211,38 @@ def error_type_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], 
     return out
 
 
+def error_type_f1_ci(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]], error_type: str,
+                     n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
+    """Percentile bootstrap CI of one type's F1 over the summaries (resampled whole: a summary's gold and
+    predicted types stay together); None where the type is neither in the gold nor predicted, or below 4 summaries."""
+    g = np.array([error_type in x for x in gold], dtype=bool)
+    p = np.array([error_type in x for x in pred], dtype=bool)
+    if len(g) < 4 or not (g.any() or p.any()):
+        return None
+    idx = np.random.default_rng(seed).integers(0, len(g), (n_resamples, len(g)))
+    gs, ps = g[idx], p[idx]
+    tp, wrong = (gs & ps).sum(axis=1), (gs ^ ps).sum(axis=1)
+    f1 = np.where(2 * tp + wrong > 0, 2 * tp / np.maximum(2 * tp + wrong, 1), np.nan)
+    f1 = f1[~np.isnan(f1)]
+    if not len(f1):
+        return None
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(f1, [alpha, 1 - alpha])
+    return float(low), float(high)
+
+
+def wilson_ci(share_pct: float | None, n: int | None, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Wilson's interval of a share given in % over ``n`` items, in %; None without items."""
+    from scipy.stats import norm
+
+    if share_pct is None or n is None or n < 1 or share_pct != share_pct:
+        return None
+    z, k = norm.ppf(0.5 + confidence / 2), share_pct / 100
+    centre = (k + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(k * (1 - k) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return 100 * (centre - half), 100 * (centre + half)
+
+
 def error_type_criteria(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, float]:
     """Four matching criteria over the factually incorrect summaries (non-empty gold types), in %: (i) exact match,
     (ii) predicted types a non-empty subset of the gold types, (iii) predicted types contain one of the gold

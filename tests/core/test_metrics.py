@@ -224,3 +224,19 @@ def test_every_bacc_of_a_run_comes_with_its_interval_and_correlations_with_fishe
                      {"metric": "K-alpha", "paper": 0.3, "reproduced": 0.5, "ci": None}])
     assert list(df.columns[:4]) == ["metric", "paper", "reproduced", "95% CI"]
     assert df["95% CI"][0] == "[70, 88.9]" and df["95% CI"].isna()[1]
+
+
+def test_error_type_f1_and_matching_criteria_come_with_intervals():
+    """FacTax's Tables 6-7: a per-type F1 with a bootstrap interval over summaries (a summary's gold and predicted
+    types resampled together), the criteria's shares with Wilson's (textbook: 50% of 100 -> [40.4, 59.6])."""
+    from sumjudge.metrics import error_type_f1, error_type_f1_ci, wilson_ci
+
+    gold = [["Entity_Error"], [], ["Entity_Error", "Predicate_Error"], [], ["Predicate_Error"]] * 6
+    pred = [["Entity_Error"], ["Entity_Error"], ["Entity_Error"], [], []] * 6
+    f1 = error_type_f1(gold, pred, ["Entity_Error", "Predicate_Error"])
+    low, high = error_type_f1_ci(gold, pred, "Entity_Error")
+    assert low < f1["Entity_Error"]["f1"] < high <= 1
+    assert error_type_f1_ci(gold, pred, "Predicate_Error") == (0.0, 0.0)  # never predicted: F1 0 in every resample
+    assert error_type_f1_ci(gold, pred, "Circumstance_Error") is None  # in neither
+    assert [round(v, 1) for v in wilson_ci(50.0, 100)] == [40.4, 59.6]
+    assert wilson_ci(float("nan"), 10) is None and wilson_ci(50.0, 0) is None

@@ -14,12 +14,16 @@ def error_type_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
     over the summaries with a readable verdict. Summaries whose gold types include one FacTax could not
     map (DiaSumFact "Others", FacEval "Other Error": mapped by hand in the paper) are left out and counted."""
     from ...data.factax_types import FACTAX_TYPES, UNMAPPED_TYPES
-    from ...metrics import error_type_criteria, error_type_f1
+    from ...metrics import error_type_criteria, error_type_f1, error_type_f1_ci
 
     keep = [(ex.error_types, j.details.get("predicted_types", [])) for ex, j in zip(examples, judgements)
             if j.label is not None and not set(UNMAPPED_TYPES) & set(ex.error_types)]
     gold, pred = [g for g, _ in keep], [p for _, p in keep]
-    return {"f1": error_type_f1(gold, pred, FACTAX_TYPES), "criteria": error_type_criteria(gold, pred),
+    f1 = error_type_f1(gold, pred, FACTAX_TYPES)
+    for t, v in f1.items():
+        ci = error_type_f1_ci(gold, pred, t)
+        v["f1_ci"] = list(ci) if ci else None
+    return {"f1": f1, "criteria": error_type_criteria(gold, pred),
             "n": len(keep), "left_out_unmapped": sum(bool(set(UNMAPPED_TYPES) & set(ex.error_types)) for ex in examples)}
 
 

@@ -216,6 +216,23 @@ def domains_of(parts: list[Part]) -> dict[str, float | None]:
     return {**{d: pooled_balanced_accuracy(parts) for d, parts in by_domain.items()}, **out}
 
 
+def domain_intervals(parts: list[Part]) -> dict[str, tuple[float, float] | None]:
+    """Domain -> the 95% interval of ``domains_of``'s value: a stratified bootstrap over the domain's pooled
+    examples, Fisher's z for a score-labelled domain's Pearson."""
+    from ...metrics import readable_bacc_ci
+
+    pooled: dict[str, tuple[list, list]] = {}
+    out: dict[str, tuple[float, float] | None] = {}
+    for p in parts:
+        if p.domain in SCORED_DOMAINS:
+            out[p.domain] = p.ci()
+        elif p.domain:
+            ys, ps = pooled.setdefault(p.domain, ([], []))
+            ys += p.gold
+            ps += p.pred
+    return {**{d: readable_bacc_ci(ys, ps) for d, (ys, ps) in pooled.items()}, **out}
+
+
 def domain_scores(runs: dict[str, Path]) -> dict[str, float | None]:
     """``domains_of`` the parts (``parts_of``) of one run per dataset."""
     return domains_of(parts_of(runs))
@@ -260,11 +277,13 @@ def table2_rows(grid, model: str) -> list[dict[str, Any]]:
         for parts in per_run:
             doms = domains_of(parts)
             doms_per_run.append({**doms, "MACRO": macro(doms)})
+        intervals = domain_intervals(per_run[0]) if len(per_run) == 1 else {}  # several runs: their spread
         for dom in doms_per_run[0]:
             rows.append({"experiment": "Table 2", "evaluator": label, "dataset": f"[{dom}]",
                          "metric": "Pearson x100" if dom in SCORED_DOMAINS else "BAcc %",
                          "paper": paper_value("factax", "table2", label, DOMAIN_COLUMN.get(dom, "")),
-                         **_mean_spread([d.get(dom) for d in doms_per_run]), "domain": dom, "model": model,
+                         **_mean_spread([d.get(dom) for d in doms_per_run]), "ci": scaled_ci(intervals.get(dom)),
+                         "domain": dom, "model": model,
                          "note": ("MACRO over the domains present here (Reports, Stories enter as Pearson x100, as in the paper)"
                                   if dom == "MACRO" else "Pearson of the domain's dataset" if dom in SCORED_DOMAINS
                                   else "pooled over the domain's datasets")})
@@ -341,7 +360,10 @@ def length_figure(rows: list[dict[str, Any]]):
 
 
 def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[str, Any]]:
-    """Tables 6 (per-type F1) and 7 (four criteria) for the methods that predict error types."""
+    """Tables 6 (per-type F1, a bootstrap interval over summaries) and 7 (four criteria, Wilson's interval) for the
+    methods that predict error types."""
+    from ...metrics import wilson_ci
+
     rows = []
     for (label, ds), cell in grid.items():
         m = cell_runs(cell)[0][0]  # the first run (error types of repeated runs are not averaged)
@@ -352,13 +374,15 @@ def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[
         for t, v in et["f1"].items():
             rows.append({"experiment": "Table 6", "evaluator": label, "aspect": t, "metric": "F1 %",
                          "paper": paper_value("factax", "table6", paper_row, t) if label == "FACTAX" else None,
-                         "reproduced": None if v["f1"] != v["f1"] else 100 * v["f1"], "support": v["support"],
+                         "reproduced": None if v["f1"] != v["f1"] else 100 * v["f1"],
+                         "ci": scaled_ci(v.get("f1_ci")), "support": v["support"],
                          "predicted": v["predicted"], "n": et["n"], "model": model})
         for crit in ("exact", "subset", "overlap", "superset"):
             v = et["criteria"][crit]
             rows.append({"experiment": "Table 7", "evaluator": label, "aspect": crit, "metric": "%",
                          "paper": paper_value("factax", "table7", paper_row, crit) if label == "FACTAX" else None,
-                         "reproduced": None if v != v else v, "n": et["criteria"]["n"], "model": model})
+                         "reproduced": None if v != v else v, "ci": wilson_ci(v, et["criteria"]["n"]),
+                         "n": et["criteria"]["n"], "model": model})
     return rows
 
 
