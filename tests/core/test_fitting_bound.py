@@ -1,6 +1,6 @@
 """A prompt far from the context limit is not counted (``certainly_fits``: a bound from its bytes), a prompt near it
 is; the bound never says "fits" of a prompt that does not, under the tokenizers users run (Llama-3's byte-level BPE,
-the tiny model's); concurrent counts of one prompt make one request (``SingleFlight``)."""
+and Qwen2.5's where the smoke model is converted); concurrent counts of one prompt make one request (``SingleFlight``)."""
 
 import asyncio
 import random
@@ -27,12 +27,16 @@ def counter_of(tokenizer):
 
 
 @pytest.fixture(scope="module")
-def tokenizers(tiny_model_dir):
+def tokenizers():
+    """Llama-3's byte-level BPE (the tiny model's too), and the smoke model's (Qwen2.5) where it is converted."""
     from transformers import AutoTokenizer
 
     from sumjudge.llm.models import llama3_tokenizer
+    from sumjudge.paths import models_dir
 
-    return [llama3_tokenizer(), AutoTokenizer.from_pretrained(str(tiny_model_dir))]
+    smoke = models_dir() / "qwen2.5-coder-0.5b-instruct"
+    return [llama3_tokenizer()] + ([AutoTokenizer.from_pretrained(str(smoke))] if (smoke / "tokenizer.json").exists()
+                                   else [])
 
 
 def test_the_bound_never_passes_a_prompt_that_does_not_fit(tokenizers):
