@@ -224,11 +224,7 @@ def error_type_f1_ci(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]
     tp, wrong = (gs & ps).sum(axis=1), (gs ^ ps).sum(axis=1)
     f1 = np.where(2 * tp + wrong > 0, 2 * tp / np.maximum(2 * tp + wrong, 1), np.nan)
     f1 = f1[~np.isnan(f1)]
-    if not len(f1):
-        return None
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(f1, [alpha, 1 - alpha])
-    return float(low), float(high)
+    return percentile_interval(f1, confidence) if len(f1) else None
 
 
 def wilson_ci(share_pct: float | None, n: int | None, confidence: float = 0.95) -> tuple[float, float] | None:
@@ -371,6 +367,11 @@ def balanced_accuracy_ci(y_true: Sequence[int], y_pred: Sequence[int], n_resampl
         return float("nan"), float("nan")
     tpr = (p[pos][rng.integers(0, len(pos), (n_resamples, len(pos)))] == 1).mean(axis=1)
     tnr = (p[neg][rng.integers(0, len(neg), (n_resamples, len(neg)))] == 0).mean(axis=1)
+    return percentile_interval((tpr + tnr) / 2, confidence)
+
+
+def percentile_interval(resampled: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """The central ``confidence`` interval of a statistic's bootstrap resamples (the percentile method)."""
     alpha = (1 - confidence) / 2
-    low, high = np.quantile((tpr + tnr) / 2, [alpha, 1 - alpha])
+    low, high = np.quantile(resampled, [alpha, 1 - alpha])
     return float(low), float(high)

@@ -201,19 +201,26 @@ def parts_of(runs: dict[str, Path]) -> list[Part]:
     return parts
 
 
+def by_domain(parts: list[Part]) -> tuple[dict[str, list[Part]], dict[str, Part]]:
+    """(domain -> its pooled parts, score-labelled domain -> its one part): how Table 2's domain cells are made."""
+    pooled: dict[str, list[Part]] = {}
+    scored: dict[str, Part] = {}
+    for p in parts:
+        if p.domain in SCORED_DOMAINS:
+            scored[p.domain] = p
+        elif p.domain:
+            pooled.setdefault(p.domain, []).append(p)
+    return pooled, scored
+
+
 def domains_of(parts: list[Part]) -> dict[str, float | None]:
     """Domain -> pooled balanced accuracy over its parts; for the score-labelled domains (Reports, Stories: one
     dataset each) the Pearson r of that dataset's run."""
     from ...metrics import pooled_balanced_accuracy
 
-    by_domain: dict[str, list] = {}
-    out: dict[str, float | None] = {}
-    for p in parts:
-        if p.domain in SCORED_DOMAINS:
-            out[p.domain] = p.pearson
-        elif p.domain:
-            by_domain.setdefault(p.domain, []).append((p.gold, p.pred))
-    return {**{d: pooled_balanced_accuracy(parts) for d, parts in by_domain.items()}, **out}
+    pooled, scored = by_domain(parts)
+    return {**{d: pooled_balanced_accuracy([(q.gold, q.pred) for q in ps]) for d, ps in pooled.items()},
+            **{d: p.pearson for d, p in scored.items()}}
 
 
 def domain_intervals(parts: list[Part]) -> dict[str, tuple[float, float] | None]:
@@ -221,16 +228,9 @@ def domain_intervals(parts: list[Part]) -> dict[str, tuple[float, float] | None]
     examples, Fisher's z for a score-labelled domain's Pearson."""
     from ...metrics import readable_bacc_ci
 
-    pooled: dict[str, tuple[list, list]] = {}
-    out: dict[str, tuple[float, float] | None] = {}
-    for p in parts:
-        if p.domain in SCORED_DOMAINS:
-            out[p.domain] = p.ci()
-        elif p.domain:
-            ys, ps = pooled.setdefault(p.domain, ([], []))
-            ys += p.gold
-            ps += p.pred
-    return {**{d: readable_bacc_ci(ys, ps) for d, (ys, ps) in pooled.items()}, **out}
+    pooled, scored = by_domain(parts)
+    return {**{d: readable_bacc_ci([y for q in ps for y in q.gold], [y for q in ps for y in q.pred])
+               for d, ps in pooled.items()}, **{d: p.ci() for d, p in scored.items()}}
 
 
 def domain_scores(runs: dict[str, Path]) -> dict[str, float | None]:
