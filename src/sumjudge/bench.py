@@ -198,13 +198,18 @@ def run(args) -> dict:
     from .llm.engine import LLM
     from .llm.hf import HFBackend
 
+    from .llm.decode import PREFILL_BUDGET
+
     dtype = resolve_dtype(args.dtype, args.device)
+    args.prefill_budget = getattr(args, "prefill_budget", None) or PREFILL_BUDGET
     model = getattr(args, "model", None)
     model_or_path, tok = (model, None) if model else _model_for_shape(args.shape, args.device, dtype)
     if tok is None:
-        be = HFBackend(model_or_path, device=args.device, dtype=dtype, token_budget=args.token_budget)
+        be = HFBackend(model_or_path, device=args.device, dtype=dtype, token_budget=args.token_budget,
+                       prefill_budget=args.prefill_budget)
     else:
-        be = HFBackend.from_loaded(model_or_path, tok, name="random-llama3-8b-shape", token_budget=args.token_budget)
+        be = HFBackend.from_loaded(model_or_path, tok, name="random-llama3-8b-shape", token_budget=args.token_budget,
+                                   prefill_budget=args.prefill_budget)
     decode_without_eos(be)
     reqs = build_requests(tokenizer_cut(be.tokenizer), args.docs, args.doc_tokens, args.max_new_tokens)
 
@@ -223,7 +228,7 @@ def run(args) -> dict:
 
     def engine():  # (b) the engine, no cache: every request is computed
         be.generate_calls = 0
-        for k in ("prefill_s", "decode_s", "decode_tokens"):
+        for k in ("prefill_s", "decode_s", "decode_tokens", "prefill_tokens"):
             be.decoder.stats[k] = 0
         return asyncio.run(LLM(be).chat_many(reqs)), be.generate_calls, dict(be.decoder.stats)
 
@@ -254,7 +259,11 @@ def run(args) -> dict:
         "engine_generate_calls": calls,
         "engine_prompt_tokens_per_s": round(prompt_tokens / eng_s, 1),
         "engine_completion_tokens_per_s": round(completion_tokens / eng_s, 1),
+        "prefill_budget": args.prefill_budget,
         "engine_prefill_s": round(stats["prefill_s"], 3), "engine_decode_s": round(stats["decode_s"], 3),
+        # tokens the prefill computed (a shared document prefix counts once) per second of prefill
+        "engine_prefill_tokens_per_s": round(stats["prefill_tokens"] / stats["prefill_s"], 1) if stats["prefill_s"]
+        else None,
         "engine_decode_tokens_per_s": round(decode_tps, 1) if decode_tps else None,
         "sequential_completion_tokens_per_s": round(completion_tokens / seq_s, 1),
     }

@@ -376,6 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--doc-tokens", type=int, default=600)
     b.add_argument("--max-new-tokens", type=int, default=128)
     b.add_argument("--token-budget", type=int, default=65536)
+    b.add_argument("--prefill-budget", type=int,
+                   help="tokens per prefill forward pass (rows x padded width; default the engine's, 4096; a huge "
+                   "value: one pass per micro-batch)")
     b.add_argument("--repeats", type=int, default=3, help="time each path this many times, report the fastest")
     b.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
                    help="auto: bf16 on a GPU, fp32 on CPU")

@@ -254,3 +254,23 @@ def test_decode_attention_equals_transformers_sdpa_on_a_padded_gqa_batch(tiny_mo
 
 def test_the_backend_records_its_attention(tiny_backend):
     assert tiny_backend.info.extra["attention"] == "sumjudge_gqa_sdpa"
+
+
+def test_prefill_in_chunks_gives_the_answers_of_one_pass(tiny_backend):
+    """Prefill run in many small chunks of rows (shared prefixes and suffixes alike, each chunk without its common
+    padding) decodes exactly what one pass over the whole micro-batch decodes, greedy and seeded alike."""
+    reqs = [ChatRequest(messages=msg(f"{DOC}\n\nAgent {a}: is the summary faithful? {'Explain. ' * a}"),
+                        max_new_tokens=10 + a, temperature=0.0 if a % 2 else 1.0, seed=a) for a in range(5)]
+    reqs += [ChatRequest(messages=msg(f"Short prompt {'about the vote ' * i}."), max_new_tokens=9) for i in range(5)]
+    one = HFBackend.from_loaded(tiny_backend.model, tiny_backend.tokenizer, name="tiny", prefill_budget=1 << 30)
+    chunked = HFBackend.from_loaded(tiny_backend.model, tiny_backend.tokenizer, name="tiny", prefill_budget=64)
+    a = run_sync(LLM(one, cache=NullCache()).chat_many(reqs))
+    b = run_sync(LLM(chunked, cache=NullCache()).chat_many(reqs))
+    assert one.generate_calls == chunked.generate_calls == 1  # one micro-batch, decoded in one batch
+    assert chunked.decoder.stats["shared_prefix_tokens_saved"] > 0  # the agents' document ran once
+    assert chunked.decoder.stats["forward_calls"] - one.decoder.stats["forward_calls"] >= 4  # prefill in chunks
+    assert [x.text for x in b] == [x.text for x in a]
+    assert all(x.completion_tokens for x in b)
+    for r, resp in zip(reqs, b):
+        if r.temperature == 0:
+            assert resp.text == reference_generate(tiny_backend, r)

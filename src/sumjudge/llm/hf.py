@@ -23,7 +23,7 @@ from typing import Any
 
 from .attention import NAME, use_gqa_decode_attention
 from .backend import Capabilities
-from .decode import BatchDecoder, DecodeResult, DecodeRow
+from .decode import PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow
 from .errors import PromptTooLongError
 from .models import LLAMA3_EOS_TOKENS, resolve_model, split_revision, template_text
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs
@@ -68,13 +68,15 @@ class HFBackend:
     """transformers ``AutoModelForCausalLM`` + the tokenizer's chat template.
 
     bf16 on GPU, fp32 on CPU; ``device_map="auto"`` (accelerate) spreads a model over all visible
-    GPUs. ``token_budget`` bounds a micro-batch's rows x padded length.
+    GPUs. ``token_budget`` bounds a micro-batch's rows x padded length (the key/value cache it decodes with);
+    ``prefill_budget`` the tokens of one prefill forward pass (``decode.PREFILL_BUDGET``).
     """
 
     name = "hf"
 
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  device_map: str | None = None, token_budget: int = 32768, max_batch: int = 64,
+                 prefill_budget: int = PREFILL_BUDGET,
                  revision: str | None = None, trust_remote_code: bool = False, context_length: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -102,23 +104,27 @@ class HFBackend:
         # the commit actually loaded (a branch or tag asked for resolves to one), else the local fingerprint
         rev = getattr(loaded.config, "_commit_hash", None) or revision or self._local_revision(path)
         self._setup(loaded, tokenizer, name=name, revision=rev, dtype=dtype, device_map=device_map,
-                    token_budget=token_budget, max_batch=max_batch, context_length=context_length)
+                    token_budget=token_budget, max_batch=max_batch, context_length=context_length,
+                    prefill_budget=prefill_budget)
         if revision and revision != rev:  # e.g. a branch or tag: the commit it resolved to is the revision
             self.info.extra["revision_requested"] = revision
 
     @classmethod
     def from_loaded(cls, model, tokenizer, *, name: str, revision: str = "", token_budget: int = 32768,
-                    max_batch: int = 64, context_length: int | None = None) -> "HFBackend":
+                    max_batch: int = 64, context_length: int | None = None,
+                    prefill_budget: int = PREFILL_BUDGET) -> "HFBackend":
         """Wrap a model already in memory (benchmarks with random weights, notebooks experimenting)."""
         import torch
 
         self = cls.__new__(cls)
         self._torch = torch
         self._setup(model, tokenizer, name=name, revision=revision or "in-memory", dtype=str(model.dtype).split(".")[-1],
-                    device_map=None, token_budget=token_budget, max_batch=max_batch, context_length=context_length)
+                    device_map=None, token_budget=token_budget, max_batch=max_batch, context_length=context_length,
+                    prefill_budget=prefill_budget)
         return self
 
-    def _setup(self, model, tokenizer, *, name, revision, dtype, device_map, token_budget, max_batch, context_length):
+    def _setup(self, model, tokenizer, *, name, revision, dtype, device_map, token_budget, max_batch, context_length,
+               prefill_budget=PREFILL_BUDGET):
         self.model = model.eval()
         attention = NAME if use_gqa_decode_attention(self.model) else getattr(model.config, "_attn_implementation", "")
         self.tokenizer = tokenizer
@@ -143,7 +149,8 @@ class HFBackend:
                                        "chat_template": self._template, "context_length": self.context_length,
                                        "attention": attention})
         self._lock = threading.Lock()
-        self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device)
+        self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device,
+                                    prefill_budget=prefill_budget)
         self.generate_calls = 0  # decoded micro-batches (benchmarks, tests)
 
     @staticmethod
