@@ -50,7 +50,8 @@ def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
 
 
 TIME_COLUMNS = ("notebook", "wall_s", "model", "calls", "cache_hits", "backend_calls", "waves", "rows_per_wave",
-                "prefill_s", "decode_s", "decode_tokens_per_s", "rows_per_decode_step", "underfilled_share")
+                "prefill_s", "prefill_tokens_per_s", "decode_s", "decode_tokens_per_s", "rows_per_decode_step",
+                "underfilled_share")
 
 
 def notebook_time_profile(notebook: str, wall_s: float, since: float) -> list[dict]:

@@ -114,6 +114,8 @@ def test_the_time_profile_says_where_decoding_time_went(tiny_backend):
     d = {k: tiny_backend.decoder.stats[k] - before[k] for k in ("decode_steps", "row_steps", "underfilled_s")}
     assert d["decode_steps"] >= 7 and d["underfilled_s"] > 0  # the short answers left their batch after 2 tokens
     assert 1 <= prof["rows_per_decode_step"] <= 6 and 0 < prof["underfilled_share"] <= 1
+    stats = tiny_backend.decoder.stats  # the backend is shared: its totals since it was loaded
+    assert prof["prefill_tokens_per_s"] == round(stats["prefill_tokens"] / stats["prefill_s"], 1) > 0
     assert ScriptedBackend().decode_stats() is None
 
 

@@ -499,7 +499,8 @@ class LLM(Calls):
 
     def time_profile(self) -> dict[str, Any]:
         """Where this engine's time went: calls asked, answered by the backend, waves (backend calls) and rows per
-        wave; for a local model, prefill and decode seconds, rows per decode step and the share of decode time
+        wave; for a local model, prefill and decode seconds, prompt tokens computed per prefill second (a shared
+        prefix counts once), rows per decode step and the share of decode time
         spent with an under-filled micro-batch (rows that finished early waiting on the longest)."""
         u = self.usage_total
         out: dict[str, Any] = {"model": self.info.model, "calls": u.calls + u.option_calls, "cache_hits": u.cache_hits,
@@ -507,7 +508,9 @@ class LLM(Calls):
                                "rows_per_wave": round(u.backend_calls / u.batches, 2) if u.batches else None}
         d = self.backend.decode_stats()
         if d:
-            out.update(prefill_s=round(d["prefill_s"], 2), decode_s=round(d["decode_s"], 2),
+            out.update(prefill_s=round(d["prefill_s"], 2),
+                       prefill_tokens_per_s=round(d["prefill_tokens"] / d["prefill_s"], 1) if d["prefill_s"] else None,
+                       decode_s=round(d["decode_s"], 2),
                        decode_tokens_per_s=round(d["decode_tokens"] / d["decode_s"], 1) if d["decode_s"] else None,
                        rows_per_decode_step=round(d["row_steps"] / d["decode_steps"], 2) if d["decode_steps"] else None,
                        underfilled_share=round(d["underfilled_s"] / d["decode_s"], 3) if d["decode_s"] else None)
