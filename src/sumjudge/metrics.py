@@ -370,6 +370,42 @@ def balanced_accuracy_ci(y_true: Sequence[int], y_pred: Sequence[int], n_resampl
     return percentile_interval((tpr + tnr) / 2, confidence)
 
 
+def mean_ci(values: Sequence[float], n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+            ) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of a mean over ``values`` (e.g. per-summary rating differences); None below
+    four values."""
+    v = np.asarray([x for x in values if x is not None and x == x], dtype=float)
+    if len(v) < 4:
+        return None
+    rng = np.random.default_rng(seed)
+    return percentile_interval(v[rng.integers(0, len(v), (n_resamples, len(v)))].mean(axis=1), confidence)
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Student's t interval of the mean of a few repeated measurements (runs with different seeds); None below
+    two."""
+    from scipy.stats import t
+
+    v = np.asarray([x for x in values if x is not None and x == x], dtype=float)
+    if len(v) < 2:
+        return None
+    half = t.ppf(0.5 + confidence / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
+    return float(v.mean() - half), float(v.mean() + half)
+
+
+def sd_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """The chi-square interval of a standard deviation over a few repeated measurements (normal theory); None
+    below two."""
+    from scipy.stats import chi2
+
+    v = np.asarray([x for x in values if x is not None and x == x], dtype=float)
+    if len(v) < 2:
+        return None
+    df, var = len(v) - 1, v.var(ddof=1)
+    alpha = (1 - confidence) / 2
+    return float(math.sqrt(df * var / chi2.ppf(1 - alpha, df))), float(math.sqrt(df * var / chi2.ppf(alpha, df)))
+
+
 def percentile_interval(resampled: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """The central ``confidence`` interval of a statistic's bootstrap resamples (the percentile method)."""
     alpha = (1 - confidence) / 2

@@ -96,8 +96,8 @@ def rated_metrics(examples, judgements: list[Judgement],
         hs = [h for h in human if h is not None]
         h_lo, h_hi = int(min(hs)) if hs else a.lo, int(max(hs)) if hs else a.hi
         per[name] = {**{m: grouped_correlation(groups, human, pred, m).as_dict() for m in methods},
-                     "n": sum(p is not None for p in pred), "unparsed": sum(p is None for p in pred),
-                     "scale": [lo, hi], **protocol_stats(details),
+                     "n": sum(p is not None for p in pred), "n_human": len(hs),
+                     "unparsed": sum(p is None for p in pred), "scale": [lo, hi], **protocol_stats(details),
                      **(details_stats(details) if details_stats else {}),
                      "distribution": {"human": score_distribution(human, min(h_lo, a.lo), max(h_hi, a.hi)),
                                       "method": score_distribution(pred, lo, hi)}}

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from sumjudge.papers.madisse import tables as madisse_tables
 from sumjudge.papers.mesa import tables as mesa_tables
 
@@ -60,3 +62,7 @@ def test_variance_rows_without_runs_keep_the_paper_values_beside_empty_cells():
     run = {"types": {"RED": {"mean_rating": 2.0}}}
     two = mesa_tables.variance_rows({"single": [run, {"types": {"RED": {"mean_rating": 4.0}}}]}, "m")
     assert [r["reproduced"] for r in two] == [3.0, 2 ** 0.5]
+    mean_ci, sd_ci = two[0]["ci"], two[1]["ci"]  # two runs: t with 1 degree of freedom, chi-square with 1
+    assert mean_ci == pytest.approx((3 - 12.706 * 1, 3 + 12.706 * 1), abs=1e-3)
+    assert sd_ci[0] < 2 ** 0.5 < sd_ci[1] and sd_ci[1] == pytest.approx(2 ** 0.5 / 0.031338, rel=1e-3)
+    assert all(r["ci"] is None for r in rows)  # no runs, no interval

@@ -307,6 +307,16 @@ def test_table2_compares_only_like_scales():
     assert all(r["paper"] is None and "not compared" in r["note"] for r in rows)
     rows = [r for r in distribution_rows(metrics(1, 5), "summeval") if r["who"] == "DEBATE"]
     assert [r["paper"] for r in rows] == [7.71, 2.32, 0.51, 1.23, 88.22] and all(r["note"] is None for r in rows)
+    assert all(r["ci"] is None and r["n"] is None for r in rows)  # no count of scored texts, no interval
+    m = metrics(1, 5)
+    m["aspects"]["fluency"].update(n=40, n_human=50)
+    rows = distribution_rows(m, "summeval")
+    human = [r for r in rows if r["who"] == "human"]
+    debate = [r for r in rows if r["who"] == "DEBATE"]
+    assert {r["n"] for r in human} == {50} and {r["n"] for r in debate} == {40}
+    low, high = debate[0]["ci"]  # 20% of 40 texts: Wilson's interval, asymmetric around the share
+    assert low == pytest.approx(10.5, abs=0.1) and high == pytest.approx(34.8, abs=0.1)
+    assert human[0]["ci"][1] - human[0]["ci"][0] < high - low  # more texts, a narrower interval
 
 
 def test_debate_adapted_to_binary_faithfulness_debates_consistency_and_thresholds_the_final_score():

@@ -109,6 +109,11 @@ def test_likert_tables_run_on_qmsum_mistake(tmp_path):
     js = [Judgement(example_id=e.id, scores={"OM": float(min(5, i % 5 + 1))}) for i, e in enumerate(exs)]
     lk = meeting_error_metrics(exs, js)["types"]["OM"]["likert"]
     assert lk["available"] and lk["n"] == 8 and lk["spearman"]["r"] < 0 and lk["gap"] == pytest.approx(1.0)
+    assert lk["gap_ci"] == (1.0, 1.0)  # every summary rated exactly one point above its human impact
+    js = [Judgement(example_id=e.id, scores={"OM": float(i % 2 * 3)}) for i, e in enumerate(exs)]
+    lk = meeting_error_metrics(exs, js)["types"]["OM"]["likert"]
+    low, high = lk["gap_ci"]
+    assert low < lk["gap"] < high
 
 
 @needs_mirror

@@ -11,6 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from ...metrics import wilson_ci
 from ...notebook import run_name
 from ...prompts import load as load_template
 from ...report import paper_results, paper_value, read_results
@@ -217,7 +218,8 @@ PAPER_SCALE = {"summeval": (1, 5), "topical-chat": (1, 3)}
 
 def distribution_rows(metrics: dict[str, Any], dataset: str, label: str = "DEBATE") -> list[dict[str, Any]]:
     """Table 2: % of scores at each point, human and DEBATE, paper beside reproduced (groundedness is left
-    out, as in the paper: another scale). A method's points are compared with the paper's only when the
+    out, as in the paper: another scale), with Wilson's 95% interval of each share over the ``n`` scored texts
+    (texts of one source document are not independent, so the interval is, if anything, too narrow). A method's points are compared with the paper's only when the
     method scored the aspect on the paper's scale; otherwise the paper column is left empty and the row says
     so."""
     paper = paper_results("debate")["table2"].get(dataset, {})
@@ -231,9 +233,11 @@ def distribution_rows(metrics: dict[str, Any], dataset: str, label: str = "DEBAT
         for p in points:
             for who, key, pkey in (("human", "human", "human"), (label, "method", "debate")):
                 vals = ref.get(pkey) if who == "human" or same_scale else None
+                share = a["distribution"][key].get(str(p), a["distribution"][key].get(p))
+                n = a.get("n_human") if who == "human" else a.get("n")
                 rows.append({"experiment": "Table 2", "dataset": dataset, "aspect": name, "score": p, "who": who,
                              "paper": vals[p - 1] if vals and 1 <= p <= len(vals) else None,
-                             "reproduced": a["distribution"][key].get(str(p), a["distribution"][key].get(p)),
+                             "reproduced": share, "ci": wilson_ci(share, n), "n": n,
                              "scale": f"{a['scale'][0]}-{a['scale'][1]}" if who != "human" else "human (rounded)",
                              "note": None if who == "human" or same_scale else
                              f"scored {a['scale'][0]}-{a['scale'][1]}, the paper's DEBATE scored "

@@ -61,7 +61,7 @@ def transcript_stats(judgements: list[Judgement]) -> dict[str, Any]:
 
 def likert_metrics(pairs: list[tuple[float | None, float | None]]) -> dict[str, Any]:
     """Tables 4-5 for one error type from (human Likert, LLM rating) pairs."""
-    from ...metrics import correlation_test
+    from ...metrics import correlation_test, mean_ci
 
     if all(h is None for h, _ in pairs):
         return {"available": False, "reason": "no human Likert scores (the dataset has yes/no labels only)"}
@@ -73,6 +73,7 @@ def likert_metrics(pairs: list[tuple[float | None, float | None]]) -> dict[str, 
     out["mean_human"] = sum(h for h, _ in both) / len(both) if both else None
     out["mean_llm"] = sum(s for _, s in both) / len(both) if both else None
     out["gap"] = out["mean_llm"] - out["mean_human"] if both else None
+    out["gap_ci"] = mean_ci([s - h for h, s in both])  # a bootstrap over the summaries' rating differences
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...llm.engine import RunContext, run_sync
 from ...notebook import run_name
-from ...metrics import fisher_ci
+from ...metrics import fisher_ci, sd_interval, t_interval
 from ...report import paper_value, read_results, scaled_ci
 from ...run_metrics import parse_columns
 from .metrics import transcript_columns
@@ -199,7 +199,8 @@ def likert_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> 
                              "model": model, "note": note})
             rows.append({"experiment": "Table 5", "evaluator": label, "aspect": code, "metric": "Likert gap",
                          "paper": paper_value("mesa", "table5", label, paper_code(code)), "reproduced": lk.get("gap"),
-                         "mean_llm": t.get("mean_rating"), "n": lk.get("n"), "model": model, "note": note})
+                         "ci": lk.get("gap_ci"), "mean_llm": t.get("mean_rating"), "n": lk.get("n"), "model": model,
+                         "note": note})
     return rows
 
 
@@ -240,7 +241,8 @@ def paper_only_rows(types: list[str]) -> list[dict[str, Any]]:
 def variance_rows(runs: dict[str, list[dict[str, Any]]], model: str,
                   types: list[str] | None = None) -> list[dict[str, Any]]:
     """Table 2: per setup and error type, the mean over repeated runs (seeds) of the mean impact rating, and
-    the standard deviation of those means across runs. A setup with no runs (no seeds) keeps its rows for
+    the standard deviation of those means across runs, each with its 95% interval over the runs (Student's t for
+    the mean, chi-square for the standard deviation: with the paper's three runs both are wide). A setup with no runs (no seeds) keeps its rows for
     ``types``, with the paper's values beside an empty reproduced cell and ``runs`` 0."""
     rows = []
     for setup, ms in runs.items():
@@ -249,10 +251,11 @@ def variance_rows(runs: dict[str, list[dict[str, Any]]], model: str,
             paper = paper_value("mesa", "table2", setup, paper_code(code)) or [None, None]
             mean = statistics.fmean(means) if means else None
             sd = statistics.stdev(means) if len(means) > 1 else None
-            for i, (metric, val) in enumerate((("mean Likert", mean), ("sd across runs", sd))):
+            for i, (metric, val, ci) in enumerate((("mean Likert", mean, t_interval(means)),
+                                                   ("sd across runs", sd, sd_interval(means)))):
                 rows.append({"experiment": "Table 2", "evaluator": setup, "aspect": code, "metric": metric,
-                             "paper": paper[i], "reproduced": val, "runs": len(ms), "scored_runs": len(means),
-                             "model": model})
+                             "paper": paper[i], "reproduced": val, "ci": ci, "runs": len(ms),
+                             "scored_runs": len(means), "model": model})
     return rows
 
 
