@@ -147,8 +147,7 @@ def _cmd_plan(a) -> int:
 
     rates = Rates(tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s, price_in=a.price_in,
                   price_out=a.price_out)
-    common = dict(profile=a.profile, tokenizer=a.tokenizer, model=a.model, context_length=a.context_length,
-                  limit=a.limit, rates=rates)
+    common = dict(profile=a.profile, tokenizer=a.tokenizer, model=a.model, limit=a.limit, rates=rates)
     if a.notebooks is not None:
         if a.runs:
             raise ConfigError("plan: give --runs (scale.yaml's runs) or --notebooks, not both")
@@ -156,10 +155,11 @@ def _cmd_plan(a) -> int:
             for row in rows:
                 print(json.dumps(row), flush=True)
 
-        if not plan_notebooks(" ".join(a.notebooks), measured=not a.caps_only, on_rows=show, **common):
+        if not plan_notebooks(" ".join(a.notebooks), measured=not a.caps_only, on_rows=show,
+                              context_length=a.context_length, **common):
             raise ConfigError(f"plan: no notebook matches {' '.join(a.notebooks) or '(none given)'}")
         return 0
-    for row in plan(check_runs(a.runs), **common):
+    for row in plan(check_runs(a.runs), context_length=a.context_length or 131072, **common):
         print(json.dumps(row))
     return 0
 
@@ -345,7 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "caps only, never from the profile's earlier runs of the notebook")
     pl.add_argument("--tokenizer", help="the model's tokenizer (a folder or hub id); default: Llama-3's")
     pl.add_argument("--model", help="the model name recorded (default: the profile's)")
-    pl.add_argument("--context-length", type=int, default=131072)
+    pl.add_argument("--context-length", type=int,
+                    help="the model's context (default: 131,072; with --notebooks, the context the profile gives each "
+                    "notebook where it gives one)")
     pl.add_argument("--tokens-per-s", type=float, default=2500.0, help="the server's decode throughput, all requests")
     pl.add_argument("--prefill-tokens-per-s", type=float, default=25000.0)
     pl.add_argument("--price-in", type=float, default=0.0, help="dollars per million prompt tokens")

@@ -265,13 +265,14 @@ def planning_llm(setting: PlanSetting, parse_retries: int, measured_from: Path |
 
 
 def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | None = None, model: str | None = None,
-                   context_length: int = 131072, limit: int | None = None, rates: Rates = Rates(),
+                   context_length: int | None = None, limit: int | None = None, rates: Rates = Rates(),
                    measured: bool = True, on_rows: Callable[[list[dict]], None] | None = None) -> list[dict]:
     """Each notebook of ``selection`` (prefixes, as ``make reproduce --notebooks``) executed with papermill on the
     planner (what it writes lands in a scratch folder under ``build/plan/``, removed after): a row per run it made,
     a total per notebook and a grand total (``on_rows``: given each notebook's rows as soon as they are planned,
     then the total). A notebook that does more than call the model (notebook 43 trains one) gets a row saying what
-    stopped it; the runs it made before that are counted."""
+    stopped it; the runs it made before that are counted. ``context_length`` None: the context the profile gives
+    each notebook (where prompts are cut to fit, as the smoke profile's are), else 131,072."""
     import os
 
     from .paths import project_root
@@ -284,7 +285,8 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
     scratch.mkdir(parents=True, exist_ok=True)
     for nb in notebooks(selection):
         with tempfile.TemporaryDirectory(dir=scratch) as tmp:
-            setting = PlanSetting(tokenizer=tokenizer, model=model, context_length=context_length,
+            context = context_length or load(profile, notebook=nb.stem).context_length or 131072
+            setting = PlanSetting(tokenizer=tokenizer, model=model, context_length=context,
                                   runs_dir=str(Path(tmp) / "runs"), measured=measured)
             saved = {k: os.environ.get(k) for k in (PLAN_ENV, "SUMJUDGE_FIGURES")}
             os.environ[PLAN_ENV] = json.dumps(asdict(setting))

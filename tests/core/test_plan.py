@@ -148,3 +148,21 @@ def test_each_reading_guide_quotes_its_notebooks_plan_as_the_docs_table_gives_it
         assert f"counts {calls} model calls" in intro, name
         d = float(dollars.replace(",", ""))
         assert (f"${d:,.2f} at" if d < 10 else f"${round(d):,} at") in intro, name
+
+
+def test_a_notebook_is_planned_with_the_context_its_profile_gives_it(monkeypatch):
+    """The smoke profile cuts prompts to each notebook's context (1,024 tokens; 3,264 for MESA): planned without
+    --context-length, each notebook's prompts are cut as its run cuts them; a given context wins; a profile with
+    none plans with 131,072."""
+    import os
+
+    from sumjudge import reproduce
+    from sumjudge.plan import PLAN_ENV, plan_notebooks
+
+    seen: list[int] = []
+    monkeypatch.setattr(reproduce, "execute", lambda nb, profile, out, n=None: seen.append(
+        json.loads(os.environ[PLAN_ENV])["context_length"]))
+    plan_notebooks("00 30", profile="smoke", model="m")
+    plan_notebooks("00", profile="smoke", model="m", context_length=4096)
+    plan_notebooks("00", profile="paper", model="m")
+    assert seen == [1024, 3264, 4096, 131072]
