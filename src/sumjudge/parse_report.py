@@ -17,12 +17,15 @@ COUNTS = ("parse_calls", "parsed_first_try", "parsed_after_retries", "unreadable
           "examples_with_fallback", "n_examples")
 
 
-def run_folders(runs_root: Path, profile: str) -> list[Path]:
+def run_folders(runs_root: Path, profile: str, since: float | None = None) -> list[Path]:
     """Run folders of ``profile`` (``build/runs/<notebook>/<profile>-<model>/<run>/``, and the arena's
-    ``.../arena/<dataset>/<run>/``), one per configuration."""
+    ``.../arena/<dataset>/<run>/``), one per configuration; with ``since`` (a time.time()), only those whose
+    metrics were written since then (the runs of one ``make reproduce``, not those an earlier budget of the
+    profile left beside them)."""
     seen: dict[str, Path] = {}
     for m in sorted(runs_root.glob(f"*/{profile}-*/**/metrics.json")):
-        seen.setdefault(m.parent.name, m.parent)
+        if since is None or m.stat().st_mtime >= since:
+            seen.setdefault(m.parent.name, m.parent)
     return list(seen.values())
 
 
@@ -55,12 +58,12 @@ def role_events(run: Path, method: str) -> dict[str, list[tuple[bool, int]]]:
     return out
 
 
-def parse_rate_rows(runs_root: Path, profile: str) -> list[dict[str, Any]]:
+def parse_rate_rows(runs_root: Path, profile: str, since: float | None = None) -> list[dict[str, Any]]:
     """One row per method (and per role, the method's ``roles``): calls, % read on the first try, % after retries,
     unreadable, fallback calls and the examples whose verdict used one."""
     by: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COUNTS, 0))
     runs: dict[str, int] = defaultdict(int)
-    for run in run_folders(runs_root, profile):
+    for run in run_folders(runs_root, profile, since):
         m = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
         pr = m.get("parse_rates") or {}
         method = m.get("method", "?")
@@ -86,11 +89,12 @@ def parse_rate_rows(runs_root: Path, profile: str) -> list[dict[str, Any]]:
     return rows
 
 
-def write_parse_rates(runs_root: Path, profile: str, out_dir: Path) -> Path | None:
-    """``figures/parse_rates_<profile>.{csv,md}``; None when the profile has no runs."""
+def write_parse_rates(runs_root: Path, profile: str, out_dir: Path, since: float | None = None) -> Path | None:
+    """``figures/parse_rates_<profile>.{csv,md}`` (runs since ``since`` only, when given); None when the profile
+    has no runs."""
     import pandas as pd
 
-    rows = parse_rate_rows(runs_root, profile)
+    rows = parse_rate_rows(runs_root, profile, since)
     if not rows:
         return None
     df = pd.DataFrame(rows)

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if profile_rows:
         print(f"time profile per notebook: {write_time_profile(profile_rows, a.profile, figures_dir())}")
-    table = write_parse_rates(project_root() / "build" / "runs", a.profile, figures_dir())
+    table = write_parse_rates(project_root() / "build" / "runs", a.profile, figures_dir(), since=t_all)
     if table:
         print(f"parse rates per method: {table.with_suffix('.md')}")
     from . import profiles

@@ -136,3 +136,18 @@ def test_run_folders_include_the_arenas_nested_runs_once(tmp_path):
         (tmp_path / rel).mkdir(parents=True)
         (tmp_path / rel / "metrics.json").write_text("{}")
     assert sorted(p.name for p in run_folders(tmp_path, "smoke")) == ["star-bb", "zero-shot-aa"]
+
+
+def test_parse_rates_count_only_the_runs_of_this_reproduce(tmp_path):
+    """Runs an earlier budget of the profile left in build/runs (other n, other folder hashes) are not this run's:
+    with ``since``, only run folders whose metrics were written since then count."""
+    import os
+
+    from sumjudge.parse_report import run_folders
+
+    for rel, written in (("10_x/smoke-smoke/zero-shot-old", 1000.0), ("10_x/smoke-smoke/zero-shot-new", 3000.0)):
+        (tmp_path / rel).mkdir(parents=True)
+        (tmp_path / rel / "metrics.json").write_text("{}")
+        os.utime(tmp_path / rel / "metrics.json", (written, written))
+    assert [p.name for p in run_folders(tmp_path, "smoke", since=2000.0)] == ["zero-shot-new"]
+    assert len(run_folders(tmp_path, "smoke")) == 2
