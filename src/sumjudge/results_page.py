@@ -160,9 +160,10 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
     lines.append(f"- wall time of these notebooks: {prov['wall_s_total'] / 60:.1f} min")
     replayed = [w["notebook"] for w in walls if w["calls"] and w["backend_calls"] == 0]
     if replayed:
-        lines.append(f"- {len(replayed)} of {len(walls)} notebooks made no backend call: every answer came from the "
-                     "response cache (a replay of an earlier run on this machine), so their tables are that run's "
-                     "and their wall times the replay's")
+        lines.append(f"- {len(replayed)} of {len(walls)} notebooks made no backend call ({', '.join(replayed)}): every "
+                     "answer came from the response cache (runs another notebook made with the same settings, or an "
+                     "earlier run on this machine), so their tables rest on those runs' answers and their wall times "
+                     "are a replay's")
     lines += ["", "| notebook | wall s | status | calls | backend calls |", "|---|---|---|---|---|"]
     lines += [f"| [{w['notebook']}]({w['notebook']}.md) | {w['wall_s']:.0f} | {w['status']} | "
               f"{'' if w['calls'] is None else w['calls']} | "
