@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from conftest import needs_mirror
 from sumjudge.data.records import FaithExample
 from sumjudge.llm import ConfigError, NullCache, ResponseCache, run_sync
 from sumjudge.llm.engine import LLM
@@ -400,3 +401,27 @@ def test_a_greedy_madisse_run_says_so_in_its_record(tmp_path, capsys):
     run(RunConfig(method="madisse", dataset=f"file:{data}", backend="scripted"), tmp_path / "sampled",
         llm=LLM(be, cache=NullCache()), progress=False)
     assert json.loads((tmp_path / "sampled" / "config.json").read_text())["warnings"] == []
+
+
+@needs_mirror
+def test_table4_detectors_are_submitted_together():
+    """Table 4's three detector runs go to the engine in one ``run_many`` (their requests share batches), each once
+    (the two debate detectors read one run)."""
+    from types import SimpleNamespace
+
+    from sumjudge.papers.madisse.tables import AMBIGUITY_DETECTORS, run_ambiguity_detectors
+
+    class Session:
+        prof = SimpleNamespace(n=4, seed=0)
+        batches: list = []
+
+        def run_many(self, specs):
+            self.batches.append([s["method"] for s in specs])
+            variant = {"bacc": 0.5, "unparsed": 0}
+            return [({"n_examples": 4, "bacc": 0.5, "unparsed": 0,
+                      "variants": {"disagreement": variant, "arguments": variant}}, None) for _ in specs]
+
+    s = Session()
+    rows = run_ambiguity_detectors(s, sc_samples=3)
+    assert s.batches == [["ambiguity-sc", "ambiguity-taxonomy", "ambiguity-debate"]]
+    assert [r["detector"] for r in rows] == [d for d, _, _ in AMBIGUITY_DETECTORS]

@@ -132,7 +132,11 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
               "adjudicators": adjudicators}
     settings = {"ambiguity-sc": {"samples": sc_samples, "threshold": threshold}, "ambiguity-taxonomy": {},
                 "ambiguity-debate": debate}
-    runs = {}
+    methods = list(dict.fromkeys(m for _, m, _ in AMBIGUITY_DETECTORS if m is not None))
+    # the detectors run together: their requests share the engine's batches
+    done = session.run_many([{"method": m, "dataset": "meetingbank-ambiguity", "settings": settings[m],
+                              "name": f"{m}-meetingbank-ambiguity"} for m in methods])
+    runs = dict(zip(methods, done))
     rows = []
     for name, method, variant in AMBIGUITY_DETECTORS:
         if method is None:
@@ -143,9 +147,6 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
             rows.append({"detector": name, "paper": TABLE4[name], "reproduced": 100 * binary_report(y, coin).bacc,
                          "ci": scaled_ci(readable_bacc_ci(y, coin)), "n": len(exs), "unparsed": 0})
             continue
-        if method not in runs:
-            runs[method] = session.run(method, "meetingbank-ambiguity", settings=settings[method],
-                                       name=f"{method}-meetingbank-ambiguity")
         metrics, _ = runs[method]
         m = metrics["variants"][variant] if variant else metrics
         rows.append({"detector": name, "paper": TABLE4[name],
