@@ -274,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, type=Path)
     r.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     r.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
-    r.add_argument("--token-budget", type=int, help="hf: rows x padded tokens per micro-batch")
+    r.add_argument("--token-budget", type=int, help="hf: rows x padded tokens of the decoding batch")
     r.add_argument("--dtype", choices=("float32", "bfloat16", "float16", "cpu-native"),
                    help="hf: the weights' dtype (default: bfloat16 on a GPU, float32 on a CPU; cpu-native: bfloat16 "
                         "also on a CPU that computes it natively)")
@@ -380,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--token-budget", type=int, default=65536)
     b.add_argument("--prefill-budget", type=int,
                    help="tokens per prefill forward pass (rows x padded width; default the engine's, 4096; a huge "
-                   "value: one pass per micro-batch)")
+                   "value: one pass per admission)")
     b.add_argument("--repeats", type=int, default=3, help="time each path this many times, report the fastest")
     b.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
                    help="auto: bf16 on a GPU, fp32 on CPU")

@@ -274,3 +274,111 @@ def test_prefill_in_chunks_gives_the_answers_of_one_pass(tiny_backend):
     for r, resp in zip(reqs, b):
         if r.temperature == 0:
             assert resp.text == reference_generate(tiny_backend, r)
+
+
+def _decode_alone(be: HFBackend, row):
+    return be.decoder.decode([row])[0].tokens
+
+
+def test_rows_that_join_a_decoding_batch_get_the_answers_they_get_alone(tiny_backend):
+    """Continuous batching: rows admitted between steps (a longer prompt into a narrower batch, a shorter one into a
+    wider batch, a seeded sample) decode exactly what each decodes alone, and so do the rows already there; a row
+    that finishes leaves at once and the cache drops the columns no remaining row reads."""
+    from sumjudge.llm.decode import DecodeRow
+
+    be = tiny_backend
+    ids = [be.encode(msg(t)) for t in ("Short prompt.", f"{DOC}\n\nIs it faithful?", "Another prompt about a vote.",
+                                       f"{DOC[:300]} Explain.")]
+    rows = [DecodeRow(ids=ids[0], max_new_tokens=30), DecodeRow(ids=ids[1], max_new_tokens=6),
+            DecodeRow(ids=ids[2], max_new_tokens=12, temperature=1.0, seed=3),
+            DecodeRow(ids=ids[3], max_new_tokens=9)]
+    alone = [_decode_alone(be, r) for r in rows]
+    assert all(alone)
+    live = be.decoder.start()
+    got: dict = {}
+    be.decoder.admit(live, rows[:1], [0])
+    for _ in range(3):
+        got.update(be.decoder.step(live))
+    be.decoder.admit(live, rows[1:2], [1])  # wider than the batch: the batch is padded on the left
+    widest = live.width()
+    got.update(be.decoder.step(live))
+    be.decoder.admit(live, rows[2:], [2, 3])  # narrower: the new rows are padded
+    while live.rows:
+        got.update(be.decoder.step(live))
+        if 1 in got and live.rows:
+            assert live.width() < widest  # the long prompt left, and its columns with it
+    assert [got[i].tokens for i in range(4)] == alone
+
+
+def test_requests_sent_while_others_decode_join_them(tiny_model_dir, tiny_backend):
+    """A generate call made while another decodes joins its batch (no waiting for it to end): a short request sent
+    after a long one starts is answered first, and both answers are what each gets alone."""
+    import threading
+
+    be = HFBackend.from_loaded(tiny_backend.model, tiny_backend.tokenizer, name="tiny")
+    long = ChatRequest(messages=msg(f"{DOC} Summarise."), max_new_tokens=60)
+    short = ChatRequest(messages=msg("Short prompt."), max_new_tokens=3)
+    order: list[str] = []
+    started = threading.Event()
+    real_step = be.decoder.step
+
+    def step(live):
+        started.set()
+        return real_step(live)
+
+    be.decoder.step = step
+    t = threading.Thread(target=lambda: (be.generate_sync([long]), order.append("long")))
+    t.start()
+    started.wait()
+    (s,) = be.generate_sync([short])
+    order.append("short")
+    t.join()
+    assert be.generate_calls == 2 and be.decoder.stats["row_steps"] > be.decoder.stats["decode_steps"]
+    assert s.text == reference_generate(tiny_backend, short)
+    assert len(be.tokenizer(reference_generate(tiny_backend, long)).input_ids) > 30  # the long answer is long
+    assert order[0] == "short"
+
+
+def test_a_run_of_rows_sharing_a_prefix_joins_whole():
+    """Admission is first come, first served within the budget; a run of queued rows sharing a document prefix that
+    the room would cut waits until it fits whole (its prefix then runs once), unless no batch could hold it."""
+    from types import SimpleNamespace
+
+    from sumjudge.llm.hf import _Job, _Queued, _Row
+
+    be = HFBackend.__new__(HFBackend)
+    be.token_budget, be.max_batch = 10_000, 4
+    be.decoder = SimpleNamespace(joins=True)
+    doc = list(range(200))  # most of each prompt: the agents read one document
+    job = _Job(out=[], decoded=[], report=None, finish=None)
+
+    def q(ids):
+        return _Queued(job, _Row(0, ids, ChatRequest(messages=msg("x"), max_new_tokens=10)))
+
+    live = SimpleNamespace(rows=[1, 2], tags=[q([5] * 50), q([6] * 50)])
+    agents = [q(doc + [a]) for a in range(2)]
+    be._queue = [first := q([9] * 30), *agents]
+    assert be._admissible(live) == [first] and be._queue == agents  # 2 places left: the agents wait whole
+    live.rows, live.tags = [1], live.tags[:1]
+    assert be._admissible(live) == agents and be._queue == []
+    many = [q(doc + [a]) for a in range(6)]  # a run longer than any batch: admitted as far as it fits
+    be._queue = list(many)
+    assert be._admissible(live) == many[:3]
+    assert be._admissible(SimpleNamespace(rows=[], tags=[])) == many[3:]
+
+
+def test_rows_sharing_only_an_instruction_do_not_wait_for_each_other():
+    from types import SimpleNamespace
+
+    from sumjudge.llm.hf import _Job, _Queued, _Row
+
+    be = HFBackend.__new__(HFBackend)
+    be.token_budget, be.max_batch = 100_000, 3
+    be.decoder = SimpleNamespace(joins=True)
+    job = _Job(out=[], decoded=[], report=None, finish=None)
+    instruction = list(range(100))
+    queued = [_Queued(job, _Row(0, instruction + [1000 + d] * 300, ChatRequest(messages=msg("x"), max_new_tokens=8)))
+              for d in range(4)]
+    be._queue = list(queued)
+    live = SimpleNamespace(rows=[1], tags=[_Queued(job, _Row(0, [5] * 50, queued[0].row.req))])
+    assert be._admissible(live) == queued[:2]  # two places: two of the four documents join now

@@ -1,6 +1,6 @@
 """Batched decoding for the hf backend: shared-prefix prefill, per-row sampling, finished-row eviction.
 
-One micro-batch of prompts is decoded as follows.
+A batch of prompts is decoded as follows.
 
 1. Prefix groups. Rows whose prompts start with the same long token prefix (the agents of a debate
    over one document, n samples of one prompt, the error types assessed over one transcript) form a
@@ -14,18 +14,23 @@ One micro-batch of prompts is decoded as follows.
    Both prefill steps run in chunks of rows of at most ``prefill_budget`` tokens each (padded to one
    width, so the chunks' caches join into one batch): on a CPU a forward pass over a few thousand
    tokens runs about a quarter faster per token than one over tens of thousands (caches), while
-   decoding wants every row of the micro-batch in one step. What vLLM calls chunked prefill.
+   decoding wants every row of the batch in one step. What vLLM calls chunked prefill.
 3. Decode. One token per step for all live rows: greedy rows take the arg-max; sampled rows draw
    with their own ``torch.Generator`` seeded from (seed, sample_index), so a sample never depends on
    its batch mates. A row that emits eos, reaches its own ``max_new_tokens`` or a stop string leaves
-   the batch at once (its cache rows are dropped), so short answers never wait for long ones.
+   the batch at once (its cache rows are dropped, and the cache's leading columns that no remaining
+   row reads with them), so short answers never wait for long ones.
+4. Admission. New rows may join a batch that is decoding (``admit`` between two ``step``s): they are
+   prefilled as above and their cache is joined to the live one, the narrower of the two padded on the
+   left, so freed places are filled at once instead of when the slowest row of a micro-batch ends (what
+   vLLM calls continuous batching). Models with sliding-window layers join only an empty batch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MIN_SHARED_PREFIX = 64  # tokens: below this, sharing saves less than the extra forward pass costs
 PREFILL_BUDGET = 4096  # tokens per prefill forward pass (rows x padded width); see the module's docstring
@@ -54,7 +59,7 @@ class DecodeResult:
     stop_hit: bool = False
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def shared_prefix(a: list[int], b: list[int]) -> int:
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:
@@ -74,7 +79,7 @@ def prefix_groups(rows: list[list[int]], share: bool) -> tuple[list[int], list[i
     if not share or n < 2:
         return list(range(n)), [len(r) - 1 for r in rows]
     order = sorted(range(n), key=lambda i: rows[i])
-    lcp = [0] + [min(_common_prefix(rows[order[j - 1]], rows[order[j]]), len(rows[order[j - 1]]) - 1,
+    lcp = [0] + [min(shared_prefix(rows[order[j - 1]], rows[order[j]]), len(rows[order[j - 1]]) - 1,
                      len(rows[order[j]]) - 1) for j in range(1, n)]
     best = [0] * (n + 1)
     cut = [0] * (n + 1)
@@ -148,6 +153,31 @@ def has_sliding_layers(config) -> bool:
     return bool(getattr(cfg, "sliding_window", None) or getattr(cfg, "attention_chunk_size", None))
 
 
+@dataclass
+class LiveBatch:
+    """The rows being decoded together: their cache (left-padded, every row's last token in the last column), mask,
+    last positions, the logits their next tokens are chosen from, the tokens so far and the caller's tag per row.
+    ``peak``: the most rows it has held since it was last empty (fewer is an under-filled step)."""
+
+    rows: list = field(default_factory=list)
+    tags: list = field(default_factory=list)
+    tokens: list = field(default_factory=list)
+    gens: list = field(default_factory=list)
+    cache: object = None
+    mask: object = None
+    last_pos: object = None
+    logits: object = None
+    peak: int = 0
+
+    def clear(self) -> None:
+        self.rows, self.tags, self.tokens, self.gens = [], [], [], []
+        self.cache = self.mask = self.last_pos = self.logits = None
+        self.peak = 0
+
+    def width(self) -> int:
+        return 0 if self.mask is None else int(self.mask.shape[1])
+
+
 class BatchDecoder:
     def __init__(self, model, tokenizer, eos_ids: list[int], pad_id: int, device,
                  prefill_budget: int = PREFILL_BUDGET):
@@ -162,13 +192,14 @@ class BatchDecoder:
         # Sliding-window layers keep only their window in the cache and count positions themselves: their rows are
         # neither shared nor prefilled in chunks (one pass, as transformers runs them).
         self.share = not has_sliding_layers(model.config)
+        self.joins = self.share  # rows may join a batch that is decoding (see the module's docstring)
         self.prefill_budget = prefill_budget
         # prefill_s: prompts in, first token chosen; decode_s / decode_tokens: every later token (wall clock;
         # reading the first tokens to the host synchronises the device, so the split holds on a GPU too)
         self.stats = {"forward_calls": 0, "prefill_tokens": 0, "shared_prefix_tokens_saved": 0,
                       "prefill_s": 0.0, "decode_s": 0.0, "decode_tokens": 0,
                       # decode steps, rows computed over them, and the time spent in steps with fewer live rows than
-                      # the micro-batch began with (rows that finished early leave the batch under-filled)
+                      # the batch has held since it was last empty (rows finished and nothing queued took their place)
                       "decode_steps": 0, "row_steps": 0, "underfilled_s": 0.0}
 
     def _left_pad(self, seqs: list[list[int]]):
@@ -247,77 +278,133 @@ class BatchDecoder:
                          use_cache=True, logits_to_keep=1)
         return out.logits[:, -1, :]
 
+    def start(self) -> "LiveBatch":
+        """An empty batch of rows being decoded together (``admit`` rows into it, ``step`` it)."""
+        return LiveBatch()
+
     def decode(self, rows: list[DecodeRow]) -> list[DecodeResult]:
+        """Decodes ``rows`` together until every one has finished (one admission, then steps)."""
+        live = self.start()
+        self.admit(live, rows, list(range(len(rows))))
+        results: list[DecodeResult | None] = [None] * len(rows)
+        while live.rows:
+            for tag, res in self.step(live):
+                results[tag] = res
+        return results  # type: ignore[return-value]
+
+    def _prefill_rows(self, rows: list[DecodeRow]):
+        """Steps 1 and 2 for ``rows``: (cache, attention mask, last position, logits of the first token)."""
         torch = self.torch
         n = len(rows)
         group_of, plen = prefix_groups([r.ids for r in rows], self.share)
-        saved = sum(plen[g] for g in group_of) - sum(plen)
-        self.stats["shared_prefix_tokens_saved"] += saved
-        t_start, t_first = time.perf_counter(), None
+        self.stats["shared_prefix_tokens_saved"] += sum(plen[g] for g in group_of) - sum(plen)
+        # 1. group prefixes, once each
+        first = [next(i for i in range(n) if group_of[i] == g) for g in range(len(plen))]
+        p_ids, p_mask = self._left_pad([rows[first[g]].ids[: plen[g]] for g in range(len(plen))])
+        self.stats["prefill_tokens"] += int(p_mask.sum())
+        prefixes, _ = self._prefill(p_ids, p_mask, (p_mask.cumsum(-1) - 1).clamp(min=0))
+        # Cache rows are selected with CPU indices: with device_map="auto" the cache's layers sit on several
+        # GPUs, and a CUDA index only indexes tensors on its own device (a CPU index indexes any).
+        index = torch.tensor(group_of)
+        mask = p_mask[index.to(self.device)]
+        # 2. suffixes
+        s_ids, s_mask = self._left_pad([r.ids[plen[group_of[i]]:] for i, r in enumerate(rows)])
+        self.stats["prefill_tokens"] += int(s_mask.sum())
+        mask = torch.cat([mask, s_mask], dim=1)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -s_ids.shape[1]:]
+        cache, logits = self._prefill(s_ids, mask, positions, prior=prefixes, prior_rows=index)
+        return cache, mask, positions[:, -1], logits
+
+    def admit(self, live: "LiveBatch", rows: list[DecodeRow], tags: list) -> None:
+        """Prefills ``rows`` (each tagged with the caller's ``tags[j]``) and adds them to ``live``: from the next
+        ``step`` on they decode with the rows already there. The narrower of the two caches is padded on the left
+        (masked columns), so every row's last token stays in the last column."""
+        if not rows:
+            return
+        torch = self.torch
+        t0 = time.perf_counter()
         with torch.inference_mode():
-            # 1. group prefixes, once each
-            first = [next(i for i in range(n) if group_of[i] == g) for g in range(len(plen))]
-            p_ids, p_mask = self._left_pad([rows[first[g]].ids[: plen[g]] for g in range(len(plen))])
-            self.stats["prefill_tokens"] += int(p_mask.sum())
-            prefixes, _ = self._prefill(p_ids, p_mask, (p_mask.cumsum(-1) - 1).clamp(min=0))
-            # Cache rows are selected with CPU indices: with device_map="auto" the cache's layers sit on several
-            # GPUs, and a CUDA index only indexes tensors on its own device (a CPU index indexes any).
-            index = torch.tensor(group_of)
-            mask = p_mask[index.to(self.device)]
-            # 2. suffixes
-            s_ids, s_mask = self._left_pad([r.ids[plen[group_of[i]]:] for i, r in enumerate(rows)])
-            self.stats["prefill_tokens"] += int(s_mask.sum())
-            mask = torch.cat([mask, s_mask], dim=1)
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -s_ids.shape[1]:]
-            cache, logits = self._prefill(s_ids, mask, positions, prior=prefixes, prior_rows=index)
-            last_pos = positions[:, -1]
-            # 3. decode
-            gens = [None if r.temperature == 0 else self._generator(r) for r in rows]
-            live = list(range(n))  # original row index of each batch row
-            out_tokens: list[list[int]] = [[] for _ in range(n)]
-            results: list[DecodeResult | None] = [None] * n
-            t_step = time.perf_counter()
-            while live:
-                nxt = self._choose(logits, [rows[i] for i in live], [gens[i] for i in live])
-                chosen = nxt.tolist()  # one device-to-host copy per step, not one per row
-                if t_first is None:
-                    t_first = time.perf_counter()
-                keep = []
-                for b, i in enumerate(live):
-                    t = chosen[b]
-                    r = rows[i]
-                    if t in self.eos:
-                        results[i] = DecodeResult(out_tokens[i], "stop")
-                        continue
-                    out_tokens[i].append(t)
-                    if r.stop and self._hits_stop(out_tokens[i], r.stop):
-                        results[i] = DecodeResult(out_tokens[i], "stop", stop_hit=True)
-                    elif len(out_tokens[i]) >= r.max_new_tokens:
-                        results[i] = DecodeResult(out_tokens[i], "length")
-                    else:
-                        keep.append(b)
-                if not keep:
-                    break
-                if len(keep) != len(live):
+            cache, mask, last_pos, logits = self._prefill_rows(rows)
+            if live.rows:
+                cache, mask = self._join(live.cache, live.mask, cache, mask)
+                last_pos = torch.cat([live.last_pos, last_pos])
+                logits = torch.cat([live.logits, logits])
+        live.cache, live.mask, live.last_pos, live.logits = cache, mask, last_pos, logits
+        live.rows += rows
+        live.tags += list(tags)
+        live.tokens += [[] for _ in rows]
+        live.gens += [None if r.temperature == 0 else self._generator(r) for r in rows]
+        live.peak = max(live.peak, len(live.rows))
+        self.stats["prefill_s"] += time.perf_counter() - t0
+
+    def _join(self, cache_a, mask_a, cache_b, mask_b):
+        """One cache (and mask) holding the rows of a and then of b, left-padded to the wider of the two."""
+        from transformers import DynamicCache
+
+        torch = self.torch
+        width = max(mask_a.shape[1], mask_b.shape[1])
+        joined = DynamicCache(config=self.model.config)
+        for layer, (la, lb) in enumerate(zip(cache_a.layers, cache_b.layers)):
+            keys = torch.cat([self._widen(la.keys, width), self._widen(lb.keys.to(la.keys.device), width)])
+            values = torch.cat([self._widen(la.values, width), self._widen(lb.values.to(la.values.device), width)])
+            joined.update(keys, values, layer)
+        masks = [torch.cat([m.new_zeros((m.shape[0], width - m.shape[1])), m], dim=1) for m in (mask_a, mask_b)]
+        return joined, torch.cat(masks)
+
+    def _widen(self, states, width: int):
+        """(batch, heads, len, dim) states with zero columns in front up to ``width``."""
+        b, h, n, d = states.shape
+        return states if n == width else self.torch.cat([states.new_zeros((b, h, width - n, d)), states], dim=2)
+
+    def step(self, live: "LiveBatch") -> list[tuple[object, DecodeResult]]:
+        """Step 3 once: chooses every live row's next token, returns the rows that finished with it (tag, result;
+        they leave the batch at once) and runs the others one position on."""
+        torch = self.torch
+        t0 = time.perf_counter()
+        finished: list[tuple[object, DecodeResult]] = []
+        with torch.inference_mode():
+            nxt = self._choose(live.logits, live.rows, live.gens)
+            chosen = nxt.tolist()  # one device-to-host copy per step, not one per row
+            keep = []
+            for b, t in enumerate(chosen):
+                r, out = live.rows[b], live.tokens[b]
+                if t in self.eos:
+                    finished.append((live.tags[b], DecodeResult(out, "stop")))
+                    continue
+                out.append(t)
+                if r.stop and self._hits_stop(out, r.stop):
+                    finished.append((live.tags[b], DecodeResult(out, "stop", stop_hit=True)))
+                elif len(out) >= r.max_new_tokens:
+                    finished.append((live.tags[b], DecodeResult(out, "length")))
+                else:
+                    keep.append(b)
+            self.stats["decode_tokens"] += sum(max(0, len(res.tokens) - 1) for _, res in finished)
+            if not keep:
+                live.clear()
+            else:
+                mask, last_pos = live.mask, live.last_pos
+                if len(keep) != len(chosen):
                     sel = torch.tensor(keep)  # on the CPU, as above
-                    cache.batch_select_indices(sel)
+                    live.cache.batch_select_indices(sel)
                     on_device = sel.to(self.device)
                     mask, last_pos, nxt = mask[on_device], last_pos[on_device], nxt[sel.to(nxt.device)]
-                    live = [live[b] for b in keep]
-                mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1)
-                last_pos = last_pos + 1
-                logits = self._forward(nxt[:, None], mask, last_pos[:, None], cache)
-                now = time.perf_counter()
+                    for name in ("rows", "tags", "tokens", "gens"):
+                        setattr(live, name, [getattr(live, name)[b] for b in keep])
+                    lead = int(mask.any(0).int().argmax())  # columns no remaining row reads
+                    if lead:
+                        for layer in live.cache.layers:
+                            layer.keys, layer.values = layer.keys[:, :, lead:], layer.values[:, :, lead:]
+                        mask = mask[:, lead:]
+                mask = torch.cat([mask, torch.ones((len(keep), 1), dtype=mask.dtype, device=self.device)], dim=1)
+                live.mask, live.last_pos = mask, last_pos + 1
+                live.logits = self._forward(nxt[:, None], mask, live.last_pos[:, None], live.cache)
                 self.stats["decode_steps"] += 1
-                self.stats["row_steps"] += len(live)
-                if len(live) < n:
-                    self.stats["underfilled_s"] += now - t_step
-                t_step = now
-        t_end = time.perf_counter()
-        self.stats["prefill_s"] += (t_first or t_end) - t_start
-        self.stats["decode_s"] += t_end - (t_first or t_end)
-        self.stats["decode_tokens"] += sum(max(0, len(r.tokens) - 1) for r in results if r is not None)
-        return results  # type: ignore[return-value]
+                self.stats["row_steps"] += len(keep)
+        dt = time.perf_counter() - t0
+        self.stats["decode_s"] += dt
+        if live.rows and len(live.rows) < live.peak:
+            self.stats["underfilled_s"] += dt
+        return finished
 
     def _generator(self, r: DecodeRow):
         g = self.torch.Generator(device=self.device if str(self.device).startswith("cuda") else "cpu")

@@ -3,8 +3,8 @@
 Methods are coroutines; they ``await llm.chat(req)`` wherever the paper's pseudo-code calls the
 model. Every request that misses the cache joins a pending queue; a dispatcher task waits until
 the event loop has let every runnable coroutine enqueue its requests, then hands the whole queue
-to the backend in one call (the hf backend micro-batches it; the openai backend sends it
-concurrently). So agents of a round, examples and sessions reach the backend together without any
+to the backend in one call (the hf backend adds it to the batch it is decoding; the openai backend
+sends it concurrently). So agents of a round, examples and sessions reach the backend together without any
 method batching by hand.
 """
 
@@ -501,7 +501,7 @@ class LLM(Calls):
         """Where this engine's time went: calls asked, answered by the backend, waves (backend calls) and rows per
         wave; for a local model, prefill and decode seconds, prompt tokens computed per prefill second (a shared
         prefix counts once), rows per decode step and the share of decode time
-        spent with an under-filled micro-batch (rows that finished early waiting on the longest)."""
+        spent with an under-filled batch (rows finished and nothing waiting took their places)."""
         u = self.usage_total
         out: dict[str, Any] = {"model": self.info.model, "calls": u.calls + u.option_calls, "cache_hits": u.cache_hits,
                                "backend_calls": u.backend_calls, "waves": u.batches,

@@ -1,9 +1,12 @@
 """Local Hugging Face transformers backend.
 
-Whatever requests are pending when the engine dispatches arrive here together. They are sorted
-by prompt length and cut into micro-batches under a token budget (batch rows x (longest prompt +
-new tokens)), left-padded, and decoded by ``decode.BatchDecoder`` one micro-batch at a time
-(shared prompt prefixes run once, finished rows leave the batch at once).
+Every ``generate`` call queues its requests for one decoding thread, which decodes a single batch
+continuously (``decode.BatchDecoder``): between two steps it admits queued rows, first come first
+served, while the batch stays under a token budget (rows x (longest prompt + new tokens)) and
+``max_batch`` rows; a row leaves as soon as it finishes and its answer goes to its caller at once. So
+requests that arrive while others decode (the next round of one debate, another run's first round)
+fill the places that finished rows leave, instead of waiting for a whole micro-batch to end. Shared
+prompt prefixes run once among the rows admitted together.
 
 Sampled rows draw with one ``torch.Generator`` per request, seeded from (seed, sample_index): a
 sampled output does not depend on which other requests shared its batch, so it is reproducible and
@@ -17,16 +20,21 @@ import hashlib
 import math
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .attention import NAME, use_gqa_decode_attention
 from .backend import Capabilities
-from .decode import PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow
+from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
 from .errors import PromptTooLongError
+from .loops import on_loop_close
 from .models import LLAMA3_EOS_TOKENS, resolve_model, split_revision, template_text
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs
+
+
+MAX_INFLIGHT = 1 << 20  # generate calls only queue their rows: the engine need not wait for one to return
 
 
 @dataclass
@@ -34,6 +42,26 @@ class _Row:
     index: int  # position in the caller's list
     ids: list[int]
     req: ChatRequest
+
+
+@dataclass
+class _Job:
+    """One ``generate`` call: its answers (or errors) by position, the decoded tokens, and how to tell the caller."""
+
+    out: list
+    decoded: list
+    report: Any
+    finish: Any
+    left: int = 0
+
+
+@dataclass(eq=False)
+class _Queued:
+    """A row waiting for (or holding) a place in the decoding batch; the decoder's tag for it."""
+
+    job: _Job
+    row: _Row
+    admitted: float = 0.0
 
 
 DTYPES = ("float32", "bfloat16", "float16", "cpu-native")
@@ -68,7 +96,7 @@ class HFBackend:
     """transformers ``AutoModelForCausalLM`` + the tokenizer's chat template.
 
     bf16 on GPU, fp32 on CPU; ``device_map="auto"`` (accelerate) spreads a model over all visible
-    GPUs. ``token_budget`` bounds a micro-batch's rows x padded length (the key/value cache it decodes with);
+    GPUs. ``token_budget`` bounds the decoding batch's rows x padded length (the key/value cache it decodes with);
     ``prefill_budget`` the tokens of one prefill forward pass (``decode.PREFILL_BUDGET``).
     """
 
@@ -148,10 +176,14 @@ class HFBackend:
                                 extra={"dtype": dtype, "device": str(self.device), "device_map": device_map,
                                        "chat_template": self._template, "context_length": self.context_length,
                                        "attention": attention})
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the model: one decoding step or one scoring pass at a time
+        self._cv = threading.Condition()  # the queue of rows waiting to join the decoding batch
+        self._queue: list[_Queued] = []
+        self._serving = False
+        self._open_jobs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its open calls
         self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device,
                                     prefill_budget=prefill_budget)
-        self.generate_calls = 0  # decoded micro-batches (benchmarks, tests)
+        self.generate_calls = 0  # admissions of rows into the decoding batch (benchmarks, tests)
 
     @staticmethod
     def _local_revision(path: str) -> str:
@@ -201,15 +233,29 @@ class HFBackend:
     # ---- async entry points (the engine calls these) ------------------------------------------
     @property
     def capabilities(self) -> Capabilities:
-        """Exact option scoring and a local tokenizer; one model, so batches run one after another (new requests
-        queue meanwhile) and each finished micro-batch is reported through ``on_results``."""
+        """Exact option scoring and a local tokenizer. Generation requests join one continuously decoded batch
+        whenever they arrive (``max_inflight`` is not a limit), and each answer is reported through
+        ``on_results`` as soon as its row finishes."""
         return Capabilities(option_scoring="exact", tokenizer="local", context_length=self.context_length,
-                            max_inflight=1, streams_results=True)
+                            max_inflight=MAX_INFLIGHT, streams_results=True)
 
     async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
         loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def settle(out):
+            if not fut.done():
+                fut.set_result(out)
+
         report = (lambda items: loop.call_soon_threadsafe(on_results, items)) if on_results else None
-        return await asyncio.to_thread(self.generate_sync, reqs, report)
+        open_jobs = self._open_jobs.get(loop)
+        if open_jobs is None:  # when the loop's coroutine ends (even by an error), its rows still decoding finish
+            open_jobs = self._open_jobs[loop] = set()  # first, so their answers reach the cache
+            on_loop_close(lambda: asyncio.gather(*open_jobs, return_exceptions=True))
+        open_jobs.add(fut)
+        fut.add_done_callback(open_jobs.discard)
+        await asyncio.to_thread(self._submit, reqs, report, lambda out: loop.call_soon_threadsafe(settle, out))
+        return await fut
 
     async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
         return await asyncio.to_thread(self.score_sync, reqs)
@@ -231,61 +277,151 @@ class HFBackend:
         return batches
 
     def generate_sync(self, reqs: list[ChatRequest], report=None) -> list[ChatResponse | Exception]:
-        """Generate for all requests, micro-batch by micro-batch; ``report([(index, response), ...])`` is
-        called after each micro-batch (and once for prompts that are too long)."""
-        out: list[ChatResponse | Exception | None] = [None] * len(reqs)
+        """Generate for all requests (they join the batch being decoded); ``report([(index, response), ...])`` is
+        called as rows finish (and once for prompts that are too long)."""
+        return self._wait(reqs, report).out
+
+    def token_ids(self, reqs: list[ChatRequest]) -> list[list[int]]:
+        """The generated token ids of ``reqs``, decoded as ``generate_sync`` decodes the same list (the
+        benchmark's output check needs tokens, not text)."""
+        job = self._wait(reqs, None)
+        return [d.tokens if d is not None else [] for d in job.decoded]
+
+    def _wait(self, reqs: list[ChatRequest], report) -> "_Job":
+        done = threading.Event()
+        job = self._submit(reqs, report, lambda out: done.set())
+        done.wait()
+        return job
+
+    def _submit(self, reqs: list[ChatRequest], report, finish) -> "_Job":
+        """Queues ``reqs`` for the decoding thread (started if none runs); ``finish(out)`` once all have answers."""
+        job = _Job(out=[None] * len(reqs), decoded=[None] * len(reqs), report=report, finish=finish)
         rows = []
         for i, r in enumerate(reqs):
             ids = self.encode(r.messages)
             if len(ids) + r.max_new_tokens > self.context_length:
-                out[i] = PromptTooLongError(r.tag, len(ids), r.max_new_tokens, self.context_length)
+                job.out[i] = PromptTooLongError(r.tag, len(ids), r.max_new_tokens, self.context_length)
             else:
                 rows.append(_Row(i, ids, r))
+        job.left = len(rows)
         if report and len(rows) < len(reqs):
-            report([(i, o) for i, o in enumerate(out) if o is not None])
-        with self._lock:
-            for batch in self.micro_batches(rows, lambda x: x.req.max_new_tokens):
-                t0 = time.perf_counter()
-                texts = self._generate_batch(batch)
-                dt = time.perf_counter() - t0
-                for row, (text, finish, n_new) in zip(batch, texts):
-                    out[row.index] = ChatResponse(text=text, finish_reason=finish, prompt_tokens=len(row.ids),
-                                                  completion_tokens=n_new, latency_s=dt, backend="hf",
-                                                  model=self.info.model)
-                if report:
-                    report([(row.index, out[row.index]) for row in batch])
-        return out  # type: ignore[return-value]
+            report([(i, o) for i, o in enumerate(job.out) if o is not None])
+        if not rows:
+            finish(job.out)
+            return job
+        with self._cv:
+            self._queue.extend(_Queued(job, row) for row in rows)
+            if not self._serving:
+                self._serving = True
+                threading.Thread(target=self._serve, name="sumjudge-hf-decoder", daemon=True).start()
+        return job
 
-    def _decode_rows(self, batch: list[_Row]) -> list[DecodeResult]:
-        rows = [DecodeRow(ids=r.ids, max_new_tokens=r.req.max_new_tokens, temperature=r.req.temperature,
-                          top_p=r.req.top_p, seed=r.req.seed, sample_index=r.req.sample_index, stop=r.req.stop)
-                for r in batch]
-        self.generate_calls += 1
-        return self.decoder.decode(rows)
+    def _admissible(self, live) -> list["_Queued"]:
+        """The queued rows (first come, first served) that join ``live`` now: as many as the token budget
+        (rows x longest prompt + answer) and ``max_batch`` leave room for, at least one into an empty batch. A
+        run of rows sharing a prompt prefix (a debate's agents over one document) joins whole, or waits until
+        it can, so its prefix is still computed once."""
+        if not self._queue or (live.rows and not self.decoder.joins):
+            return []
+        take = self._queue[:self._room([q.row for q in live.tags], self._queue)]
+        if live.rows and 0 < len(take) < len(self._queue):
+            # a run of rows sharing a prefix that the room cuts waits whole, unless no batch could hold it whole
+            run = len(take)
+            while run and self._same_document(self._queue[run - 1].row.ids, self._queue[run].row.ids):
+                run -= 1
+            end = run + 1
+            while end < len(self._queue) and self._same_document(self._queue[end - 1].row.ids,
+                                                                 self._queue[end].row.ids):
+                end += 1
+            whole = self._queue[run:end]
+            if run or self._room([], whole) == len(whole):
+                take = take[:run]
+        del self._queue[:len(take)]
+        return take
 
-    def token_ids(self, reqs: list[ChatRequest]) -> list[list[int]]:
-        """The generated token ids of ``reqs``, micro-batched exactly as ``generate_sync`` batches the
-        same list (the benchmark's output check needs tokens, not text)."""
-        out: list[list[int]] = [[] for _ in reqs]
-        rows = [_Row(i, self.encode(r.messages), r) for i, r in enumerate(reqs)]
-        with self._lock:
-            for batch in self.micro_batches(rows, lambda x: x.req.max_new_tokens):
-                for row, d in zip(batch, self._decode_rows(batch)):
-                    out[row.index] = d.tokens
-        return out
+    @staticmethod
+    def _same_document(a: list[int], b: list[int]) -> bool:
+        """Two prompts share most of their tokens as a prefix (a document read by several agents or samples), not
+        merely an instruction."""
+        shared = shared_prefix(a, b)
+        return shared >= MIN_SHARED_PREFIX and 2 * shared >= min(len(a), len(b))
 
-    def _generate_batch(self, batch: list[_Row]) -> list[tuple[str, str, int]]:
-        decoded = self._decode_rows(batch)
-        results = []
-        for r, d in zip(batch, decoded):
-            text = self.tokenizer.decode(d.tokens, skip_special_tokens=True)
-            finish = d.finish_reason
-            if r.req.stop:
-                hits = [text.find(s) for s in r.req.stop if s and s in text]
-                if hits:
-                    text, finish = text[: min(hits)], "stop"
-            results.append((text, finish, len(d.tokens)))
-        return results
+    def _room(self, held: list[_Row], queued: list["_Queued"]) -> int:
+        """How many of ``queued`` (in order) join the rows ``held`` within the token budget (rows x longest
+        prompt + answer) and ``max_batch``; at least one where nothing is held."""
+        longest = max((len(r.ids) + r.req.max_new_tokens for r in held), default=0)
+        n = 0
+        for q in queued:
+            cand = max(longest, len(q.row.ids) + q.row.req.max_new_tokens)
+            rows = len(held) + n + 1
+            if rows > 1 and (rows * cand > self.token_budget or rows > self.max_batch):
+                break
+            n, longest = n + 1, cand
+        return n
+
+    def _serve(self) -> None:
+        """The decoding thread: admits queued rows between steps, delivers each row's answer as it finishes, and
+        ends when nothing is queued or decoding. A model error fails the rows it met; the queue goes on."""
+        live = self.decoder.start()
+        while True:
+            with self._cv:
+                take = self._admissible(live)
+                if not take and not live.rows:
+                    self._serving = False
+                    return
+            try:
+                with self._lock:
+                    if take:
+                        self.generate_calls += 1
+                        now = time.perf_counter()
+                        for q in take:
+                            q.admitted = now
+                        self.decoder.admit(live, [self._decode_row(q.row) for q in take], take)
+                    done = self.decoder.step(live)
+            except Exception as e:  # noqa: BLE001 - e.g. out of memory: every row in flight gets it
+                failed = list(live.tags) + [q for q in take if q not in live.tags]
+                live.clear()
+                self._deliver([(q, e) for q in failed])
+                continue
+            self._deliver(done)
+
+    def _decode_row(self, r: _Row) -> DecodeRow:
+        return DecodeRow(ids=r.ids, max_new_tokens=r.req.max_new_tokens, temperature=r.req.temperature,
+                         top_p=r.req.top_p, seed=r.req.seed, sample_index=r.req.sample_index, stop=r.req.stop)
+
+    def _deliver(self, done: list) -> None:
+        """Answers (or the exception met) of finished rows to their jobs; a job whose rows all have one ends."""
+        now = time.perf_counter()
+        by_job: dict[int, list] = {}
+        for q, res in done:
+            i = q.row.index
+            if isinstance(res, Exception):
+                q.job.out[i] = res
+            else:
+                q.job.decoded[i] = res
+                text, finish = self._text(q.row, res)
+                q.job.out[i] = ChatResponse(text=text, finish_reason=finish, prompt_tokens=len(q.row.ids),
+                                            completion_tokens=len(res.tokens), latency_s=now - q.admitted,
+                                            backend="hf", model=self.info.model)
+            by_job.setdefault(id(q.job), [q.job]).append(i)
+        for job, *indices in by_job.values():
+            job.left -= len(indices)
+            try:
+                if job.report:
+                    job.report([(i, job.out[i]) for i in indices])
+                if job.left == 0:
+                    job.finish(job.out)
+            except RuntimeError:  # the caller's event loop has closed (an interrupted notebook cell)
+                pass
+
+    def _text(self, row: _Row, d: DecodeResult) -> tuple[str, str]:
+        text = self.tokenizer.decode(d.tokens, skip_special_tokens=True)
+        finish = d.finish_reason
+        if row.req.stop:
+            hits = [text.find(s) for s in row.req.stop if s and s in text]
+            if hits:
+                text, finish = text[: min(hits)], "stop"
+        return text, finish
 
     # ---- option scoring -------------------------------------------------------------------------
     def score_sync(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
