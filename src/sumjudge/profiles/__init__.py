@@ -23,6 +23,7 @@ class Profile:
     parse_retries: int = 2  # extra sampled attempts after an unparseable answer
     context_length: int | None = None  # hf: cap the prompt + answer tokens (None = the model's context)
     dtype: str | None = None  # hf: float32 | bfloat16 | float16 | cpu-native (None: bf16 on a GPU, fp32 on a CPU)
+    token_budget: int | None = None  # hf: rows x padded tokens of the decoding batch (None: the backend's, 32,768)
     # a paper's methods on another model, by paper: {paper: {model, backend, base_url}} (e.g. a long-context
     # model for meeting transcripts an 8k model cannot hold); backend defaults to the profile's
     paper_engines: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -61,6 +62,8 @@ class Profile:
             opts["context_length"] = self.context_length
         if self.dtype and self.backend == "hf":
             opts["dtype"] = self.dtype
+        if self.token_budget and self.backend == "hf":
+            opts["token_budget"] = self.token_budget
         return opts
 
     def for_notebook(self, notebook: str) -> "Profile":
