@@ -30,11 +30,18 @@ def paper_code(code: str) -> str:
     return PAPER_CODE.get(code, code)
 
 
+def mesa_run_spec(settings: dict[str, Any], *, split: str = "test", limit: int | None = None, method: str = "mesa",
+                  dataset: str = "meeting-errors") -> dict[str, Any]:
+    """``session.run``'s arguments for one MESA run (named after its settings; a trained variant ends in -feedback)."""
+    return {"method": method, "dataset": dataset, "split": split, "limit": limit, "settings": settings,
+            "name": run_name(method, {k: v for k, v in settings.items() if k != "feedback"}, dataset, split)
+            + ("-feedback" if settings.get("feedback") else "")}
+
+
 def run_mesa(session, settings: dict[str, Any], *, split: str = "test", limit: int | None = None,
              method: str = "mesa", dataset: str = "meeting-errors") -> tuple[dict[str, Any], Path]:
-    return session.run(method, dataset, split=split, limit=limit, settings=settings,
-                       name=run_name(method, {k: v for k, v in settings.items() if k != "feedback"}, dataset, split)
-                       + ("-feedback" if settings.get("feedback") else ""))
+    spec = mesa_run_spec(settings, split=split, limit=limit, method=method, dataset=dataset)
+    return session.run(spec.pop("method"), spec.pop("dataset"), **spec)
 
 
 REPORT_ROOM = 600  # tokens kept for the self-training report appended to a trained variant's prompts
@@ -123,17 +130,22 @@ def evaluate_rows(session, types: list[str], *, iterations: int = 1, limit: int 
         session, [({"types": list(types), **extra}, iterations > 0 and setup in trained) for setup, extra in SETUPS.items()],
         dataset=dataset, limit=limit)
     shared = {"transcript_tokens": cap} if cap is not None else {}
+    bases = {setup: {"types": list(types), **extra, **shared} for setup, extra in SETUPS.items()}
+    # the rows that need no training run together (their requests share the engine's batches), then the trained ones
+    untrained = {f"{setup}-0": mesa_run_spec(base, limit=limit, dataset=dataset) for setup, base in bases.items()}
     if g_eval:
-        out["G-Eval-4"] = run_mesa(session, {"types": list(types), **shared}, limit=limit, method="mesa-g-eval",
-                                   dataset=dataset)
-    for setup, extra in SETUPS.items():
-        base = {"types": list(types), **extra, **shared}
-        out[f"{setup}-0"] = run_mesa(session, base, limit=limit, dataset=dataset)
+        untrained = {"G-Eval-4": mesa_run_spec({"types": list(types), **shared}, limit=limit, method="mesa-g-eval",
+                                               dataset=dataset), **untrained}
+    out.update(zip(untrained, session.run_many(list(untrained.values()))))
+    learned = {}
+    for setup, base in bases.items():
         if iterations > 0 and setup in trained:
             fb = learn_feedback(session, base, iterations, limit=train_limit, dataset=dataset)
             used = {k: fb[k] for k in ("iteration", "reports", "train_meetings")}  # the history stays in its file
-            out[f"{setup}-{iterations}"] = run_mesa(session, {**base, "feedback": used}, limit=limit, dataset=dataset)
-    return out
+            learned[f"{setup}-{iterations}"] = mesa_run_spec({**base, "feedback": used}, limit=limit, dataset=dataset)
+    out.update(zip(learned, session.run_many(list(learned.values()))))
+    order = ["G-Eval-4"] + [f"{setup}-{i}" for setup in SETUPS for i in (0, iterations)]
+    return {row: out[row] for row in order if row in out}
 
 
 def variance_runs(session, types: list[str], seeds: list[int], *, temperature: float, limit: int | None = None,
