@@ -255,7 +255,7 @@ class HFBackend:
         open_jobs.add(fut)
         fut.add_done_callback(open_jobs.discard)
         await asyncio.to_thread(self._submit, reqs, report, lambda out: loop.call_soon_threadsafe(settle, out))
-        return await fut
+        return await asyncio.shield(fut)  # a caller that gives up leaves the rows to finish (and be cached)
 
     async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
         return await asyncio.to_thread(self.score_sync, reqs)

@@ -425,3 +425,31 @@ def test_table4_detectors_are_submitted_together():
     rows = run_ambiguity_detectors(s, sc_samples=3)
     assert s.batches == [["ambiguity-sc", "ambiguity-taxonomy", "ambiguity-debate"]]
     assert [r["detector"] for r in rows] == [d for d, _, _ in AMBIGUITY_DETECTORS]
+
+
+def test_arguments_too_long_for_the_context_are_each_cut_not_the_run():
+    """Agents that argue at length in a small context: under the truncate policy each final argument keeps its
+    start (the same number of words each, recorded) and the document keeps room; the detector still answers.
+    Under the error policy the overflow is reported."""
+    from sumjudge.llm.errors import PromptTooLongError
+
+    def verbose(req):
+        stance = own_stance(req)
+        label = STANCE[stance] if stance else own_label(req)
+        return arg(label, " ".join(["point"] * 600))
+
+    def backend():
+        return ScriptedBackend(context_length=3000).add(
+            lambda r: "Evaluator agents have had rounds" in prompt(r), answer(1)).add(is_adjudicator, answer(0)).add(
+            is_agent, verbose)
+
+    be = backend()
+    cfg = dict(rounds=1, max_new_tokens=200, truncate="truncate")
+    j = run_sync(ambiguity_debate(EX, LLM(be, cache=NullCache()), AmbiguityDebateConfig(**cfg)))
+    kept = j.details["argument_words_kept"]
+    assert 0 < kept < 600 and j.scores["arguments"] == 1
+    shown = max(re.findall(r"<arguments>(.*?)</arguments>", prompt(be.requests[-1]), re.S), key=len)
+    assert [len(x.split(":", 1)[1].split()) for x in shown.strip().splitlines() if x.strip()] == [kept] * 4
+    assert len(prompt(be.requests[-1]).split()) + 200 <= 3000
+    with pytest.raises(PromptTooLongError):
+        run_sync(ambiguity_debate(EX, LLM(backend(), cache=NullCache()), AmbiguityDebateConfig(**{**cfg, "truncate": "error"})))
