@@ -429,7 +429,7 @@ def test_table4_detectors_are_submitted_together():
 
 def test_arguments_too_long_for_the_context_are_each_cut_not_the_run():
     """Agents that argue at length in a small context: under the truncate policy each final argument keeps its
-    start (the same number of words each, recorded) and the document keeps room; the detector still answers.
+    start (the same number of words each; the words cut are recorded) and the document keeps room; the detector still answers.
     Under the error policy the overflow is reported."""
     from sumjudge.llm.errors import PromptTooLongError
 
@@ -446,7 +446,7 @@ def test_arguments_too_long_for_the_context_are_each_cut_not_the_run():
     be = backend()
     cfg = dict(rounds=1, max_new_tokens=200, truncate="truncate")
     j = run_sync(ambiguity_debate(EX, LLM(be, cache=NullCache()), AmbiguityDebateConfig(**cfg)))
-    kept = j.details["argument_words_kept"]
+    kept = 600 - j.details["argument_words_cut"] // 4
     assert 0 < kept < 600 and j.scores["arguments"] == 1
     shown = max(re.findall(r"<arguments>(.*?)</arguments>", prompt(be.requests[-1]), re.S), key=len)
     assert [len(x.split(":", 1)[1].split()) for x in shown.strip().splitlines() if x.strip()] == [kept] * 4

@@ -23,7 +23,7 @@ from ...prompts import load as load_template
 from ...prompts import variant
 from ...judges.base import Judgement, MethodSpec, fit_fields, register
 from ...judges.baselines import SelfConsistencyConfig, ZeroShotConfig, cot_samples, label_with_fallback
-from .protocol import MadisseConfig, Turn, guidelines_text, madisse, madisse_prompts
+from .protocol import MadisseConfig, Turn, fit_entries, guidelines_text, madisse, madisse_prompts
 
 
 def taxonomy_text() -> str:
@@ -86,52 +86,25 @@ async def ambiguity_debate(example: FaithExample, llm: LLM, config: AmbiguityDeb
                        and not any(debate.details["consensus"])) if config.init == "stance" else None
     p = madisse_prompts(config)
     final = [Turn(**t) for s in sessions for t in s["rounds"][-1]]  # every session's final arguments
-
-    def arguments(words: int | None) -> str:
-        """The final arguments, each cut to its first ``words`` words (None: whole)."""
-        return p.separator.join(p.argument(Turn(**{**asdict(t), "agent": j, "explanation": _first_words(
-            t.explanation, words)}), me=0) for j, t in enumerate(final, start=1))
-
+    entries = [p.entry(Turn(**{**asdict(t), "agent": j}), me=0) for j, t in enumerate(final, start=1)]
     asking = ZeroShotConfig(prompts=config.prompts, max_new_tokens=config.max_new_tokens,
                             temperature=config.temperature, top_p=config.top_p, seed=config.seed,
                             truncate=config.truncate, fallback=config.fallback, doc_first=config.doc_first)
     fields = {"guidelines": guidelines_text(config), "taxonomy": taxonomy_text()}
-    words = await argument_words(llm, variant(config.arguments_template, config.doc_first, config.prompts), example,
-                                 fields, final, arguments, asking)
+    arguments, cut = p.separator.join(f"{who}: {text}".rstrip() for who, text in entries), 0
+    if config.truncate == "truncate" and llm.context_length:
+        # arguments too long for the context (agents that argue at length, a small context) are each cut to the
+        # same number of words, leaving the answer and a quarter of the context for the document
+        tmpl = load_template(variant(config.arguments_template, config.doc_first, config.prompts))
+        arguments, cut = await fit_entries(llm, tmpl, {"doc": "", "summary": example.summary, **fields}, p, entries,
+                                           config.max_new_tokens + llm.context_length // 4, field="arguments")
     label, expl, source, details = await ask_ambiguity(example, llm, asking, config.arguments_template,
-                                                       {"arguments": arguments(words), **fields}, "ambiguity-arguments")
-    if words is not None:
-        details["argument_words_kept"] = words
+                                                       {"arguments": arguments, **fields}, "ambiguity-arguments")
+    if cut:
+        details["argument_words_cut"] = cut
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=source == "parsed",
                      label_source=source, scores={"disagreement": disagreement, "arguments": label},
                      details={"debate_label": debate.label, **details})
-
-
-def _first_words(text: str, words: int | None) -> str:
-    return text if words is None else " ".join(text.split()[:words])
-
-
-async def argument_words(llm: LLM, template: str, example: FaithExample, fields: dict, final: list[Turn],
-                         arguments, config: ZeroShotConfig) -> int | None:
-    """None when the whole arguments leave a quarter of the context for the document (which ``ask_ambiguity`` then
-    cuts as its policy says); else, under the ``truncate`` policy, the most words of each final argument that do
-    (agents that argue at length in a small context), so every agent keeps its argument's start and the document
-    keeps some room. Under ``error`` the overflow is reported as it is."""
-    from ...judges.base import user
-    from ...llm.fitting import fit_to_context
-
-    if config.truncate != "truncate" or not llm.context_length:
-        return None
-    tmpl = load_template(template)
-    reserve = config.max_new_tokens + llm.context_length // 4  # the answer, and room for the document
-
-    def prompt(words: int | None) -> list[dict[str, str]]:
-        return user(tmpl.render(doc="", summary=example.summary, arguments=arguments(words), **fields))
-
-    if await llm.fits(prompt(None), reserve):
-        return None
-    longest = max((len(t.explanation.split()) for t in final), default=0)
-    return await fit_to_context(llm, prompt, longest, reserve) or 0
 
 
 for _name, _cfg, _fn, _desc in (

@@ -434,18 +434,19 @@ async def fitted_fields(example: FaithExample, llm: LLM, config: MadisseConfig, 
     return {k: fields[k] for k in ("doc", "summary", "guidelines")}, ({"truncated_words": cut} if cut else {})
 
 
-async def fit_entries(llm: LLM, tmpl, fields: dict, p: Prompts, entries: list[tuple[str, str]], max_new_tokens: int
-                      ) -> tuple[str, int]:
-    """The chat history of ``entries`` ((speaker, text)); when it would overflow the context, every text is cut
-    to the same number of words, the most that fits (the number of words cut is returned)."""
+async def fit_entries(llm: LLM, tmpl, fields: dict, p: Prompts, entries: list[tuple[str, str]], max_new_tokens: int,
+                      field: str = "chat_history") -> tuple[str, int]:
+    """The chat history of ``entries`` ((speaker, text)), for the template's ``field``; when it would overflow the
+    context, every text is cut to the same number of words, the most that fits (the number of words cut is
+    returned)."""
     def history(limit: int | None) -> str:
         return p.separator.join(f"{who}: {' '.join(text.split()[:limit]) if limit is not None else text}".rstrip()
                                 for who, text in entries)
 
-    if await llm.fits(user(tmpl.render(**fields, chat_history=history(None))), max_new_tokens):
+    if await llm.fits(user(tmpl.render(**fields, **{field: history(None)})), max_new_tokens):
         return history(None), 0
     most = max(len(t.split()) for _, t in entries)
-    limit = await fit_to_context(llm, lambda k: user(tmpl.render(**fields, chat_history=history(k))), most,
+    limit = await fit_to_context(llm, lambda k: user(tmpl.render(**fields, **{field: history(k)})), most,
                                  max_new_tokens) or 0
     return history(limit), sum(max(0, len(t.split()) - limit) for _, t in entries)
 
