@@ -382,3 +382,30 @@ def test_rows_sharing_only_an_instruction_do_not_wait_for_each_other():
     be._queue = list(queued)
     live = SimpleNamespace(rows=[1], tags=[_Queued(job, _Row(0, [5] * 50, queued[0].row.req))])
     assert be._admissible(live) == queued[:2]  # two places: two of the four documents join now
+
+
+def test_a_fault_while_decoding_reaches_the_callers_and_the_backend_goes_on(tiny_backend, monkeypatch):
+    """A model error (e.g. out of memory) fails the rows it met and the decoding thread goes on with the queue; a
+    fault while turning a finished row into its answer is that row's error; either way the next request is
+    answered."""
+    be = HFBackend.from_loaded(tiny_backend.model, tiny_backend.tokenizer, name="tiny")
+    req = ChatRequest(messages=msg("Short prompt."), max_new_tokens=3)
+    real_step, real_text = be.decoder.step, be._text
+
+    def failing_step(live):
+        be.decoder.step = real_step
+        raise RuntimeError("out of memory")
+
+    be.decoder.step = failing_step
+    (out,) = be.generate_sync([req])
+    assert isinstance(out, RuntimeError) and "out of memory" in str(out)
+    assert be.generate_sync([req])[0].text == reference_generate(tiny_backend, req)
+
+    def failing_text(row, d):
+        monkeypatch.setattr(be, "_text", real_text)
+        raise RuntimeError("a bug in delivering")
+
+    monkeypatch.setattr(be, "_text", failing_text)
+    (out,) = be.generate_sync([req])
+    assert isinstance(out, RuntimeError) and "a bug in delivering" in str(out)
+    assert be.generate_sync([req])[0].text == reference_generate(tiny_backend, req)

@@ -34,6 +34,10 @@ from .models import LLAMA3_EOS_TOKENS, resolve_model, split_revision, template_t
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs
 
 
+def _answer_tokens(row: "_Row") -> int:
+    return row.req.max_new_tokens
+
+
 MAX_INFLIGHT = 1 << 20  # generate calls only queue their rows: the engine need not wait for one to return
 
 
@@ -262,18 +266,13 @@ class HFBackend:
 
     # ---- generation -----------------------------------------------------------------------------
     def micro_batches(self, rows: list[_Row], new_tokens) -> list[list[_Row]]:
+        """``rows`` sorted by length and cut into consecutive batches within the token budget (option scoring)."""
         rows = sorted(rows, key=lambda r: len(r.ids))
         batches: list[list[_Row]] = []
-        cur: list[_Row] = []
-        for r in rows:
-            cand = cur + [r]
-            longest = max(len(x.ids) for x in cand) + max(new_tokens(x) for x in cand)
-            if cur and (len(cand) * longest > self.token_budget or len(cand) > self.max_batch):
-                batches.append(cur)
-                cand = [r]
-            cur = cand
-        if cur:
-            batches.append(cur)
+        while rows:
+            n = self._room([], rows, new_tokens)
+            batches.append(rows[:n])
+            rows = rows[n:]
         return batches
 
     def generate_sync(self, reqs: list[ChatRequest], report=None) -> list[ChatResponse | Exception]:
@@ -323,7 +322,7 @@ class HFBackend:
         it can, so its prefix is still computed once."""
         if not self._queue or (live.rows and not self.decoder.joins):
             return []
-        take = self._queue[:self._room([q.row for q in live.tags], self._queue)]
+        take = self._queue[:self._room([q.row for q in live.tags], [q.row for q in self._queue], _answer_tokens)]
         if live.rows and 0 < len(take) < len(self._queue):
             # a run of rows sharing a prefix that the room cuts waits whole, unless no batch could hold it whole
             run = len(take)
@@ -334,7 +333,7 @@ class HFBackend:
                                                                  self._queue[end].row.ids):
                 end += 1
             whole = self._queue[run:end]
-            if run or self._room([], whole) == len(whole):
+            if run or self._room([], [q.row for q in whole], _answer_tokens) == len(whole):
                 take = take[:run]
         del self._queue[:len(take)]
         return take
@@ -346,23 +345,35 @@ class HFBackend:
         shared = shared_prefix(a, b)
         return shared >= MIN_SHARED_PREFIX and 2 * shared >= min(len(a), len(b))
 
-    def _room(self, held: list[_Row], queued: list["_Queued"]) -> int:
-        """How many of ``queued`` (in order) join the rows ``held`` within the token budget (rows x longest
-        prompt + answer) and ``max_batch``; at least one where nothing is held."""
-        longest = max((len(r.ids) + r.req.max_new_tokens for r in held), default=0)
+    def _room(self, held: list[_Row], queued: list[_Row], new_tokens) -> int:
+        """How many of ``queued`` (in order) join the rows ``held`` within the token budget (rows x (longest prompt +
+        most ``new_tokens``)) and ``max_batch``; at least one where nothing is held."""
+        longest = max((len(r.ids) for r in held), default=0)
+        most_new = max((new_tokens(r) for r in held), default=0)
         n = 0
-        for q in queued:
-            cand = max(longest, len(q.row.ids) + q.row.req.max_new_tokens)
+        for r in queued:
+            longest, most_new = max(longest, len(r.ids)), max(most_new, new_tokens(r))
+            cand = longest + most_new
             rows = len(held) + n + 1
             if rows > 1 and (rows * cand > self.token_budget or rows > self.max_batch):
                 break
-            n, longest = n + 1, cand
+            n += 1
         return n
 
     def _serve(self) -> None:
         """The decoding thread: admits queued rows between steps, delivers each row's answer as it finishes, and
         ends when nothing is queued or decoding. A model error fails the rows it met; the queue goes on."""
         live = self.decoder.start()
+        try:
+            self._serve_until_idle(live)
+        except BaseException as e:  # a fault of the loop itself: nobody may wait on a thread that is gone
+            with self._cv:
+                left, self._queue, self._serving = list(live.tags) + self._queue, [], False
+            live.clear()
+            self._deliver([(q, e if isinstance(e, Exception) else RuntimeError(repr(e))) for q in left])
+            raise
+
+    def _serve_until_idle(self, live) -> None:
         while True:
             with self._cv:
                 take = self._admissible(live)
@@ -399,10 +410,14 @@ class HFBackend:
                 q.job.out[i] = res
             else:
                 q.job.decoded[i] = res
-                text, finish = self._text(q.row, res)
-                q.job.out[i] = ChatResponse(text=text, finish_reason=finish, prompt_tokens=len(q.row.ids),
-                                            completion_tokens=len(res.tokens), latency_s=now - q.admitted,
-                                            backend="hf", model=self.info.model)
+                try:
+                    text, finish = self._text(q.row, res)
+                except Exception as e:  # noqa: BLE001 - that row's error, not the decoding thread's end
+                    q.job.out[i] = e
+                else:
+                    q.job.out[i] = ChatResponse(text=text, finish_reason=finish, prompt_tokens=len(q.row.ids),
+                                                completion_tokens=len(res.tokens), latency_s=now - q.admitted,
+                                                backend="hf", model=self.info.model)
             by_job.setdefault(id(q.job), [q.job]).append(i)
         for job, *indices in by_job.values():
             job.left -= len(indices)
