@@ -55,6 +55,18 @@ def test_three_steps_feed_each_other_per_error_type():
     assert t["rated"][1]["error_exists"] is False and t["rated"][0]["severity"] == 6.0
 
 
+def test_a_severity_off_its_scale_stays_as_written_and_step_3_still_runs():
+    # a small model puts the certainty's 0-100 scale on severity: error_exists is stated, so step 2 is read; the
+    # severity is not turned into a number and reaches step 3 as the model wrote it
+    rated = [{**RATED[0], "severity": 95}, {**RATED[1], "severity": "severe"}]
+    j, be = run(three_step_backend(step2=json.dumps(rated)), types="RED")
+    assert [r.tag.rsplit("/", 1)[-1] for r in be.requests] == ["step1", "step2", "step3"]
+    t = j.details["types"]["RED"]
+    assert [(x["severity"], x.get("severity_read")) for x in t["rated"]] == [(95, False), ("severe", False)]
+    shown = be.requests[2].messages[-1]["content"]
+    assert '"severity": 95' in shown and t["rating"] == 3.0
+
+
 def test_types_run_independently_and_reach_the_backend_together():
     j, be = run(three_step_backend(), types="RED,HAL,OM")
     assert be.batches == [3, 3, 3]  # one batch per step, all three types together

@@ -260,7 +260,10 @@ def parse_instances(text: str) -> list[dict]:
 
 
 def parse_rated(text: str) -> list[dict]:
-    """Step 2: every instance needs a boolean-like error_exists; severity (0-10) is read where given."""
+    """Step 2: every instance needs a boolean-like error_exists (what steps 3 and the detection rest on).
+    Severity (0-10) is read where given; one off its scale ("severity": 100, a certainty's scale) or not a
+    number stays as written, for step 3 to read as the authors' code passes it on, with ``severity_read``
+    False: it is never turned into a number, and it does not make the step unreadable."""
     out = []
     for x in parse_instances(text):
         flag = x.get("error_exists")
@@ -268,9 +271,14 @@ def parse_rated(text: str) -> list[dict]:
             flag = {"true": True, "false": False, "yes": True, "no": False}.get(flag.strip().lower())
         if not isinstance(flag, bool):
             raise ParseError(f"instance without a true/false error_exists: {json.dumps(x)[:80]}")
+        entry = {**x, "error_exists": flag}
         sev = x.get("severity")
-        out.append({**x, "error_exists": flag,
-                    "severity": None if sev is None else json_number(sev, 0, 10, "severity")})
+        if sev is not None:
+            try:
+                entry["severity"] = json_number(sev, 0, 10, "severity")
+            except ParseError:
+                entry["severity_read"] = False
+        out.append(entry)
     return out
 
 
