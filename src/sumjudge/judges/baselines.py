@@ -16,9 +16,14 @@ from dataclasses import dataclass
 
 from ..data.records import FaithExample
 from ..llm.engine import LLM
+from ..llm.types import ChatRequest, ChatResponse
+from ..prompts import load as load_template
 from ..llm.parsing import binary_label, tag_bodies
 from ..prompts import variant
 from .base import GREEDY_WARNING, AsPrinted, Judgement, MethodSpec, derive_seed, fit_prompt, register, request
+
+
+LABEL_RETRIES = ("resample", "follow_up")
 
 
 @dataclass
@@ -31,6 +36,9 @@ class ZeroShotConfig:
     seed: int = 0
     truncate: str = "error"  # error | truncate (cut the document's end to fit the context)
     fallback: str = "none"  # none | option_scores: an unparseable answer gets the likelier of "0"/"1" after "<label>"
+    # resample: an answer without a readable label is asked again (a new sample) | follow_up: the model is asked, after
+    # its own answer, for the label it left out (madisse/label_follow_up; a short reply instead of a new chain of thought)
+    label_retry: str = "resample"
     doc_first: bool = False  # True: the <doc> block first (same wording), a speed option for prefix caching
 
     def warnings(self) -> list[str]:
@@ -53,16 +61,40 @@ def parse_label_and_explanation(text: str, closed_only: bool = False, tag: str =
     return label, " ".join(" ".join(b.split()) for b in bodies if b)
 
 
-async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str = "explanation"
-                              ) -> tuple[int | None, str, str, dict]:
-    """Ask, parse (with the engine's retries); optionally fall back to option scoring. Returns
-    (label, explanation, label_source, details)."""
+FOLLOW_UP_TOKENS = 64  # the follow-up's reply: a label, perhaps a sentence around it
+
+
+def label_follow_up(req: ChatRequest, attempt: int, answer: ChatResponse) -> ChatRequest:
+    """``label_retry=follow_up``'s retry: the conversation goes on after ``answer`` (the first one, whatever was cut)
+    with ``madisse/label_follow_up``; greedy the first time, then sampled (derived seed) like any retry."""
+    msgs = list(req.messages) + [{"role": "assistant", "content": answer.text},
+                                 {"role": "user", "content": load_template("madisse/label_follow_up").body}]
+    temperature = 0.0 if attempt == 1 else (req.temperature or 1.0)
+    return ChatRequest(messages=msgs, max_new_tokens=FOLLOW_UP_TOKENS, temperature=temperature, top_p=req.top_p,
+                       seed=(req.seed or 0) + 100_000 * attempt, sample_index=req.sample_index,
+                       tag=f"{req.tag}#label{attempt}")
+
+
+async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str = "explanation",
+                              retry: str = "resample") -> tuple[int | None, str, str, dict]:
+    """Ask, parse (with the engine's retries: new samples, or with ``retry="follow_up"`` a follow-up turn asking
+    for the label the answer left out); optionally fall back to option scoring. Returns (label, explanation,
+    label_source, details); a label read from a follow-up is "parsed" (the model wrote it), its explanation
+    the first answer's, and ``details["followed_up"]`` says so."""
+    if retry not in LABEL_RETRIES:
+        raise ValueError(f"label_retry must be one of {LABEL_RETRIES}, not {retry!r}")
     # an answer cut at max_new_tokens keeps a label it closed before the cut (its explanation is cut short)
     res = await llm.chat_parsed(req, lambda t: parse_label_and_explanation(t, tag=explanation_tag),
-                                cut_parse=lambda t: parse_label_and_explanation(t, True, explanation_tag))
+                                cut_parse=lambda t: parse_label_and_explanation(t, True, explanation_tag),
+                                reask=(lambda r, k, answers: label_follow_up(r, k, answers[0]))
+                                if retry == "follow_up" else None)
     details = {"attempts": res.attempts, "raw": res.response.text}
     if res.ok:
         label, expl = res.value
+        if retry == "follow_up" and res.attempts > 1:
+            first = res.responses[0].text
+            details.update(followed_up=True, raw=first, follow_up=res.response.text)
+            expl = expl or " ".join(" ".join(b.split()) for b, _ in tag_bodies(first, explanation_tag) if b.strip())
         return label, expl, "parsed", details
     details["parse_error"] = res.error
     if fallback == "option_scores":
@@ -76,7 +108,7 @@ async def zero_shot(example: FaithExample, llm: LLM, config: ZeroShotConfig) -> 
     prompt, fit = await fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     (req,) = config.requests(example, prompt, 1, "zero-shot")
-    label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
+    label, expl, source, details = await label_with_fallback(llm, req, config.fallback, retry=config.label_retry)
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=source == "parsed",
                      label_source=source, details={**details, **fit})
 
@@ -119,7 +151,8 @@ async def cot_samples(example: FaithExample, llm: LLM, config: SelfConsistencyCo
     prompt, fit = await fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     reqs = config.requests(example, prompt, config.samples, "self-consistency")
-    return list(await asyncio.gather(*(label_with_fallback(llm, r, config.fallback) for r in reqs))), fit
+    return list(await asyncio.gather(*(label_with_fallback(llm, r, config.fallback, retry=config.label_retry)
+                                        for r in reqs))), fit
 
 
 async def self_consistency(example: FaithExample, llm: LLM, config: SelfConsistencyConfig) -> Judgement:

@@ -77,6 +77,7 @@ RULES: dict[str, Rule] = {
     "steps": Rule(choices=(1, 3)),
     "truncate": Rule(choices=("error", "truncate")),
     "fallback": Rule(choices=("none", "option_scores")),
+    "label_retry": Rule(choices=("resample", "follow_up")),
     "init": Rule(choices=("stance", "none")),
     "prompts": Rule(choices=("code", "printed")),
     "adjudicate": Rule(choices=("tie", "disagreement")),

@@ -188,7 +188,8 @@ class Calls:
 
     async def chat_parsed(self, req: ChatRequest, parse: Callable[[str], T], retries: int | None = None,
                           cut_parse: Callable[[str], T] | None = None,
-                          reask: Callable[[ChatRequest, int], ChatRequest] | None = None) -> Parsed[T]:
+                          reask: Callable[[ChatRequest, int, list[ChatResponse]], ChatRequest] | None = None
+                          ) -> Parsed[T]:
         """Chat, parse; on ``ParseError`` retry (sampling with a derived seed), then report the failure.
 
         An answer cut at ``max_new_tokens`` (``finish_reason="length"``) is unreadable (it stopped before it
@@ -196,8 +197,8 @@ class Calls:
         what a cut answer has completed (e.g. a closed ``<label>`` tag before the cut explanation); counted in
         ``usage.cut_answers``. A retry of a greedy request samples at ``retry_temperature`` with seed
         ``seed + 100000*attempt`` (repeating a greedy call would return the same text), unless the method
-        builds its own retry with ``reask(request, attempt)`` (e.g. the same request at temperature 0 with a
-        format reminder). Failures are counted in ``usage`` and returned with ``ok=False``: callers decide what
+        builds its own retry with ``reask(request, attempt, answers so far)`` (e.g. the same request with a format
+        reminder, or a follow-up turn after the first answer asking for the value it left out). Failures are counted in ``usage`` and returned with ``ok=False``: callers decide what
         an unparsed answer means and record it.
         """
         retries = self.parse_retries if retries is None else retries
@@ -206,7 +207,7 @@ class Calls:
         for attempt in range(retries + 1):
             r = req
             if attempt and reask is not None:
-                r = reask(req, attempt)
+                r = reask(req, attempt, list(responses))
             elif attempt:
                 r = replace(req, temperature=req.temperature or self.retry_temperature,
                             seed=(req.seed or 0) + 100_000 * attempt, tag=f"{req.tag}#retry{attempt}")

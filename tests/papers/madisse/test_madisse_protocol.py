@@ -302,6 +302,34 @@ def test_self_consistency_variation_threshold():
     assert run_sync(ambiguity_sc(EX, LLM(be2, cache=NullCache()), AmbiguitySCConfig())).label == 0
 
 
+def test_label_follow_up_asks_after_the_answer_for_the_label_it_left_out():
+    # a chain of thought that states no <label>: with label_retry=follow_up the model is asked, after its own answer,
+    # for the label (a short greedy reply); the label is the reply's, the explanation the first answer's
+    followed = lambda r: len(r.messages) == 3  # noqa: E731
+    be = (ScriptedBackend().add(followed, lambda r: "<label>0</label>" if r.sample_index else "No label here.")
+          .add(r".", lambda r: "<thinking>the vote count is missing</thinking><explanation>it omits 5 to 2"
+                              "</explanation>" if r.sample_index < 2 else answer(1)))
+    j = run_sync(ambiguity_sc(EX, LLM(be, cache=NullCache()), AmbiguitySCConfig(samples=3, label_retry="follow_up")))
+    follow = [r for r in be.requests if followed(r)]
+    assert sorted((r.sample_index, r.tag.rsplit("#", 1)[-1], r.temperature) for r in follow) == [
+        (0, "label1", 0.0), (0, "label2", 1.0), (1, "label1", 0.0)]
+    first = follow[0]
+    assert first.messages[1]["role"] == "assistant" and "the vote count is missing" in first.messages[1]["content"]
+    assert "reply with the label only: <label>1</label>" in prompt(first)
+    assert first.max_new_tokens < 100
+    # sample 0 never states a label (counted unreadable), sample 1 does after the follow-up, sample 2 at once
+    assert j.details["readable"] == 2 and j.details["pct_faithful"] == 50.0
+    cot = run_sync(self_consistency(EX, LLM(be, cache=NullCache()), SelfConsistencyConfig(samples=3,
+                                                                                         label_retry="follow_up")))
+    assert cot.details["sample_labels"] == [None, 0, 1] and cot.details["sample_sources"][1] == "parsed"
+    # the default is the engine's resampling: the same request, a new sample, no follow-up turn
+    be2 = ScriptedBackend().add(r".", lambda r: "<label>1</label>" if "#retry" in r.tag else "no label")
+    run_sync(ambiguity_sc(EX, LLM(be2, cache=NullCache()), AmbiguitySCConfig(samples=1)))
+    assert [len(r.messages) for r in be2.requests] == [1, 1]
+    with pytest.raises(ConfigError, match="label_retry"):
+        make_config(AmbiguitySCConfig, {"label_retry": "ask"})
+
+
 def test_taxonomy_baseline_prompt_has_the_taxonomy_and_the_category_is_recorded():
     be = ScriptedBackend().add(r"contains an ambiguity", answer(1) + "<category>Vagueness</category>")
     j = run_sync(ambiguity_taxonomy(EX, LLM(be, cache=NullCache()), AmbiguityTaxonomyConfig()))

@@ -232,7 +232,7 @@ async def score_turn(cmd: Commander, messages, role: str, iteration: int) -> Deb
     a = cmd.a
     parse = (lambda t: scale_score(t, a.lo, a.hi, a.name))  # noqa: E731
     res = await cmd.llm.chat_parsed(cmd.request(messages, role, iteration), parse, cut_parse=complete_lines(parse),
-                                    reask=lambda r, k: reminded(r, k, a.lo, a.hi))
+                                    reask=lambda r, k, _answers: reminded(r, k, a.lo, a.hi))
     cmd.asked[role] = messages
     return DebateTurn(speaker=role, iteration=iteration, text=res.response.text, score=res.value if res.ok else None,
                       reminded=res.attempts > 1)

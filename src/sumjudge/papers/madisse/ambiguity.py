@@ -58,7 +58,7 @@ async def ask_ambiguity(example: FaithExample, llm: LLM, config: ZeroShotConfig,
     fitted, fit = await fit_fields(llm, name, {"doc": example.document, "summary": example.summary, **fields},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     (req,) = config.requests(example, load_template(name).render(**fitted), 1, tag)
-    label, expl, source, details = await label_with_fallback(llm, req, config.fallback)
+    label, expl, source, details = await label_with_fallback(llm, req, config.fallback, retry=config.label_retry)
     return label, expl, source, {**details, "category": category(details.get("raw", "")), **fit}
 
 
