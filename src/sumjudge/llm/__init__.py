@@ -24,8 +24,10 @@ def make_backend(backend: str, model: str | None = None, *, base_url: str | None
     """Build a backend by name. ``options`` go to its constructor (token_budget, concurrency, ...)."""
     if backend == "hf":
         from .hf import HFBackend
+        from .shared_engine import shared_engine_for
 
-        return HFBackend(model or "tiny", **options)
+        # a shared engine (SUMJUDGE_SHARED_ENGINE) already holding this model answers as the local backend would
+        return shared_engine_for(model or "tiny", options) or HFBackend(model or "tiny", **options)
     if backend == "openai":
         from .openai import OpenAIBackend
 

@@ -11,6 +11,7 @@ class PromptTooLongError(SumjudgeError):
     def __init__(self, tag: str, prompt_tokens: int, max_new_tokens: int, context_length: int,
                  unit: str = "tokens", note: str = ""):
         self.tag, self.prompt_tokens, self.context_length = tag, prompt_tokens, context_length
+        self._args = (tag, prompt_tokens, max_new_tokens, context_length, unit, note)
         if unit == "tokens":
             text = (f"prompt for {tag or 'a request'} has {prompt_tokens} tokens + {max_new_tokens} new tokens, over "
                     f"the model context of {context_length}; shorten the input or choose a truncation policy "
@@ -18,6 +19,9 @@ class PromptTooLongError(SumjudgeError):
         else:
             text = f"prompt for {tag or 'a request'} has {prompt_tokens} {unit}, over {context_length}"
         super().__init__(text + (f"; {note}" if note else ""))
+
+    def __reduce__(self):  # pickled as its constructor's arguments (the shared engine sends it to a client)
+        return (type(self), self._args)
 
 
 class BackendUnavailableError(SumjudgeError):

@@ -243,7 +243,9 @@ class HFBackend:
         return Capabilities(option_scoring="exact", tokenizer="local", context_length=self.context_length,
                             max_inflight=MAX_INFLIGHT, streams_results=True)
 
-    async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
+    async def generate(self, reqs: list[ChatRequest], on_results=None, context_length: int | None = None
+                       ) -> list[ChatResponse | Exception]:
+        """``context_length``: a tighter limit than the model's for these requests (a shared engine's client)."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
 
@@ -258,11 +260,13 @@ class HFBackend:
             on_loop_close(lambda: asyncio.gather(*open_jobs, return_exceptions=True))
         open_jobs.add(fut)
         fut.add_done_callback(open_jobs.discard)
-        await asyncio.to_thread(self._submit, reqs, report, lambda out: loop.call_soon_threadsafe(settle, out))
+        await asyncio.to_thread(self._submit, reqs, report, lambda out: loop.call_soon_threadsafe(settle, out),
+                                context_length)
         return await asyncio.shield(fut)  # a caller that gives up leaves the rows to finish (and be cached)
 
-    async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
-        return await asyncio.to_thread(self.score_sync, reqs)
+    async def score(self, reqs: list[OptionRequest], on_results=None, context_length: int | None = None
+                    ) -> list[OptionScores | Exception]:
+        return await asyncio.to_thread(self.score_sync, reqs, context_length)
 
     # ---- generation -----------------------------------------------------------------------------
     def micro_batches(self, rows: list[_Row], new_tokens) -> list[list[_Row]]:
@@ -292,14 +296,15 @@ class HFBackend:
         done.wait()
         return job
 
-    def _submit(self, reqs: list[ChatRequest], report, finish) -> "_Job":
+    def _submit(self, reqs: list[ChatRequest], report, finish, context_length: int | None = None) -> "_Job":
         """Queues ``reqs`` for the decoding thread (started if none runs); ``finish(out)`` once all have answers."""
         job = _Job(out=[None] * len(reqs), decoded=[None] * len(reqs), report=report, finish=finish)
+        limit = min(self.context_length, context_length or self.context_length)
         rows = []
         for i, r in enumerate(reqs):
             ids = self.encode(r.messages)
-            if len(ids) + r.max_new_tokens > self.context_length:
-                job.out[i] = PromptTooLongError(r.tag, len(ids), r.max_new_tokens, self.context_length)
+            if len(ids) + r.max_new_tokens > limit:
+                job.out[i] = PromptTooLongError(r.tag, len(ids), r.max_new_tokens, limit)
             else:
                 rows.append(_Row(i, ids, r))
         job.left = len(rows)
@@ -439,13 +444,15 @@ class HFBackend:
         return text, finish
 
     # ---- option scoring -------------------------------------------------------------------------
-    def score_sync(self, reqs: list[OptionRequest]) -> list[OptionScores | Exception]:
+    def score_sync(self, reqs: list[OptionRequest], context_length: int | None = None
+                   ) -> list[OptionScores | Exception]:
         """log p(option | prompt, prefix), summed over the option's tokens, renormalised over options.
 
         Options whose token sequences differ only in their last token share one forward pass (one row: the
         common context; the last position's logits score every such option). Single-token options such as
         labels "0"/"1" or scores "1".."5" thus cost one pass over the prompt, not one per option."""
         torch = self._torch
+        limit = min(self.context_length, context_length or self.context_length)
         out: list[OptionScores | Exception | None] = [None] * len(reqs)
         rows: list[_Row] = []  # one row per (request, shared context); row.index points into `owners`
         owners: list[tuple[int, int, list[tuple[int, int]]]] = []  # (request, span start, [(option, last token)])
@@ -458,8 +465,8 @@ class HFBackend:
                 if full[: len(pre)] != pre:  # tokenisation merged across the prefix/option boundary
                     full = pre + self.tokenizer(opt, add_special_tokens=False).input_ids
                 ids = prompt + full
-                if len(ids) > self.context_length:
-                    out[i] = PromptTooLongError(r.tag, len(ids), 0, self.context_length)
+                if len(ids) > limit:
+                    out[i] = PromptTooLongError(r.tag, len(ids), 0, limit)
                     break
                 shared.setdefault(tuple(ids[:-1]), []).append((k, ids[-1]))
             if out[i] is not None:

@@ -1,0 +1,111 @@
+"""The shared engine: one hf model served to several processes (make reproduce's notebooks) over the loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from sumjudge.llm import ChatRequest, NullCache, OptionRequest, PromptTooLongError, make_backend, run_sync
+from sumjudge.llm.engine import LLM
+from sumjudge.llm.shared_engine import ENV, EngineServer, SharedEngineBackend, shared_engine_for
+from sumjudge.llm.types import cache_key
+
+DOC = "The council met on Tuesday. " * 30
+
+
+def msg(text):
+    return [{"role": "user", "content": text}]
+
+
+@pytest.fixture(scope="module")
+def served(tiny_backend, tiny_model_dir):
+    """(base URL, server) of an EngineServer over the tiny model, on its own loop in a thread."""
+    from aiohttp import web
+
+    server = EngineServer(tiny_backend, {"model": str(tiny_model_dir)})
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    box = {}
+
+    async def start():
+        runner = web.AppRunner(server.app(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        box["url"] = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        box["runner"] = runner
+        started.set()
+
+    thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()), daemon=True)
+    thread.start()
+    assert started.wait(60)
+    yield box["url"], server
+    asyncio.run_coroutine_threadsafe(box["runner"].cleanup(), loop).result(30)
+    loop.call_soon_threadsafe(loop.stop)
+
+
+def test_answers_and_cache_keys_are_the_local_backends(served, tiny_backend):
+    url, _ = served
+    remote = SharedEngineBackend(url)
+    reqs = [ChatRequest(messages=msg(f"{DOC} Agent {a}: faithful?"), max_new_tokens=6 + a) for a in range(3)]
+    reqs.append(ChatRequest(messages=msg("Short."), max_new_tokens=5, temperature=0.8, seed=7))
+    local = run_sync(LLM(tiny_backend, cache=NullCache()).chat_many(reqs))
+    shared = run_sync(LLM(remote, cache=NullCache()).chat_many(reqs))
+    assert [r.text for r in shared] == [r.text for r in local]
+    assert [r.prompt_tokens for r in shared] == [r.prompt_tokens for r in local]
+    # the same backend name, model, revision and dtype: the cache entries are interchangeable
+    assert all(cache_key("chat", remote.info, r.key_fields()) == cache_key("chat", tiny_backend.info, r.key_fields())
+               for r in reqs)
+    assert remote.info.extra["shared_engine"] == url
+    opt = OptionRequest(messages=msg("Is it faithful?"), options=("0", "1"), prefix="<label>")
+    (a,), (b,) = run_sync(tiny_backend.score([opt])), run_sync(remote.score([opt]))
+    assert a.probs == pytest.approx(b.probs)
+    text = "Agent 1: the summary is faithful."
+    assert run_sync(LLM(remote, cache=NullCache()).count_tokens(text)) == tiny_backend.count_tokens(text)
+    assert run_sync(LLM(remote, cache=NullCache()).prompt_tokens(msg(text))) == tiny_backend.prompt_tokens(msg(text))
+
+
+def test_each_client_keeps_its_own_context_length(served, tiny_backend):
+    url, _ = served
+    small = SharedEngineBackend(url, context_length=120)
+    assert small.capabilities.context_length == 120 and small.info.extra["context_length"] == 120
+
+    async def both():
+        llm = LLM(small, cache=NullCache())
+        return await asyncio.gather(llm.chat(ChatRequest(messages=msg("Short."), max_new_tokens=8, tag="ok")),
+                                    llm.chat(ChatRequest(messages=msg(DOC), max_new_tokens=8, tag="ex-42/zero-shot")),
+                                    return_exceptions=True)
+
+    a, b = run_sync(both())
+    assert 1 <= a.completion_tokens <= 8
+    assert isinstance(b, PromptTooLongError) and "ex-42/zero-shot" in str(b) and "120" in str(b)
+    # the same long prompt fits a client with the model's whole context
+    assert run_sync(LLM(SharedEngineBackend(url), cache=NullCache()).chat(
+        ChatRequest(messages=msg(DOC), max_new_tokens=8))).completion_tokens >= 1
+
+
+def test_identical_requests_in_flight_together_are_decoded_once(served, tiny_backend):
+    url, server = served
+    req = ChatRequest(messages=msg(f"{DOC} Which day?"), max_new_tokens=24)
+    before_rows, before_coalesced = tiny_backend.generate_calls, server.coalesced
+
+    async def two_clients():  # two processes' engines asking the same call at the same time
+        return await asyncio.gather(LLM(SharedEngineBackend(url), cache=NullCache()).chat(req),
+                                    LLM(SharedEngineBackend(url), cache=NullCache()).chat(req))
+
+    a, b = run_sync(two_clients())
+    assert a.text == b.text and server.coalesced == before_coalesced + 1
+    assert tiny_backend.generate_calls - before_rows == 1
+
+
+def test_make_backend_uses_the_shared_engine_only_for_its_model_and_options(served, tiny_model_dir, monkeypatch):
+    url, _ = served
+    monkeypatch.setenv(ENV, url)
+    be = make_backend("hf", str(tiny_model_dir), context_length=256)
+    assert isinstance(be, SharedEngineBackend) and be.context_length == 256
+    assert shared_engine_for(str(tiny_model_dir), {"dtype": "bfloat16"}) is None  # another dtype: load locally
+    assert shared_engine_for("smoke", {}) is None  # another model
+    monkeypatch.setenv(ENV, "http://127.0.0.1:9")  # nothing listens there: the model is loaded in the process
+    assert shared_engine_for(str(tiny_model_dir), {}) is None
