@@ -11,6 +11,7 @@ BASE_URL ?=
 N        ?=
 SEED     ?=
 NOTEBOOKS ?=
+JOBS     ?=
 
 # vLLM's CPU build for the live-server tests, in its own environment outside the repository (about 3.5 GB,
 # installed once; `make test-vllm VLLM_VENV=...` picks another place).
@@ -71,7 +72,7 @@ test-llamacpp: env $(LLAMACPP_STAMP)
 
 reproduce: env
 	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \
-		--base-url "$(BASE_URL)" --n "$(N)" --seed "$(SEED)" --notebooks "$(NOTEBOOKS)"
+		--base-url "$(BASE_URL)" --n "$(N)" --seed "$(SEED)" --notebooks "$(NOTEBOOKS)" --jobs "$(JOBS)"
 
 bench: env
 	$(BIN)/sumjudge bench

@@ -3,6 +3,12 @@
 Parameters injected into each notebook's ``parameters`` cell: profile, backend, model, base_url,
 n, seed (empty values keep the profile's). Executed copies go to ``build/notebooks/<profile>/``;
 the notebooks write their tables and figures under ``figures/<notebook>/``.
+
+With the hf backend the model is loaded once, in a shared engine (``llm.shared_engine``), and ``--jobs``
+notebooks run at a time (each in a worker process of its own), so that their requests fill one decoding
+batch: a debate waiting for its next round leaves its places to another notebook's rows. Requests two
+notebooks send together are decoded once; those sent after another notebook's are cache hits. Every
+notebook still writes its own runs, cache entries and tables, and resumes on its own.
 """
 
 from __future__ import annotations
@@ -66,18 +72,121 @@ def notebook_time_profile(notebook: str, wall_s: float, since: float) -> list[di
     return rows or [{"notebook": notebook, "wall_s": round(wall_s, 1)}]
 
 
-def write_time_profile(rows: list[dict], profile: str, out_dir: Path) -> Path:
+def write_time_profile(rows: list[dict], profile: str, out_dir: Path, totals: dict | None = None,
+                       jobs: int = 1) -> Path:
     """``figures/time_profile_<profile>.md``: where each notebook's time went (calls, waves, rows per wave,
-    prefill and decode seconds, the share of decode time with an under-filled micro-batch)."""
+    prefill and decode seconds, the share of decode time with an under-filled micro-batch); with a shared
+    engine (``totals``: its counters at the end) the decoder columns are the engine's over each notebook's
+    span, every notebook then running included, and the engine's totals close the page."""
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = ["| " + " | ".join(TIME_COLUMNS) + " |", "|" + "---|" * len(TIME_COLUMNS)]
     lines += ["| " + " | ".join("" if r.get(c) is None else str(r[c]) for c in TIME_COLUMNS) + " |" for r in rows]
+    head = f"# Where the time went: profile {profile}\n\n"
+    if totals:
+        head += (f"{jobs} notebooks ran at a time on one shared engine: a notebook's prefill and decode columns are "
+                 "the engine's while that notebook ran, the other notebooks' rows included (they overlap; their "
+                 "sum is not the run's). The engine's own totals are at the end.\n\n")
+    tail = ""
+    if totals and totals.get("decode"):
+        d = totals["decode"]
+        tail = ("\n## The shared engine, all notebooks together\n\n"
+                + "\n".join(f"- {k}: {round(v, 2) if isinstance(v, float) else v}" for k, v in sorted(d.items()))
+                + f"\n- requests decoded once for two notebooks: {totals.get('coalesced', 0)}\n")
     path = out_dir / f"time_profile_{profile}.md"
-    path.write_text(f"# Where the time went: profile {profile}\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(head + "\n".join(lines) + "\n" + tail, encoding="utf-8")
     return path
 
 
+JOBS_SHARED = 3  # notebooks at a time on a shared engine (2 cores: more only pads the batch with long caches)
+ENGINE_START_S = 1800  # the shared engine's first start may convert the smoke model (minutes)
+
+
+def start_shared_engine(profile: str, model: str, work: Path):
+    """(process, base URL) of a shared engine holding the profile's hf model, or (None, "") when the profile's
+    backend is not hf. Its log is ``work/shared_engine.log``."""
+    import subprocess
+
+    from . import profiles
+
+    prof = profiles.load(profile)
+    model = model or prof.model
+    cmd = [sys.executable, "-m", "sumjudge.llm.shared_engine", "--model", model, "--ready-file", str(work / "url")]
+    if prof.dtype:
+        cmd += ["--dtype", prof.dtype]
+    if prof.token_budget:
+        cmd += ["--token-budget", str(prof.token_budget)]
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "url").unlink(missing_ok=True)
+    log = (work / "shared_engine.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    t0 = time.time()
+    while not (work / "url").exists():
+        if proc.poll() is not None or time.time() - t0 > ENGINE_START_S:
+            proc.kill()
+            tail = (work / "shared_engine.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"the shared engine did not start (exit {proc.returncode}):\n{tail}")
+        time.sleep(0.5)
+    return proc, (work / "url").read_text().strip()
+
+
+def engine_totals(url: str) -> dict:
+    """The shared engine's decoder counters (all notebooks together) and the requests it decoded once for two."""
+    from .llm.shared_engine import _get
+
+    try:
+        return _get(url, "/stats")
+    except Exception:  # noqa: BLE001 - a report line, not a reason to fail the run
+        return {}
+
+
+def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Path) -> list[dict]:
+    """Each notebook in a worker process (``--worker``, its output in ``logs/<notebook>.log``), ``jobs`` at a
+    time, in the given order; one wall record per notebook, in the given order."""
+    import subprocess
+
+    logs.mkdir(parents=True, exist_ok=True)
+    queue, running, done = list(nbs), {}, {}
+    while queue or running:
+        while queue and len(running) < jobs:
+            nb = queue.pop(0)
+            cmd = [sys.executable, "-m", "sumjudge.reproduce", *argv, "--notebooks", nb.stem, "--worker"]
+            log = logs / f"{nb.stem}.log"
+            with log.open("w") as fh:
+                running[nb] = (subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env), time.time(), log)
+        time.sleep(0.5)
+        for nb, (proc, t0, log) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            out = log.read_text(errors="replace")
+            line = next((x for x in reversed(out.splitlines()) if x.startswith(nb.name)), "")
+            status = line.split("s  ", 1)[1].strip() if "s  " in line else f"FAILED: worker exit {proc.returncode}"
+            if proc.returncode and status == "ok":
+                status = f"FAILED: worker exit {proc.returncode}"
+            if status != "ok":
+                print(out[-3000:], flush=True)
+            print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
+            done[nb] = {"notebook": nb.stem, "wall_s": round(time.time() - t0, 1), "status": status, "start": t0}
+            del running[nb]
+    return [done[nb] for nb in nbs]
+
+
+def longest_first(nbs: list[Path]) -> list[Path]:
+    """The order workers take notebooks in: the longest (by the last time profile) first, so that the run does
+    not end on one long notebook alone; the numbered order where no time is known."""
+    import re
+
+    from .paths import figures_dir
+
+    seen: dict[str, float] = {}
+    for f in figures_dir().glob("time_profile_*.md"):
+        for m in re.finditer(r"^\| (\d\d_\w+) \| ([\d.]+) \|", f.read_text(), re.M):
+            seen[m.group(1)] = max(seen.get(m.group(1), 0.0), float(m.group(2)))
+    return sorted(nbs, key=lambda nb: -seen.get(nb.stem, 0.0))
+
+
 def main(argv: list[str] | None = None) -> int:
+    import os
+
     p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce")
     p.add_argument("--profile", default="smoke")
     p.add_argument("--model", default="")
@@ -86,40 +195,74 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", default="")
     p.add_argument("--seed", default="")
     p.add_argument("--notebooks", default="", help="prefixes, e.g. '00 10' (default: all)")
-    a = p.parse_args(argv)
+    p.add_argument("--jobs", default="", help="notebooks at a time (default: 3 on a shared hf engine, else 1)")
+    p.add_argument("--shared-engine", default="auto", choices=("auto", "off"),
+                   help="auto: with the hf backend, load the model once and serve every notebook from it")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # run the notebooks, report nothing
+    args = sys.argv[1:] if argv is None else argv
+    a = p.parse_args(args)
     params = {"model": a.model, "backend": a.backend, "base_url": a.base_url,
               "n": int(a.n) if a.n else None, "seed": int(a.seed) if a.seed else None}
     out_dir = project_root() / "build" / "notebooks" / a.profile
     t_all = time.time()
     failed = []
     profile_rows, walls = [], []
-    for nb in notebooks(a.notebooks):
+    if a.worker:
+        for nb in notebooks(a.notebooks):
+            t0 = time.time()
+            try:
+                execute(nb, a.profile, out_dir, **params)
+                status = "ok"
+            except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
+                failed.append(nb.name)
+                status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
+            print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
+        return 1 if failed else 0
+    from . import profiles
+
+    prof = profiles.load(a.profile)
+    shared = a.shared_engine == "auto" and (a.backend or prof.backend) == "hf"
+    jobs = int(a.jobs) if a.jobs else (JOBS_SHARED if shared else 1)
+    engine, url = None, ""
+    env = dict(os.environ)
+    if shared:
         t0 = time.time()
-        try:
-            execute(nb, a.profile, out_dir, **params)
-            status = "ok"
-        except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
+        engine, url = start_shared_engine(a.profile, a.model, project_root() / "build" / "shared_engine")
+        env["SUMJUDGE_SHARED_ENGINE"] = url
+        print(f"shared engine at {url}: model loaded in {time.time() - t0:.1f}s", flush=True)
+    base = [x for x in args if x not in ("--worker",)]
+    base = [x for i, x in enumerate(base) if not (x == "--notebooks" or (i and base[i - 1] == "--notebooks"))
+            and not x.startswith("--notebooks=")]
+    try:
+        order = longest_first(notebooks(a.notebooks)) if jobs > 1 else notebooks(a.notebooks)
+        records = run_workers(order, jobs, base, env, out_dir / "logs")
+        totals = engine_totals(url) if url else {}
+    finally:
+        if engine is not None:
+            engine.terminate()
+            engine.wait(timeout=60)
+    for nb in notebooks(a.notebooks):  # the numbered order in every report
+        w = next(r for r in records if r["notebook"] == nb.stem)
+        if w["status"] != "ok":
             failed.append(nb.name)
-            status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
-        print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
-        walls.append({"notebook": nb.stem, "wall_s": round(time.time() - t0, 1), "status": status})
-        profile_rows += notebook_time_profile(nb.stem, time.time() - t0, since=t0)
+        walls.append({k: w[k] for k in ("notebook", "wall_s", "status")})
+        profile_rows += notebook_time_profile(nb.stem, w["wall_s"], since=w["start"])
     from .parse_report import write_parse_rates
     from .paths import figures_dir
 
     if profile_rows:
-        print(f"time profile per notebook: {write_time_profile(profile_rows, a.profile, figures_dir())}")
+        print(f"time profile per notebook: {write_time_profile(profile_rows, a.profile, figures_dir(), totals, jobs)}")
     table = write_parse_rates(project_root() / "build" / "runs", a.profile, figures_dir(), since=t_all)
     if table:
         print(f"parse rates per method: {table.with_suffix('.md')}")
-    from . import profiles
     from .results_page import write_results_page
 
     page = write_results_page(a.profile, notebooks(a.notebooks), walls, figures_dir(),
-                              model=a.model or profiles.load(a.profile).model, time_rows=profile_rows)
+                              model=a.model or prof.model, time_rows=profile_rows)
     print(f"results page: {page}")
     print(f"profile {a.profile}: {len(notebooks(a.notebooks)) - len(failed)} notebooks ok, {len(failed)} failed; "
-          f"wall time {time.time() - t_all:.1f}s; executed copies in {out_dir}; tables and figures in figures/")
+          f"wall time {time.time() - t_all:.1f}s ({jobs} at a time{', one shared engine' if shared else ''}); "
+          f"executed copies in {out_dir}; tables and figures in figures/")
     return 1 if failed else 0
 
 

@@ -1,0 +1,43 @@
+"""``make reproduce`` on a shared engine: the model loaded once, notebooks in worker processes at the same time."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import needs_mirror
+from sumjudge.data import sources
+from sumjudge.paths import project_root
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_notebooks_run_together_on_one_shared_engine(tmp_path):
+    home = tmp_path / "home"
+    (home / "notebooks").mkdir(parents=True)
+    for nb in ("00_quickstart.ipynb", "01_datasets.ipynb"):
+        shutil.copy(project_root() / "notebooks" / nb, home / "notebooks" / nb)
+    env = {**os.environ, "SUMJUDGE_HOME": str(home), "SUMJUDGE_DATA_MIRROR": str(sources.mirror_dir()),
+           "SUMJUDGE_MODELS": str(project_root() / "data" / "models"), "TOKENIZERS_PARALLELISM": "false"}
+    res = subprocess.run([sys.executable, "-m", "sumjudge.reproduce", "--profile", "ci", "--jobs", "2"], env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "shared engine at http://127.0.0.1:" in res.stdout and "2 at a time, one shared engine" in res.stdout
+    # the quickstart's run was answered by the shared engine, as the hf backend on the same model
+    configs = [json.loads(p.read_text()) for p in (home / "build" / "runs" / "00_quickstart").glob("*/*/config.json")]
+    assert configs and all(c["backend_info"]["name"] == "hf" and "shared_engine" in c["backend_info"]["extra"]
+                           for c in configs)
+    profile = (home / "figures" / "time_profile_ci.md").read_text()
+    assert "one shared engine" in profile and "The shared engine, all notebooks together" in profile
+    assert (home / "figures" / "results-ci" / "index.md").exists()
+    # the engine was stopped with the run
+    url = (home / "build" / "shared_engine" / "url").read_text().strip()
+    import httpx
+
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(url + "/health", timeout=5)
