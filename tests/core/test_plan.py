@@ -165,4 +165,4 @@ def test_a_notebook_is_planned_with_the_context_its_profile_gives_it(monkeypatch
     plan_notebooks("00 30", profile="smoke", model="m")
     plan_notebooks("00", profile="smoke", model="m", context_length=4096)
     plan_notebooks("00", profile="paper", model="m")
-    assert seen == [1024, 4480, 4096, 131072]
+    assert seen == [1024, 5376, 4096, 131072]
