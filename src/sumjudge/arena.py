@@ -62,7 +62,7 @@ def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend:
     truncation), under the cell's own. A score judge's cell is followed by its held-out run (``held_out``
     examples, default ``limit``, none of them judged by any cell)."""
     from .data import registry
-    from .judges import get_method
+    from .judges import get_method, make_config
     from .runs import RunConfig
 
     jobs = []
@@ -86,7 +86,10 @@ def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend:
                                   "so give --limit below the dataset's size")
             variants.append(dataclasses.replace(rc, limit=held_out or limit, held_out_of=limit))
         for v in variants:
-            digest = hashlib.sha256(json.dumps(v.to_json(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+            # the whole configuration, the method's defaults included (as a notebook's run folders): a setting the
+            # method gains later names a new folder instead of refusing the old one
+            key = [v.to_json(), dataclasses.asdict(make_config(spec.config_cls, v.settings, seed=v.seed))]
+            digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:8]
             jobs.append((v, out / c.dataset / f"{c.method}-{digest}"))
     return jobs
 

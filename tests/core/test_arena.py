@@ -171,3 +171,21 @@ def test_a_profile_gives_a_judge_only_the_policy_fields_its_config_has(monkeypat
     s = Session("50_judge_arena", profile="smoke")
     assert s.method_settings("mine") == {"truncate": "truncate"}  # no max_new_tokens or fallback field: none given
     assert {"max_new_tokens", "truncate", "fallback"} <= set(s.method_settings("zero-shot"))
+
+
+def test_a_cells_folder_is_named_by_its_whole_configuration_defaults_included(tmp_path, monkeypatch):
+    # a setting a method gains (here: a new field with its default) names a new folder: an older run of the cell
+    # is neither refused as "a different configuration" nor mixed with the new one
+    import dataclasses
+
+    from sumjudge.arena import plan
+    from sumjudge.judges import METHODS
+
+    cells = [Cell("zero-shot", "tofueval-meetingbank")]
+    (_, before), = plan(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None)
+    spec = METHODS["zero-shot"]
+    grown = dataclasses.make_dataclass("Grown", [("new_setting", str, dataclasses.field(default="x"))],
+                                       bases=(spec.config_cls,))
+    monkeypatch.setitem(METHODS, "zero-shot", dataclasses.replace(spec, config_cls=grown))
+    (_, after), = plan(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None)
+    assert before != after and before.parent == after.parent
