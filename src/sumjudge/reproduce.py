@@ -131,10 +131,10 @@ def start_shared_engine(profile: str, model: str, work: Path):
 
 def engine_totals(url: str) -> dict:
     """The shared engine's decoder counters (all notebooks together) and the requests it decoded once for two."""
-    from .llm.shared_engine import _get
+    from .llm.shared_engine import get_json
 
     try:
-        return _get(url, "/stats")
+        return get_json(url, "/stats")
     except Exception:  # noqa: BLE001 - a report line, not a reason to fail the run
         return {}
 

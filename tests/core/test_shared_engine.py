@@ -34,7 +34,7 @@ def served(tiny_backend, tiny_model_dir):
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
-        box["url"] = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"
+        box["url"] = f"http://127.0.0.1:{runner.addresses[0][1]}"
         box["runner"] = runner
         started.set()
 

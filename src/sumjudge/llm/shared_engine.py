@@ -170,7 +170,7 @@ def serve(model: str, *, host: str = "127.0.0.1", port: int = 0, ready_file: str
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
-        bound = site._server.sockets[0].getsockname()[1]  # port 0: the one the system chose
+        bound = runner.addresses[0][1]  # port 0: the one the system chose
         url = f"http://{host}:{bound}"
         print(f"shared engine: {backend.info.model} at {url}", flush=True)
         if ready_file:
@@ -194,7 +194,7 @@ def shared_engine_for(model: str, options: dict[str, Any]) -> "SharedEngineBacke
     if not url or set(options) - set(MATCHED) - {"context_length"}:
         return None
     try:
-        described = _get(url, "/info")
+        described = get_json(url, "/info")
     except BackendUnavailableError:
         return None
     requested = described["requested"]
@@ -203,7 +203,7 @@ def shared_engine_for(model: str, options: dict[str, Any]) -> "SharedEngineBacke
     return SharedEngineBackend(url, context_length=options.get("context_length"), described=described)
 
 
-def _get(url: str, path: str) -> dict[str, Any]:
+def get_json(url: str, path: str) -> dict[str, Any]:
     import httpx
 
     try:
@@ -221,7 +221,7 @@ class SharedEngineBackend:
 
     def __init__(self, url: str, *, context_length: int | None = None, described: dict[str, Any] | None = None):
         self.url = url.rstrip("/")
-        described = described or _get(self.url, "/info")
+        described = described or get_json(self.url, "/info")
         server_ctx = described["context_length"]
         self.context_length = min(context_length or server_ctx, server_ctx)
         info = BackendInfo(**described["info"])
@@ -294,7 +294,7 @@ class SharedEngineBackend:
 
     def _engine_stats(self) -> dict[str, float] | None:
         try:
-            return _get(self.url, "/stats")["decode"]
+            return get_json(self.url, "/stats")["decode"]
         except BackendUnavailableError:
             return None
 
