@@ -170,9 +170,10 @@ def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Pa
     return [done[nb] for nb in nbs]
 
 
-def longest_first(nbs: list[Path]) -> list[Path]:
-    """The order workers take notebooks in: the longest (by the last time profile) first, so that the run does
-    not end on one long notebook alone; the numbered order where no time is known."""
+def longest_first(nbs: list[Path], hint: list[str] | None = None) -> list[Path]:
+    """The order workers take notebooks in: the longest first, so that the run does not end on one long notebook
+    alone. By this machine's last time profile; else by the profile's measured ``hint`` (notebook numbers, longest
+    first); the numbered order for notebooks neither knows."""
     import re
 
     from .paths import figures_dir
@@ -181,7 +182,10 @@ def longest_first(nbs: list[Path]) -> list[Path]:
     for f in figures_dir().glob("time_profile_*.md"):
         for m in re.finditer(r"^\| (\d\d_\w+) \| ([\d.]+) \|", f.read_text(), re.M):
             seen[m.group(1)] = max(seen.get(m.group(1), 0.0), float(m.group(2)))
-    return sorted(nbs, key=lambda nb: -seen.get(nb.stem, 0.0))
+    if seen:
+        return sorted(nbs, key=lambda nb: -seen.get(nb.stem, 0.0))
+    rank = {str(k): i for i, k in enumerate(hint or [])}
+    return sorted(nbs, key=lambda nb: rank.get(nb.stem[:2], len(rank)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     base = [x for i, x in enumerate(base) if not (x == "--notebooks" or (i and base[i - 1] == "--notebooks"))
             and not x.startswith("--notebooks=")]
     try:
-        order = longest_first(notebooks(a.notebooks)) if jobs > 1 else notebooks(a.notebooks)
+        order = longest_first(notebooks(a.notebooks), prof.longest_first) if jobs > 1 else notebooks(a.notebooks)
         records = run_workers(order, jobs, base, env, out_dir / "logs")
         totals = engine_totals(url) if url else {}
     finally:

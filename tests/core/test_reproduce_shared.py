@@ -41,3 +41,20 @@ def test_notebooks_run_together_on_one_shared_engine(tmp_path):
 
     with pytest.raises(httpx.HTTPError):
         httpx.get(url + "/health", timeout=5)
+
+
+def test_workers_take_the_longest_notebooks_first(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from sumjudge import profiles
+    from sumjudge.reproduce import longest_first
+
+    monkeypatch.setenv("SUMJUDGE_FIGURES", str(tmp_path))
+    nbs = [Path(f"{k}_nb.ipynb") for k in ("00", "10", "13", "30")]
+    # a fresh clone: no time profile here, the profile's measured order
+    assert [p.stem[:2] for p in longest_first(nbs, profiles.load("smoke").longest_first)] == ["30", "13", "00", "10"]
+    assert [p.stem[:2] for p in longest_first(nbs, [])] == ["00", "10", "13", "30"]
+    # this machine's last time profile wins
+    (tmp_path / "time_profile_smoke.md").write_text("| notebook | wall_s |\n|---|---|\n| 10_nb | 900.0 |\n"
+                                                    "| 30_nb | 50.5 |\n")
+    assert [p.stem[:2] for p in longest_first(nbs, ["30"])] == ["10", "30", "00", "13"]

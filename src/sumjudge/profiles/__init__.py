@@ -35,6 +35,9 @@ class Profile:
     # per-notebook settings, keyed by the notebook's number ("10"): profile fields (n, context_length,
     # max_new_tokens, ...) and notebook parameters, applied over the above for that notebook only
     notebooks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # notebook numbers, the longest first as measured: the order make reproduce's workers take them in when this
+    # machine has no time profile of its own yet (a fresh clone); empty: the numbered order
+    longest_first: list[str] = field(default_factory=list)
 
     def engine_for(self, paper: str) -> tuple[str, str, str | None]:
         """(backend, model, base_url) that runs the methods of ``paper``: its own (``paper_engines``) or the profile's."""
