@@ -102,8 +102,8 @@ ENGINE_START_S = 1800  # the shared engine's first start may convert the smoke m
 
 
 def start_shared_engine(profile: str, model: str, work: Path):
-    """(process, base URL) of a shared engine holding the profile's hf model, or (None, "") when the profile's
-    backend is not hf. Its log is ``work/shared_engine.log``."""
+    """(process, base URL) of a shared engine holding the profile's hf model (``model``: another one), started
+    once its model is loaded. Its log is ``work/shared_engine.log``."""
     import subprocess
 
     from . import profiles
@@ -117,8 +117,8 @@ def start_shared_engine(profile: str, model: str, work: Path):
         cmd += ["--token-budget", str(prof.token_budget)]
     work.mkdir(parents=True, exist_ok=True)
     (work / "url").unlink(missing_ok=True)
-    log = (work / "shared_engine.log").open("w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with (work / "shared_engine.log").open("w") as log:  # the child keeps its own handle
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     t0 = time.time()
     while not (work / "url").exists():
         if proc.poll() is not None or time.time() - t0 > ENGINE_START_S:

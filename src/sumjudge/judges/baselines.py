@@ -12,7 +12,7 @@ same samples (cache hits, nothing drawn twice).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..data.records import FaithExample
 from ..llm.engine import LLM
@@ -70,9 +70,8 @@ def label_follow_up(req: ChatRequest, attempt: int, answer: ChatResponse) -> Cha
     msgs = list(req.messages) + [{"role": "assistant", "content": answer.text},
                                  {"role": "user", "content": load_template("madisse/label_follow_up").body}]
     temperature = 0.0 if attempt == 1 else (req.temperature or 1.0)
-    return ChatRequest(messages=msgs, max_new_tokens=FOLLOW_UP_TOKENS, temperature=temperature, top_p=req.top_p,
-                       seed=(req.seed or 0) + 100_000 * attempt, sample_index=req.sample_index,
-                       tag=f"{req.tag}#label{attempt}")
+    return replace(req, messages=msgs, max_new_tokens=FOLLOW_UP_TOKENS, temperature=temperature,
+                   seed=(req.seed or 0) + 100_000 * attempt, tag=f"{req.tag}#label{attempt}")
 
 
 async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str = "explanation",

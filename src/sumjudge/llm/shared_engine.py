@@ -28,11 +28,13 @@ import base64
 import json
 import os
 import pickle
+import weakref
 from dataclasses import asdict, replace
 from typing import Any
 
 from .backend import Capabilities
 from .errors import BackendUnavailableError
+from .loops import on_loop_close
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key
 
 ENV = "SUMJUDGE_SHARED_ENGINE"  # the base URL of a running shared engine (http://127.0.0.1:PORT)
@@ -228,6 +230,7 @@ class SharedEngineBackend:
         self.info = replace(info, extra={**info.extra, "context_length": self.context_length,
                                          "shared_engine": self.url})
         self._since = self._engine_stats() or {}  # decode_stats counts from here
+        self._sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its HTTP session
 
     @property
     def capabilities(self) -> Capabilities:
@@ -235,15 +238,23 @@ class SharedEngineBackend:
                             context_length=self.context_length, max_inflight=MAX_INFLIGHT, streams_results=True)
 
     def _session(self):
+        """The HTTP session of the running event loop (its connections kept alive: a run counts many prompts),
+        closed with the loop (every ``run_sync`` runs one of its own)."""
         import aiohttp
 
-        return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=30))
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(loop)
+        if session is None or session.closed:
+            session = self._sessions[loop] = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=30))
+            on_loop_close(session.close)
+        return session
 
     async def _post(self, path: str, body: dict[str, Any]):
         import aiohttp
 
         try:
-            async with self._session() as s, s.post(self.url + path, json=body) as r:
+            async with self._session().post(self.url + path, json=body) as r:
                 r.raise_for_status()
                 return await r.json()
         except aiohttp.ClientError as e:
@@ -255,7 +266,7 @@ class SharedEngineBackend:
         out: list[ChatResponse | Exception | None] = [None] * len(reqs)
         body = {"requests": [r.to_json() for r in reqs], "context_length": self.context_length}
         try:
-            async with self._session() as s, s.post(self.url + "/generate", json=body) as r:
+            async with self._session().post(self.url + "/generate", json=body) as r:
                 r.raise_for_status()
                 async for line in r.content:
                     if not line.strip():
