@@ -8,6 +8,9 @@ A batch of prompts is decoded as follows.
    is copied to every member (what vLLM calls prefix caching). A row with no partner is a group of
    one. Models with sliding-window layers never share (their masks assume contiguous tokens): each
    row is its own group.
+   A group's prefix starts from the longest run of its leading blocks that an earlier admission computed
+   (``prefix_store``: the next round of a debate, the next step of an assessment, a retry of the same prompt);
+   only the rest of it is run through the model, on top of those blocks' keys and values.
 2. Suffixes. Every row's remaining tokens are run on top of its group's cache, left-padded. Padding
    sits between prefix and suffix; the attention mask hides it and position ids are counted over
    real tokens only, so each row sees exactly its own prompt.
@@ -31,6 +34,8 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
+
+from sumjudge.llm.prefix_store import BLOCK, CAPACITY_MB, PrefixStore
 
 MIN_SHARED_PREFIX = 64  # tokens: below this, sharing saves less than the extra forward pass costs
 PREFILL_BUDGET = 4096  # tokens per prefill forward pass (rows x padded width); see the module's docstring
@@ -180,7 +185,7 @@ class LiveBatch:
 
 class BatchDecoder:
     def __init__(self, model, tokenizer, eos_ids: list[int], pad_id: int, device,
-                 prefill_budget: int = PREFILL_BUDGET):
+                 prefill_budget: int = PREFILL_BUDGET, prefix_store_mb: int = CAPACITY_MB):
         import torch
 
         self.torch = torch
@@ -194,9 +199,13 @@ class BatchDecoder:
         self.share = not has_sliding_layers(model.config)
         self.joins = self.share  # rows may join a batch that is decoding (see the module's docstring)
         self.prefill_budget = prefill_budget
+        # keys/values of earlier prompts' blocks (see prefix_store); on one device, for models that share prefixes
+        one_device = len({p.device for p in model.parameters()}) == 1
+        self.store = PrefixStore(prefix_store_mb << 20) if prefix_store_mb and self.share and one_device else None
         # prefill_s: prompts in, first token chosen; decode_s / decode_tokens: every later token (wall clock;
         # reading the first tokens to the host synchronises the device, so the split holds on a GPU too)
         self.stats = {"forward_calls": 0, "prefill_tokens": 0, "shared_prefix_tokens_saved": 0,
+                      "stored_prefix_tokens_reused": 0,
                       "prefill_s": 0.0, "decode_s": 0.0, "decode_tokens": 0,
                       # decode steps, rows computed over them, and the time spent in steps with fewer live rows than
                       # the batch has held since it was last empty (rows finished and nothing queued took their place)
@@ -233,7 +242,7 @@ class BatchDecoder:
 
         A chunk runs without the padding columns all its rows share; they come back as zero keys/values (masked,
         never read) when the chunks' caches are joined."""
-        from transformers import DynamicCache
+        from sumjudge.llm.kv_cache import new_cache
 
         torch = self.torch
         held = mask.shape[1] - ids.shape[1]  # the prior's columns
@@ -246,7 +255,7 @@ class BatchDecoder:
         logits = []
         for a, b in chunks:
             pad = int(new_mask[a:b].any(0).int().argmax())  # padding columns every row of the chunk has
-            cache = DynamicCache(config=self.model.config)
+            cache = new_cache(self.model.config)
             if prior is not None:
                 rows = prior_rows[a:b]
                 for layer, kept in enumerate(prior.layers):
@@ -259,7 +268,7 @@ class BatchDecoder:
                     values.append([])
                 keys[layer].append(self._unpad(c.keys, held, pad))
                 values[layer].append(self._unpad(c.values, held, pad))
-        joined = DynamicCache(config=self.model.config)
+        joined = new_cache(self.model.config)
         for layer in range(len(keys)):
             joined.update(torch.cat(keys[layer]), torch.cat(values[layer]), layer)
         return joined, torch.cat(logits)
@@ -300,9 +309,15 @@ class BatchDecoder:
         self.stats["shared_prefix_tokens_saved"] += sum(plen[g] for g in group_of) - sum(plen)
         # 1. group prefixes, once each
         first = [next(i for i in range(n) if group_of[i] == g) for g in range(len(plen))]
-        p_ids, p_mask = self._left_pad([rows[first[g]].ids[: plen[g]] for g in range(len(plen))])
-        self.stats["prefill_tokens"] += int(p_mask.sum())
-        prefixes, _ = self._prefill(p_ids, p_mask, (p_mask.cumsum(-1) - 1).clamp(min=0))
+        heads = [rows[first[g]].ids[: plen[g]] for g in range(len(plen))]
+        prior, p_mask = self._stored_prefixes(heads)
+        held = [int(m) for m in p_mask.sum(-1).tolist()] if p_mask is not None else [0] * len(heads)
+        p_ids, new_mask = self._left_pad([h[k:] for h, k in zip(heads, held)])
+        self.stats["prefill_tokens"] += int(new_mask.sum())
+        p_mask = new_mask if p_mask is None else torch.cat([p_mask, new_mask], dim=1)
+        positions = (p_mask.cumsum(-1) - 1).clamp(min=0)[:, -p_ids.shape[1]:]
+        prefixes, _ = self._prefill(p_ids, p_mask, positions, prior=prior,
+                                    prior_rows=None if prior is None else torch.arange(len(heads)))
         # Cache rows are selected with CPU indices: with device_map="auto" the cache's layers sit on several
         # GPUs, and a CUDA index only indexes tensors on its own device (a CPU index indexes any).
         index = torch.tensor(group_of)
@@ -313,7 +328,48 @@ class BatchDecoder:
         mask = torch.cat([mask, s_mask], dim=1)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -s_ids.shape[1]:]
         cache, logits = self._prefill(s_ids, mask, positions, prior=prefixes, prior_rows=index)
+        self._store_prompts(rows, cache, mask)
         return cache, mask, positions[:, -1], logits
+
+    def _stored_prefixes(self, heads: list[list[int]]):
+        """The store's keys/values for the leading blocks of each of ``heads`` (at least one token of each left to
+        compute) as a cache of one row per head, left-padded, and its mask; (None, None) if none is held."""
+        if self.store is None:
+            return None, None
+        from sumjudge.llm.kv_cache import new_cache
+
+        torch = self.torch
+        found = [self.store.lookup(h, max(0, len(h) - 1)) for h in heads]
+        width = max(k for k, _ in found)
+        if not width:
+            return None, None
+        self.stats["stored_prefix_tokens_reused"] += sum(k for k, _ in found)
+        like = next(states for _, states in found if states is not None)
+        layers, _, heads_kv, _, dim = like.shape
+        states = like.new_zeros((layers, 2, len(heads), heads_kv, width, dim))
+        mask = torch.zeros((len(heads), width), dtype=torch.long)
+        for j, (k, st) in enumerate(found):
+            if k:
+                states[:, :, j, :, width - k:] = st
+                mask[j, width - k:] = 1
+        cache = new_cache(self.model.config)
+        for layer in range(layers):
+            cache.update(states[layer, 0], states[layer, 1], layer)
+        return cache, mask.to(self.device)
+
+    def _store_prompts(self, rows: list[DecodeRow], cache, mask) -> None:
+        """Puts each row's prompt blocks that the store does not hold yet into it."""
+        if self.store is None:
+            return
+        torch = self.torch
+        for i, r in enumerate(rows):
+            names, held = self.store.missing(r.ids)
+            if held == len(names):
+                continue
+            cols = mask[i].nonzero().squeeze(-1)[held * BLOCK:len(names) * BLOCK].to(cache.layers[0].keys.device)
+            states = torch.stack([torch.stack([layer.keys[i][:, cols], layer.values[i][:, cols]])
+                                  for layer in cache.layers])
+            self.store.add(names, held, states)
 
     def admit(self, live: "LiveBatch", rows: list[DecodeRow], tags: list) -> None:
         """Prefills ``rows`` (each tagged with the caller's ``tags[j]``) and adds them to ``live``: from the next
@@ -339,11 +395,11 @@ class BatchDecoder:
 
     def _join(self, cache_a, mask_a, cache_b, mask_b):
         """One cache (and mask) holding the rows of a and then of b, left-padded to the wider of the two."""
-        from transformers import DynamicCache
+        from sumjudge.llm.kv_cache import new_cache
 
         torch = self.torch
         width = max(mask_a.shape[1], mask_b.shape[1])
-        joined = DynamicCache(config=self.model.config)
+        joined = new_cache(self.model.config)
         for layer, (la, lb) in enumerate(zip(cache_a.layers, cache_b.layers)):
             keys = torch.cat([self._widen(la.keys, width), self._widen(lb.keys.to(la.keys.device), width)])
             values = torch.cat([self._widen(la.values, width), self._widen(lb.values.to(la.values.device), width)])
@@ -359,6 +415,8 @@ class BatchDecoder:
     def step(self, live: "LiveBatch") -> list[tuple[object, DecodeResult]]:
         """Step 3 once: chooses every live row's next token, returns the rows that finished with it (tag, result;
         they leave the batch at once) and runs the others one position on."""
+        from sumjudge.llm.kv_cache import drop_front
+
         torch = self.torch
         t0 = time.perf_counter()
         finished: list[tuple[object, DecodeResult]] = []
@@ -392,8 +450,7 @@ class BatchDecoder:
                         setattr(live, name, [getattr(live, name)[b] for b in keep])
                     lead = int(mask.any(0).int().argmax())  # columns no remaining row reads
                     if lead:
-                        for layer in live.cache.layers:
-                            layer.keys, layer.values = layer.keys[:, :, lead:], layer.values[:, :, lead:]
+                        drop_front(live.cache, lead)
                         mask = mask[:, lead:]
                 mask = torch.cat([mask, torch.ones((len(keep), 1), dtype=mask.dtype, device=self.device)], dim=1)
                 live.mask, live.last_pos = mask, last_pos + 1

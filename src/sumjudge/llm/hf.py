@@ -31,6 +31,7 @@ from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResul
 from .errors import PromptTooLongError
 from .loops import on_loop_close
 from .models import LLAMA3_EOS_TOKENS, resolve_model, split_revision, template_text
+from .prefix_store import CAPACITY_MB
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs
 
 
@@ -101,14 +102,16 @@ class HFBackend:
 
     bf16 on GPU, fp32 on CPU; ``device_map="auto"`` (accelerate) spreads a model over all visible
     GPUs. ``token_budget`` bounds the decoding batch's rows x padded length (the key/value cache it decodes with);
-    ``prefill_budget`` the tokens of one prefill forward pass (``decode.PREFILL_BUDGET``).
+    ``prefill_budget`` the tokens of one prefill forward pass (``decode.PREFILL_BUDGET``); ``prefix_store_mb`` the
+    memory (MiB, on the model's device) that keeps earlier prompts' keys/values for later prompts that start
+    alike (``prefix_store``; 0: none).
     """
 
     name = "hf"
 
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  device_map: str | None = None, token_budget: int = 32768, max_batch: int = 64,
-                 prefill_budget: int = PREFILL_BUDGET,
+                 prefill_budget: int = PREFILL_BUDGET, prefix_store_mb: int = CAPACITY_MB,
                  revision: str | None = None, trust_remote_code: bool = False, context_length: int | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -137,14 +140,14 @@ class HFBackend:
         rev = getattr(loaded.config, "_commit_hash", None) or revision or self._local_revision(path)
         self._setup(loaded, tokenizer, name=name, revision=rev, dtype=dtype, device_map=device_map,
                     token_budget=token_budget, max_batch=max_batch, context_length=context_length,
-                    prefill_budget=prefill_budget)
+                    prefill_budget=prefill_budget, prefix_store_mb=prefix_store_mb)
         if revision and revision != rev:  # e.g. a branch or tag: the commit it resolved to is the revision
             self.info.extra["revision_requested"] = revision
 
     @classmethod
     def from_loaded(cls, model, tokenizer, *, name: str, revision: str = "", token_budget: int = 32768,
                     max_batch: int = 64, context_length: int | None = None,
-                    prefill_budget: int = PREFILL_BUDGET) -> "HFBackend":
+                    prefill_budget: int = PREFILL_BUDGET, prefix_store_mb: int = CAPACITY_MB) -> "HFBackend":
         """Wrap a model already in memory (benchmarks with random weights, notebooks experimenting)."""
         import torch
 
@@ -152,11 +155,11 @@ class HFBackend:
         self._torch = torch
         self._setup(model, tokenizer, name=name, revision=revision or "in-memory", dtype=str(model.dtype).split(".")[-1],
                     device_map=None, token_budget=token_budget, max_batch=max_batch, context_length=context_length,
-                    prefill_budget=prefill_budget)
+                    prefill_budget=prefill_budget, prefix_store_mb=prefix_store_mb)
         return self
 
     def _setup(self, model, tokenizer, *, name, revision, dtype, device_map, token_budget, max_batch, context_length,
-               prefill_budget=PREFILL_BUDGET):
+               prefill_budget=PREFILL_BUDGET, prefix_store_mb=CAPACITY_MB):
         self.model = model.eval()
         attention = NAME if use_gqa_decode_attention(self.model) else getattr(model.config, "_attn_implementation", "")
         self.tokenizer = tokenizer
@@ -186,7 +189,7 @@ class HFBackend:
         self._serving = False
         self._open_jobs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its open calls
         self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device,
-                                    prefill_budget=prefill_budget)
+                                    prefill_budget=prefill_budget, prefix_store_mb=prefix_store_mb)
         self.generate_calls = 0  # admissions of rows into the decoding batch (benchmarks, tests)
 
     @staticmethod
