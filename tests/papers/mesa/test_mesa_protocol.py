@@ -115,7 +115,8 @@ def test_impact_and_quality_formula_on_hand_worked_numbers():
     a = [TypeAssessment(code="OM", steps=3, rating=4, confidence=10),  # i = 1.1, c = 1.0
          TypeAssessment(code="RED", steps=3, rating=1, confidence=5),  # i = 0.9, c = 0.5
          TypeAssessment(code="COR", steps=3, rating=2, confidence=8),  # i = 1.0, c = 0.8
-         TypeAssessment(code="HAL", steps=3, rating=None, confidence=None)]  # unscored: left out
+         TypeAssessment(code="HAL", steps=3, rating=None, confidence=None),  # unscored: left out
+         TypeAssessment(code="IRR", steps=3, rating=5, confidence=None)]  # confidence off its scale: left out
     impact, quality = overall(a, types)
     num = 4 * 1.1 + 1 * 0.45 + 2 * 0.8
     den = 1.1 + 0.45 + 0.8

@@ -18,7 +18,8 @@ after the JSON keys (engine option scoring), recorded as ``score_source = option
 Error identification (Table 1): a type counts as *detected* when step 2 keeps at least one instance
 (three-step) or the rating is above 0 (single-step). Overall (Section 2.5, Eq. 1-2):
 impact = sum(s_n * c_n * i_n) / sum(c_n * i_n) over the scored types, c_n = confidence / 10, i_n the
-type's importance; quality = 1 + (5 - impact) / 5 * 9.
+type's importance; quality = 1 + (5 - impact) / 5 * 9. A rating whose confidence was written off its 0-10
+scale is read, and its type left out of the impact (``parse_score``).
 
 Variants (parameters; ``config.variant`` names them as the paper does):
 
@@ -209,7 +210,7 @@ class TypeAssessment:
     instances: list[dict] = field(default_factory=list)  # step 1
     rated: list[dict] = field(default_factory=list)  # step 2
     rating: float | None = None  # step 3: impact 0 (none) .. 5 (very high)
-    confidence: float | None = None  # 0..10
+    confidence: float | None = None  # 0..10 (None with a rating: written off its scale, see parse_score)
     reasoning: str = ""
     detected: bool | None = None
     unparsed_step: int | None = None  # the first step whose answer could not be read
@@ -282,16 +283,26 @@ def parse_rated(text: str) -> list[dict]:
     return out
 
 
-def parse_score(text: str) -> tuple[float, float, str]:
-    """Step 3 / single step: (rating 0-5, confidence 0-10, reasoning)."""
+def parse_score(text: str) -> tuple[float, float | None, str]:
+    """Step 3 / single step: (rating 0-5, confidence 0-10, reasoning). A confidence written off its scale (the
+    model writes 95, a percentage) leaves the rating read and the confidence None (not read, never rescaled):
+    the type then has no weight in the impact (``overall``), as the authors' code would weigh it 95 against
+    others' 0-10."""
     data = lenient_json(text)
     if not isinstance(data, dict):
         raise ParseError("expected a JSON object with rating and confidence")
     for key in ("rating", "confidence"):
         if key not in data:
             raise ParseError(f"no '{key}' in the JSON answer")
-    return (json_number(data["rating"], 0, 5, "rating"), json_number(data["confidence"], 0, 10, "confidence"),
-            str(data.get("reasoning", "")))
+    rating = json_number(data["rating"], 0, 5, "rating")
+    confidence: float | None
+    try:
+        confidence = json_number(data["confidence"], 0, 10, "confidence")
+    except ParseError:
+        if isinstance(data["confidence"], bool) or not isinstance(data["confidence"], (int, float)):
+            raise  # a word or a mark, not a number off the scale
+        confidence = None
+    return rating, confidence, str(data.get("reasoning", ""))
 
 
 def parse_multi_score(codes: list[str]) -> Callable[[str], dict[str, tuple[float, float, str]]]:
@@ -535,7 +546,7 @@ def unparsed(outs: list[TypeAssessment]) -> list[TypeAssessment]:
     return outs
 
 
-def record_score(a: TypeAssessment, scored: tuple[float, float, str], config: MesaConfig) -> None:
+def record_score(a: TypeAssessment, scored: tuple[float, float | None, str], config: MesaConfig) -> None:
     """A type's final step: rating, confidence, reasoning; detected where the rating (one step) or a rated
     instance (three steps) says there is an error."""
     a.rating, a.confidence, a.reasoning = scored
