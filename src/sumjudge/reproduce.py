@@ -172,16 +172,23 @@ def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Pa
 
 def longest_first(nbs: list[Path], hint: list[str] | None = None) -> list[Path]:
     """The order workers take notebooks in: the longest first, so that the run does not end on one long notebook
-    alone. By this machine's last time profile; else by the profile's measured ``hint`` (notebook numbers, longest
-    first); the numbered order for notebooks neither knows."""
+    alone. By this machine's last time profile of a run that asked the model more than it read from the cache (a
+    replay's times say what was cached, not what a run costs); else by the profile's measured ``hint`` (notebook
+    numbers, longest first); the numbered order for notebooks neither knows."""
     import re
 
     from .paths import figures_dir
 
     seen: dict[str, float] = {}
     for f in figures_dir().glob("time_profile_*.md"):
-        for m in re.finditer(r"^\| (\d\d_\w+) \| ([\d.]+) \|", f.read_text(), re.M):
-            seen[m.group(1)] = max(seen.get(m.group(1), 0.0), float(m.group(2)))
+        rows = re.findall(r"^\| (\d\d_\w+) \| ([\d.]+) \|(.*)$", f.read_text(), re.M)
+        counts = [re.match(r"[^|]*\|\s*(\d*)\s*\|\s*(\d*)\s*\|\s*(\d*)\s*\|", rest) for _, _, rest in rows]
+        hits = sum(int(m.group(2) or 0) for m in counts if m)  # model | calls | cache_hits | backend_calls
+        asked = sum(int(m.group(3) or 0) for m in counts if m)
+        if hits > asked:
+            continue
+        for name, wall, _ in rows:
+            seen[name] = max(seen.get(name, 0.0), float(wall))
     if seen:
         return sorted(nbs, key=lambda nb: -seen.get(nb.stem, 0.0))
     rank = {str(k): i for i, k in enumerate(hint or [])}

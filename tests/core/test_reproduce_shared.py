@@ -58,3 +58,11 @@ def test_workers_take_the_longest_notebooks_first(tmp_path, monkeypatch):
     (tmp_path / "time_profile_smoke.md").write_text("| notebook | wall_s |\n|---|---|\n| 10_nb | 900.0 |\n"
                                                     "| 30_nb | 50.5 |\n")
     assert [p.stem[:2] for p in longest_first(nbs, ["30"])] == ["10", "30", "00", "13"]
+    # a replay (more calls read from the cache than asked of the model) says nothing of what a run costs
+    head = "| notebook | wall_s | model | calls | cache_hits | backend_calls |\n|---|---|---|---|---|---|\n"
+    (tmp_path / "time_profile_smoke.md").write_text(head + "| 10_nb | 900.0 | m | 40 | 40 | 0 |\n"
+                                                    "| 30_nb | 50.5 | m | 10 | 2 | 8 |\n| 01_nb | 7.0 |  |  |  |  |\n")
+    assert [p.stem[:2] for p in longest_first(nbs, ["30", "13"])] == ["30", "13", "00", "10"]
+    (tmp_path / "time_profile_smoke.md").write_text(head + "| 10_nb | 900.0 | m | 40 | 10 | 30 |\n"
+                                                    "| 30_nb | 50.5 | m | 10 | 2 | 8 |\n| 01_nb | 7.0 |  |  |  |  |\n")
+    assert [p.stem[:2] for p in longest_first(nbs, ["30", "13"])] == ["10", "30", "00", "13"]
