@@ -46,6 +46,45 @@ def test_updates_selects_and_dropped_columns_match_the_concatenating_layer(room)
     assert grow.get_seq_length() == plain.get_seq_length() == 7 + 6 - 2 + 5
 
 
+def _widened(states, width: int):
+    b, h, n, d = states.shape
+    return torch.cat([states.new_zeros((b, h, width - n, d)), states], dim=2)
+
+
+@pytest.mark.parametrize("room", [1, 128])
+def test_rows_added_and_rows_leaving_by_swap_match_concatenation_and_indexing(room):
+    """What the decoder does in place (new rows right-aligned into the buffer, wider or narrower than the held ones;
+    finished rows replaced by the last rows) holds what concatenating and indexing transformers' layer holds."""
+    grow, plain = GrowingLayer(room), DynamicLayer()
+    for layer in (grow, plain):
+        layer.update(*_states(3, 6, 0))
+    for step, (rows, width) in enumerate([(2, 4), (3, 9), (1, 9), (6, 2)]):  # narrower, wider, as wide, many
+        k, v = _states(rows, width, 30 + step)
+        grow.add_rows(k, v)
+        w = max(width, plain.keys.shape[2])
+        plain.keys = torch.cat([_widened(plain.keys, w), _widened(k, w)])
+        plain.values = torch.cat([_widened(plain.values, w), _widened(v, w)])
+        _same(grow, plain)
+        k, v = _states(plain.keys.shape[0], 1, 40 + step)
+        grow.update(k, v)
+        plain.update(k, v)
+        _same(grow, plain)
+        total = plain.keys.shape[0]
+        order = kv_cache.swap_order([i for i in range(total) if i % 3 != 1], total)
+        grow.batch_select_indices(torch.tensor(order))
+        plain.batch_select_indices(torch.tensor(order))
+        _same(grow, plain)
+    grow.batch_select_indices(torch.tensor([1, 0]))  # any other order: gathered
+    plain.batch_select_indices(torch.tensor([1, 0]))
+    _same(grow, plain)
+
+
+def test_swap_order_moves_the_last_kept_rows_into_the_places_of_the_rows_that_left():
+    assert kv_cache.swap_order([0, 2, 3, 5], 6) == [0, 5, 2, 3]
+    assert kv_cache.swap_order([0, 1, 2], 5) == [0, 1, 2]
+    assert kv_cache.swap_order([4], 5) == [4]
+
+
 def test_a_decode_step_writes_in_place_until_the_room_is_used():
     layer = GrowingLayer(room=4)
     layer.update(*_states(2, 5, 0))

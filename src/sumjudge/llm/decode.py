@@ -394,17 +394,22 @@ class BatchDecoder:
         self.stats["prefill_s"] += time.perf_counter() - t0
 
     def _join(self, cache_a, mask_a, cache_b, mask_b):
-        """One cache (and mask) holding the rows of a and then of b, left-padded to the wider of the two."""
-        from sumjudge.llm.kv_cache import new_cache
+        """One cache (and mask) holding the rows of a and then of b, left-padded to the wider of the two: b's rows
+        written into a's buffer where a grows in place (``kv_cache``), else a new cache."""
+        from sumjudge.llm.kv_cache import grows_in_place, new_cache
 
         torch = self.torch
         width = max(mask_a.shape[1], mask_b.shape[1])
+        masks = [torch.cat([m.new_zeros((m.shape[0], width - m.shape[1])), m], dim=1) for m in (mask_a, mask_b)]
+        if grows_in_place(cache_a):
+            for la, lb in zip(cache_a.layers, cache_b.layers):
+                la.add_rows(lb.keys, lb.values)
+            return cache_a, torch.cat(masks)
         joined = new_cache(self.model.config)
         for layer, (la, lb) in enumerate(zip(cache_a.layers, cache_b.layers)):
             keys = torch.cat([self._widen(la.keys, width), self._widen(lb.keys.to(la.keys.device), width)])
             values = torch.cat([self._widen(la.values, width), self._widen(lb.values.to(la.values.device), width)])
             joined.update(keys, values, layer)
-        masks = [torch.cat([m.new_zeros((m.shape[0], width - m.shape[1])), m], dim=1) for m in (mask_a, mask_b)]
         return joined, torch.cat(masks)
 
     def _widen(self, states, width: int):
@@ -415,7 +420,7 @@ class BatchDecoder:
     def step(self, live: "LiveBatch") -> list[tuple[object, DecodeResult]]:
         """Step 3 once: chooses every live row's next token, returns the rows that finished with it (tag, result;
         they leave the batch at once) and runs the others one position on."""
-        from sumjudge.llm.kv_cache import drop_front
+        from sumjudge.llm.kv_cache import drop_front, swap_order
 
         torch = self.torch
         t0 = time.perf_counter()
@@ -442,6 +447,8 @@ class BatchDecoder:
             else:
                 mask, last_pos = live.mask, live.last_pos
                 if len(keep) != len(chosen):
+                    # the rows that finished leave by swap: the last rows take their places (one row copied each)
+                    keep = swap_order(keep, len(chosen))
                     sel = torch.tensor(keep)  # on the CPU, as above
                     live.cache.batch_select_indices(sel)
                     on_device = sel.to(self.device)
