@@ -77,6 +77,9 @@ def test_rows_added_and_rows_leaving_by_swap_match_concatenation_and_indexing(ro
     grow.batch_select_indices(torch.tensor([1, 0]))  # any other order: gathered
     plain.batch_select_indices(torch.tensor([1, 0]))
     _same(grow, plain)
+    for layer in (grow, plain):  # rows repeated beyond the buffer's rows
+        layer.batch_repeat_interleave(8)
+    _same(grow, plain)
 
 
 def test_swap_order_moves_the_last_kept_rows_into_the_places_of_the_rows_that_left():

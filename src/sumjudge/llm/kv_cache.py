@@ -130,6 +130,8 @@ class GrowingLayer(DynamicLayer):
             import torch
 
             index = torch.tensor(order, device=self._k.device)
+            if n > self._k.shape[0]:  # more rows than the buffer has (a row repeated): room for them first
+                self._realloc(n, self._start, 0, self._k)
             self._k[:n, :, s:e] = self._k[index, :, s:e]
             self._v[:n, :, s:e] = self._v[index, :, s:e]
         self._rows = n
