@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,17 +126,20 @@ class Session:
         finally:
             self.write_time_profile()
 
-    def run_many(self, runs: list[dict[str, Any]], *, progress: bool = True) -> list[tuple[dict[str, Any], Path]]:
+    def run_many(self, runs: list[dict[str, Any]], *, progress: bool = True,
+                 alongside: Sequence[Callable[[], Awaitable[Any]]] = ()) -> list[tuple[dict[str, Any], Path]]:
         """Several runs at once, each given as ``run``'s arguments (``{"method": ..., "dataset": ..., "settings":
         ...}``): their requests share the engine's batches (a table's evaluators, a grid of settings), each run
-        keeps its own folder, log and metrics and resumes on its own; a run asked twice runs once. Returns ``run``'s
-        (metrics, folder) for each, in order."""
+        keeps its own folder, log and metrics and resumes on its own; a run asked twice runs once. ``alongside``:
+        coroutine functions awaited with the runs (``runs.run_many``). Returns ``run``'s (metrics, folder) for each,
+        in order."""
         from .runs import run_many
 
         plans = [self.plan(**spec) for spec in runs]
         distinct = list({out: (rc, out, llm) for rc, out, llm in plans}.values())  # the same run asked twice: once
         try:
-            done = dict(zip([out for _, out, _ in distinct], run_many(distinct, progress=progress)))
+            finished = run_many(distinct, progress=progress, alongside=alongside)
+            done = dict(zip([out for _, out, _ in distinct], finished))
         finally:
             self.write_time_profile()
         return [(done[out], out) for _, out, _ in plans]

@@ -18,6 +18,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -366,11 +367,14 @@ async def execute_async(r: Run, view: Calls, *, progress: bool = True) -> dict[s
         raise
 
 
-def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = True) -> list[dict[str, Any]]:
+def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = True,
+             alongside: Sequence[Callable[[], Awaitable[Any]]] = ()) -> list[dict[str, Any]]:
     """Several runs at once, each ``(config, folder, engine)``: their examples' requests reach each engine
     together and share its batches (a notebook's grid of settings, a table's evaluators), while every run keeps
-    its own folder, call log, cache entries and metrics, and resumes on its own. When a run fails the others
-    still finish; the first failure is raised after them."""
+    its own folder, call log, cache entries and metrics, and resumes on its own. ``alongside``: coroutine
+    functions awaited in the same event loop (work that is not a run, e.g. a method's training), their results
+    not returned. When a run (or one of those) fails the others still finish; the first failure is raised
+    after them."""
     import contextlib
 
     from .llm.engine import run_sync
@@ -391,10 +395,11 @@ def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = 
 
         async def all_runs() -> list:
             return await asyncio.gather(*(execute_async(r, view, progress=progress) for r, view in zip(runs, views)),
-                                        return_exceptions=True)
+                                        *(job() for job in alongside), return_exceptions=True)
 
-        results = run_sync(all_runs())
-    for res in results:
+        everything = run_sync(all_runs())
+    results = everything[:len(runs)]
+    for res in everything:
         if isinstance(res, BaseException):
             raise res
     return results

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sumjudge.llm import ConfigError, NullCache, ResponseCache
+from sumjudge.llm import ConfigError, NullCache, ResponseCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.runs import RunConfig, run, run_many
 
@@ -55,3 +55,34 @@ def test_two_runs_into_one_folder_are_refused(tmp_path):
     rc = configs()[0]
     with pytest.raises(ConfigError, match="two runs name the same folder"):
         run_many([(rc, tmp_path / "x", llm), (configs()[1], tmp_path / "x", llm)], progress=False)
+
+
+def test_work_alongside_the_runs_shares_their_batches_and_its_failure_comes_after_them(tiny_backend, tmp_path):
+    from sumjudge.llm import ChatRequest
+
+    together = LLM(tiny_backend, cache=NullCache())
+    answers = []
+
+    async def job():  # work that is not a run (e.g. MESA's self-training) in the runs' event loop
+        answers.append(await together.chat(ChatRequest(messages=[{"role": "user", "content": "hello"}],
+                                                       max_new_tokens=8, tag="job")))
+
+    start = tiny_backend.generate_calls
+    run_many([(configs()[0], tmp_path / "alone", together)], progress=False)
+    run_sync(job())
+    apart = tiny_backend.generate_calls - start
+    answers.clear()
+
+    fresh = LLM(tiny_backend, cache=NullCache())
+    together = fresh
+    start = tiny_backend.generate_calls
+    many = run_many([(configs()[0], tmp_path / "with-job", fresh)], progress=False, alongside=[job])
+    assert len(answers) == 1 and many[0]["n_examples"] == 3
+    assert tiny_backend.generate_calls - start < apart  # the job's request joined the run's batches
+
+    async def broken():
+        raise RuntimeError("job failed")
+
+    with pytest.raises(RuntimeError, match="job failed"):
+        run_many([(configs()[1], tmp_path / "after-failure", fresh)], progress=False, alongside=[broken])
+    assert (tmp_path / "after-failure" / "metrics.json").exists()  # the run finished all the same

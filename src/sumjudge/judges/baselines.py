@@ -39,6 +39,7 @@ class ZeroShotConfig:
     # resample: an answer without a readable label is asked again (a new sample) | follow_up: the model is asked, after
     # its own answer, for the label it left out (madisse/label_follow_up; a short reply instead of a new chain of thought)
     label_retry: str = "resample"
+    follow_up: str = "madisse/label_follow_up"  # the follow-up turn's template (its label convention is the prompt's)
     doc_first: bool = False  # True: the <doc> block first (same wording), a speed option for prefix caching
 
     def warnings(self) -> list[str]:
@@ -64,18 +65,21 @@ def parse_label_and_explanation(text: str, closed_only: bool = False, tag: str =
 FOLLOW_UP_TOKENS = 64  # the follow-up's reply: a label, perhaps a sentence around it
 
 
-def label_follow_up(req: ChatRequest, attempt: int, answer: ChatResponse) -> ChatRequest:
+def label_follow_up(req: ChatRequest, attempt: int, answer: ChatResponse,
+                    template: str = "madisse/label_follow_up") -> ChatRequest:
     """``label_retry=follow_up``'s retry: the conversation goes on after ``answer`` (the first one, whatever was cut)
-    with ``madisse/label_follow_up``; greedy the first time, then sampled (derived seed) like any retry."""
+    with ``template`` (``madisse/label_follow_up``: a factuality label); greedy the first time, then sampled (derived
+    seed) like any retry."""
     msgs = list(req.messages) + [{"role": "assistant", "content": answer.text},
-                                 {"role": "user", "content": load_template("madisse/label_follow_up").body}]
+                                 {"role": "user", "content": load_template(template).body}]
     temperature = 0.0 if attempt == 1 else (req.temperature or 1.0)
     return replace(req, messages=msgs, max_new_tokens=FOLLOW_UP_TOKENS, temperature=temperature,
                    seed=(req.seed or 0) + 100_000 * attempt, tag=f"{req.tag}#label{attempt}")
 
 
 async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str = "explanation",
-                              retry: str = "resample") -> tuple[int | None, str, str, dict]:
+                              retry: str = "resample", follow_up: str = "madisse/label_follow_up"
+                              ) -> tuple[int | None, str, str, dict]:
     """Ask, parse (with the engine's retries: new samples, or with ``retry="follow_up"`` a follow-up turn asking
     for the label the answer left out); optionally fall back to option scoring. Returns (label, explanation,
     label_source, details); a label read from a follow-up is "parsed" (the model wrote it), its explanation
@@ -85,7 +89,7 @@ async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str
     # an answer cut at max_new_tokens keeps a label it closed before the cut (its explanation is cut short)
     res = await llm.chat_parsed(req, lambda t: parse_label_and_explanation(t, tag=explanation_tag),
                                 cut_parse=lambda t: parse_label_and_explanation(t, True, explanation_tag),
-                                reask=(lambda r, k, answers: label_follow_up(r, k, answers[0]))
+                                reask=(lambda r, k, answers: label_follow_up(r, k, answers[0], follow_up))
                                 if retry == "follow_up" else None)
     details = {"attempts": res.attempts, "raw": res.response.text}
     if res.ok:

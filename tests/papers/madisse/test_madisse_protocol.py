@@ -185,6 +185,31 @@ def test_unreadable_labels_carry_the_previous_label_forward():
     assert j.details["sessions"][0]["consensus_round"] == 1 and j.label == 1
 
 
+def test_label_follow_up_asks_an_agent_for_the_label_its_argument_left_out():
+    """label_retry=follow_up: an agent's argument without a label is followed by a turn asking for the factuality
+    label (a short reply); the label read there is the agent's, the argument the first answer's. The default draws
+    a new answer instead."""
+    followed = lambda r: len(r.messages) == 3  # noqa: E731
+
+    def reply(req):
+        if req.tag.split("/")[-1].startswith("agent3"):  # stance: unfaithful, which the label it gives keeps
+            return "<argument>the date is not in the document</argument>"
+        return stubborn(req)
+
+    be = ScriptedBackend().add(followed, "<label>0</label>").add(is_adjudicator, answer(1)).add(is_agent, reply)
+    j, _ = run(be, rounds=1, seed=0, faithful_agents=2, unfaithful_agents=2, label_retry="follow_up")
+    follow = [r for r in be.requests if followed(r)]
+    assert len(follow) == 1 and follow[0].max_new_tokens < 100
+    assert "the date is not in the document" in follow[0].messages[1]["content"]
+    assert "<label>1</label> if the sentence is factually consistent" in prompt(follow[0])
+    turn = j.details["sessions"][0]["rounds"][0][2]
+    assert (turn["label"], turn["source"]) == (0, "parsed") and "the date is not in the document" in turn["explanation"]
+    default = ScriptedBackend().add(followed, "<label>0</label>").add(is_adjudicator, answer(1)).add(is_agent, reply)
+    run(default, rounds=1, seed=0, faithful_agents=2, unfaithful_agents=2)
+    assert not any(followed(r) for r in default.requests)
+    assert sum(r.tag.split("/")[-1].startswith("agent3") for r in default.requests) > 1  # asked again instead
+
+
 def test_intervention_is_the_codes_mediator_text_from_round_three():
     be = ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, stubborn)
     run(be, rounds=3)
@@ -339,6 +364,18 @@ def test_taxonomy_baseline_prompt_has_the_taxonomy_and_the_category_is_recorded(
     printed = ScriptedBackend().add(r"contains an ambiguity", answer(0))
     run_sync(ambiguity_taxonomy(EX, LLM(printed, cache=NullCache()), AmbiguityTaxonomyConfig(prompts="printed")))
     assert "1 (ambiguous) or 0 (not ambiguous)" in prompt(printed.requests[0])
+
+
+def test_taxonomy_baseline_follow_up_asks_for_the_ambiguity_label():
+    # the detector's follow-up keeps the detector's label convention (1 = ambiguous), not the factuality one
+    followed = lambda r: len(r.messages) == 3  # noqa: E731
+    be = (ScriptedBackend().add(followed, "<label>1</label>")
+          .add(r"contains an ambiguity", "<explanation>'the vote' may mean either vote</explanation>"))
+    j = run_sync(ambiguity_taxonomy(EX, LLM(be, cache=NullCache()), AmbiguityTaxonomyConfig(label_retry="follow_up")))
+    follow = [r for r in be.requests if followed(r)]
+    assert j.label == 1 and j.parsed and len(follow) == 1
+    assert "<label>1</label> if the summary contains an ambiguity" in prompt(follow[0])
+    assert "factually consistent" not in prompt(follow[0])
 
 
 def test_self_consistency_variation_reads_the_self_consistency_samples(cache_file):

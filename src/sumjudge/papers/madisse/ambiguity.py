@@ -58,13 +58,15 @@ async def ask_ambiguity(example: FaithExample, llm: LLM, config: ZeroShotConfig,
     fitted, fit = await fit_fields(llm, name, {"doc": example.document, "summary": example.summary, **fields},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     (req,) = config.requests(example, load_template(name).render(**fitted), 1, tag)
-    label, expl, source, details = await label_with_fallback(llm, req, config.fallback, retry=config.label_retry)
+    label, expl, source, details = await label_with_fallback(llm, req, config.fallback, retry=config.label_retry,
+                                                        follow_up=config.follow_up)
     return label, expl, source, {**details, "category": category(details.get("raw", "")), **fit}
 
 
 @dataclass
 class AmbiguityTaxonomyConfig(ZeroShotConfig):
     template: str = "madisse/table31_ambiguity_baseline"
+    follow_up: str = "madisse/ambiguity_label_follow_up"
 
 
 async def ambiguity_taxonomy(example: FaithExample, llm: LLM, config: AmbiguityTaxonomyConfig) -> Judgement:
@@ -89,7 +91,8 @@ async def ambiguity_debate(example: FaithExample, llm: LLM, config: AmbiguityDeb
     entries = [p.entry(Turn(**{**asdict(t), "agent": j}), me=0) for j, t in enumerate(final, start=1)]
     asking = ZeroShotConfig(prompts=config.prompts, max_new_tokens=config.max_new_tokens,
                             temperature=config.temperature, top_p=config.top_p, seed=config.seed,
-                            truncate=config.truncate, fallback=config.fallback, doc_first=config.doc_first)
+                            truncate=config.truncate, fallback=config.fallback, doc_first=config.doc_first,
+                            label_retry=config.label_retry, follow_up="madisse/ambiguity_label_follow_up")
     fields = {"guidelines": guidelines_text(config), "taxonomy": taxonomy_text()}
     arguments, cut = p.separator.join(f"{who}: {text}".rstrip() for who, text in entries), 0
     if config.truncate == "truncate" and llm.context_length:

@@ -80,6 +80,9 @@ class MadisseConfig:
     seed: int = 0
     truncate: str = "error"
     fallback: str = "none"  # none | option_scores, for an agent's or adjudicator's unreadable label
+    # resample (the engine's retries draw a new answer) | follow_up: an answer without a readable label is followed
+    # by a turn asking for it (madisse/label_follow_up: a short reply instead of a new argument)
+    label_retry: str = "resample"
     learning: bool = False  # guideline learning phase: agents also state the guidelines they used
     doc_first: bool = False  # True: the <doc> block first (same wording), a speed option for prefix caching
 
@@ -285,7 +288,8 @@ class Debate:
         cfg = self.config
         req = request(prompt, max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p,
                       seed=seed, tag=tag)
-        label, expl, source, details = await label_with_fallback(self.llm, req, cfg.fallback, explanation_tag=answer_tag)
+        label, expl, source, details = await label_with_fallback(self.llm, req, cfg.fallback, explanation_tag=answer_tag,
+                                                              retry=cfg.label_retry)
         if source == "unparsed" or not expl:
             expl = expl or re.sub(r"<\s*/?\s*label\s*>", " ", details.get("raw", "")).strip()[:2000]
         return Answer(label, expl, source, stated_guidelines(details.get("raw", "")) if cfg.learning else [])

@@ -75,33 +75,53 @@ def shared_transcript_tokens(session, variants: list[tuple[dict[str, Any], bool]
     return min(b for b in budgets if b is not None) if budgets else None
 
 
+class FeedbackJob:
+    """Self-training (Section 2.5) on the ``train`` split, as a job: ``await job()`` learns the feedback (or reads
+    it back from its folder) and keeps it in ``feedback``. A job can run alongside other runs (``run_many``'s
+    ``alongside``): its requests then share their batches."""
+
+    def __init__(self, session, settings: dict[str, Any], iterations: int, *, limit: int | None = None,
+                 dataset: str = "meeting-errors"):
+        import hashlib
+
+        from ...data import registry
+        from ...judges import get_method, make_config
+
+        self.session, self.iterations = session, iterations
+        self.cfg = make_config(get_method("mesa").config_cls, session.method_settings("mesa", **settings),
+                               seed=session.prof.seed)
+        self.train = registry.load(dataset, split="train", limit=limit, seed=session.prof.seed)
+        digest = hashlib.sha256(json.dumps([repr(self.cfg), [e.id for e in self.train], iterations]).encode()
+                                ).hexdigest()[:8]
+        self.out = session.runs_dir() / f"self-training-{run_name('mesa', settings, dataset)}-it{iterations}-{digest}"
+        self.feedback: dict[str, Any] | None = None
+
+    async def __call__(self) -> dict[str, Any]:
+        from ...llm import CallLog
+        from .feedback import save, self_train
+
+        if (self.out / "feedback.json").exists():
+            self.feedback = json.loads((self.out / "feedback.json").read_text(encoding="utf-8"))
+            return self.feedback
+        self.out.mkdir(parents=True, exist_ok=True)
+        log = CallLog(self.out / "calls.jsonl")
+        try:
+            fb = await self_train(self.train, self.session.llm_for("mesa").for_run(RunContext(log=log)), self.cfg,
+                                  self.iterations)
+        finally:
+            log.close()
+        save(fb, self.out / "feedback.json")
+        self.feedback = fb
+        return fb
+
+
 def learn_feedback(session, settings: dict[str, Any], iterations: int, *, limit: int | None = None,
                    dataset: str = "meeting-errors") -> dict[str, Any]:
     """Self-training (Section 2.5) on the ``train`` split with ``settings``; the feedback mapping for
     ``MesaConfig.feedback`` ({} for 0 iterations). Calls are logged under the notebook's run folder."""
-    import hashlib
-
-    from ...data import registry
-    from ...llm import CallLog
-    from ...judges import get_method, make_config
-    from .feedback import save, self_train
-
     if iterations <= 0:
         return {}
-    cfg = make_config(get_method("mesa").config_cls, session.method_settings("mesa", **settings), seed=session.prof.seed)
-    train = registry.load(dataset, split="train", limit=limit, seed=session.prof.seed)
-    digest = hashlib.sha256(json.dumps([repr(cfg), [e.id for e in train], iterations]).encode()).hexdigest()[:8]
-    out = session.runs_dir() / f"self-training-{run_name('mesa', settings, dataset)}-it{iterations}-{digest}"
-    if (out / "feedback.json").exists():
-        return json.loads((out / "feedback.json").read_text(encoding="utf-8"))
-    out.mkdir(parents=True, exist_ok=True)
-    log = CallLog(out / "calls.jsonl")
-    try:
-        fb = run_sync(self_train(train, session.llm_for("mesa").for_run(RunContext(log=log)), cfg, iterations))
-    finally:
-        log.close()
-    save(fb, out / "feedback.json")
-    return fb
+    return run_sync(FeedbackJob(session, settings, iterations, limit=limit, dataset=dataset)())
 
 
 def notebook_transcript_tokens(session, types: list[str], *, iterations: int, trained: list[str] | tuple[str, ...],
@@ -121,6 +141,18 @@ def evaluate_rows(session, types: list[str], *, iterations: int = 1, limit: int 
                   transcript_tokens: int | None = None) -> dict[str, tuple[dict[str, Any], Path]]:
     """(metrics, run folder) per Table 3 row: G-Eval-4, Single-0, Single-n, Multi-0, Multi-n (n = ``iterations``).
     Self-training runs for the setups named in ``trained`` (default both); the others get only their -0 row."""
+    return evaluate_rows_with(session, [], types, iterations=iterations, limit=limit, train_limit=train_limit,
+                              g_eval=g_eval, dataset=dataset, trained=trained, transcript_tokens=transcript_tokens)[0]
+
+
+def evaluate_rows_with(session, together: list[dict[str, Any]], types: list[str], *, iterations: int = 1,
+                       limit: int | None = None, train_limit: int | None = None, g_eval: bool = True,
+                       dataset: str = "meeting-errors", trained: tuple[str, ...] | list[str] = tuple(SETUPS),
+                       transcript_tokens: int | None = None
+                       ) -> tuple[dict[str, tuple[dict[str, Any], Path]], list[tuple[dict[str, Any], Path]]]:
+    """``evaluate_rows``, and the runs ``together`` (``mesa_run_spec``s, e.g. Table 1's single-step runs) in the same
+    batches: every run that needs no training and the self-training itself share the engine, then the trained rows.
+    Returns (rows, the ``together`` runs' (metrics, folder) in order)."""
     unknown = set(trained) - set(SETUPS)
     if unknown:
         raise ValueError(f"unknown MESA setup(s) {sorted(unknown)}; known: {list(SETUPS)}")
@@ -131,21 +163,24 @@ def evaluate_rows(session, types: list[str], *, iterations: int = 1, limit: int 
         dataset=dataset, limit=limit)
     shared = {"transcript_tokens": cap} if cap is not None else {}
     bases = {setup: {"types": list(types), **extra, **shared} for setup, extra in SETUPS.items()}
-    # the rows that need no training run together (their requests share the engine's batches), then the trained ones
+    # the rows that need no training, the runs asked together and the self-training run at once (their requests
+    # share the engine's batches), then the trained rows
     untrained = {f"{setup}-0": mesa_run_spec(base, limit=limit, dataset=dataset) for setup, base in bases.items()}
     if g_eval:
         untrained = {"G-Eval-4": mesa_run_spec({"types": list(types), **shared}, limit=limit, method="mesa-g-eval",
                                                dataset=dataset), **untrained}
-    out.update(zip(untrained, session.run_many(list(untrained.values()))))
+    jobs = {setup: FeedbackJob(session, base, iterations, limit=train_limit, dataset=dataset)
+            for setup, base in bases.items() if iterations > 0 and setup in trained}
+    done = session.run_many(list(untrained.values()) + list(together), alongside=list(jobs.values()))
+    out.update(zip(untrained, done))
     learned = {}
-    for setup, base in bases.items():
-        if iterations > 0 and setup in trained:
-            fb = learn_feedback(session, base, iterations, limit=train_limit, dataset=dataset)
-            used = {k: fb[k] for k in ("iteration", "reports", "train_meetings")}  # the history stays in its file
-            learned[f"{setup}-{iterations}"] = mesa_run_spec({**base, "feedback": used}, limit=limit, dataset=dataset)
+    for setup, job in jobs.items():
+        used = {k: job.feedback[k] for k in ("iteration", "reports", "train_meetings")}  # the history stays in its file
+        learned[f"{setup}-{iterations}"] = mesa_run_spec({**bases[setup], "feedback": used}, limit=limit,
+                                                         dataset=dataset)
     out.update(zip(learned, session.run_many(list(learned.values()))))
     order = ["G-Eval-4"] + [f"{setup}-{i}" for setup in SETUPS for i in (0, iterations)]
-    return {row: out[row] for row in order if row in out}
+    return {row: out[row] for row in order if row in out}, done[len(untrained):]
 
 
 def variance_runs(session, types: list[str], seeds: list[int], *, temperature: float, limit: int | None = None,
