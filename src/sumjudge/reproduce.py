@@ -269,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     from .results_page import write_results_page
 
     page = write_results_page(a.profile, notebooks(a.notebooks), walls, figures_dir(),
-                              model=a.model or prof.model, time_rows=profile_rows)
+                              model=a.model or prof.model, time_rows=profile_rows,
+                              run={"wall_s": round(time.time() - t_all, 1), "jobs": jobs})
     print(f"results page: {page}")
     print(f"profile {a.profile}: {len(notebooks(a.notebooks)) - len(failed)} notebooks ok, {len(failed)} failed; "
           f"wall time {time.time() - t_all:.1f}s ({jobs} at a time{', one shared engine' if shared else ''}); "

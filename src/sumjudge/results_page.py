@@ -73,7 +73,10 @@ def engines(runs: Path, profile: str) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def provenance(profile: str, model: str | None, walls: list[dict[str, Any]]) -> dict[str, Any]:
+def provenance(profile: str, model: str | None, walls: list[dict[str, Any]],
+               run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The index's record. ``run``: the whole command's wall time (``wall_s``, model load and reports included)
+    and how many notebooks ran at a time (``jobs``); the notebooks' own times overlap when ``jobs`` > 1."""
     from .llm.models import resolve_model
 
     weights: dict[str, str] = {}
@@ -88,7 +91,7 @@ def provenance(profile: str, model: str | None, walls: list[dict[str, Any]]) -> 
             "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "system": platform.platform(),
                         "python": platform.python_version()},
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "notebooks": walls, "wall_s_total": round(sum(w["wall_s"] for w in walls), 1)}
+            "notebooks": walls, "run": run or {}, "wall_s_notebooks_summed": round(sum(w["wall_s"] for w in walls), 1)}
 
 
 def notebook_title(nb: Path) -> str:
@@ -126,11 +129,12 @@ def notebook_page(nb: Path, figures: Path, out: Path, wall: dict[str, Any] | Non
 
 
 def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str, Any]], figures: Path,
-                       model: str | None = None, time_rows: list[dict[str, Any]] | None = None) -> Path:
+                       model: str | None = None, time_rows: list[dict[str, Any]] | None = None,
+                       run: dict[str, Any] | None = None) -> Path:
     """``figures/results-<profile>/index.md`` and one page per notebook; the notebooks' pages of earlier runs of
     other notebooks stay (a partial rerun updates its own pages); ``provenance.json`` beside the index.
     ``time_rows`` (``reproduce.notebook_time_profile``) give each notebook's calls and backend calls: a notebook
-    replayed from the cache says so (its wall time is the replay's)."""
+    replayed from the cache says so (its wall time is the replay's). ``run``: ``provenance``'s."""
     out = figures / f"results-{profile}"
     out.mkdir(parents=True, exist_ok=True)
     calls: dict[str, list[int]] = {}
@@ -143,7 +147,7 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
     by_name = {w["notebook"]: w for w in walls}
     for nb in notebooks:
         notebook_page(nb, figures, out, by_name.get(nb.stem))
-    prov = provenance(profile, model, walls)
+    prov = provenance(profile, model, walls, run)
     (out / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n", encoding="utf-8")
     lines = [f"# Results of the `{profile}` profile", "",
              "Every table below is a notebook's own output, executed headlessly by `make reproduce"
@@ -157,7 +161,14 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
         lines.append(f"- model: `{model}`" + "".join(f"; `{k}` sha256 `{v}`" for k, v in prov["weights_sha256"].items()))
     for e in prov["engines"]:
         lines.append("- engine: " + ", ".join(f"{k} {v}" for k, v in e.items() if v))
-    lines.append(f"- wall time of these notebooks: {prov['wall_s_total'] / 60:.1f} min")
+    summed = f"the notebooks' own times add up to {prov['wall_s_notebooks_summed'] / 60:.1f} min"
+    if prov["run"].get("wall_s") is not None:
+        jobs = prov["run"].get("jobs") or 1
+        lines.append(f"- wall time: {prov['run']['wall_s'] / 60:.1f} min for the whole run (model load and these "
+                     f"pages included), {jobs} notebook{'s' if jobs > 1 else ''} at a time"
+                     + (f" ({summed}: they overlap)" if jobs > 1 else f" ({summed})"))
+    else:
+        lines.append(f"- wall time: {summed}")
     replayed = [w["notebook"] for w in walls if w["calls"] and w["backend_calls"] == 0]
     if replayed:
         lines.append(f"- {len(replayed)} of {len(walls)} notebooks made no backend call ({', '.join(replayed)}): every "

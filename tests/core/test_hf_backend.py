@@ -384,6 +384,41 @@ def test_rows_sharing_only_an_instruction_do_not_wait_for_each_other():
     assert be._admissible(live) == queued[:2]  # two places: two of the four documents join now
 
 
+def test_sources_take_turns_the_one_holding_fewest_rows_first():
+    """Two sources (a shared engine's notebooks): one floods the queue, the other asks one row later (a debate's
+    next turn). The later row joins at the next free place instead of after the flood; within a source, first come
+    first served, a document's rows together. One source: the queue's own order."""
+    from types import SimpleNamespace
+
+    from sumjudge.llm.hf import _Job, _Queued, _Row
+
+    be = HFBackend.__new__(HFBackend)
+    be.token_budget, be.max_batch = 100_000, 3
+    be.decoder = SimpleNamespace(joins=True)
+    flood, chain = (_Job(out=[], decoded=[], report=None, finish=None, source=s) for s in ("nb13", "nb30"))
+    req = ChatRequest(messages=msg("x"), max_new_tokens=8)
+
+    def q(job, ids, unit):
+        return _Queued(job, _Row(0, ids, req), unit=unit)
+
+    many = [q(flood, [100 + i] * 40, i) for i in range(6)]
+    turn = q(chain, [7] * 40, 99)
+    be._queue = [*many, turn]
+    live = SimpleNamespace(rows=[1, 2], tags=[q(flood, [1] * 40, 50), q(flood, [2] * 40, 51)])
+    assert be._admissible(live) == [turn] and be._queue == many  # one place: the source holding no row takes it
+    be._queue = [*many, turn]
+    live = SimpleNamespace(rows=[], tags=[])
+    assert be._admissible(live) == [many[0], turn, many[1]]  # empty batch: turns from the first come
+    assert be._queue == many[2:]
+    # a document's rows of one source stay together; a source that holds more waits for the other's unit
+    agents = [q(chain, [8] * 200 + [a], 98) for a in range(2)]
+    be._queue = [*many, *agents]
+    live = SimpleNamespace(rows=[1], tags=[q(flood, [1] * 40, 50)])
+    assert be._admissible(live) == agents
+    be._queue = list(many)
+    assert be._fair_order(live) is be._queue  # one source: as queued
+
+
 def test_a_fault_while_decoding_reaches_the_callers_and_the_backend_goes_on(tiny_backend, monkeypatch):
     """A model error (e.g. out of memory) fails the rows it met and the decoding thread goes on with the queue; a
     fault while turning a finished row into its answer is that row's error; either way the next request is

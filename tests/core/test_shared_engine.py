@@ -109,3 +109,21 @@ def test_make_backend_uses_the_shared_engine_only_for_its_model_and_options(serv
     assert shared_engine_for("smoke", {}) is None  # another model
     monkeypatch.setenv(ENV, "http://127.0.0.1:9")  # nothing listens there: the model is loaded in the process
     assert shared_engine_for(str(tiny_model_dir), {}) is None
+
+
+def test_each_client_process_is_its_own_source_of_rows(served, tiny_backend, monkeypatch):
+    # the notebooks take turns joining the batch: the server hands the client's name to the backend as the source
+    import os
+
+    url, _ = served
+    seen = []
+    real = tiny_backend.generate
+
+    async def recording(reqs, on_results=None, context_length=None, source=""):
+        seen.append(source)
+        return await real(reqs, on_results=on_results, context_length=context_length, source=source)
+
+    monkeypatch.setattr(tiny_backend, "generate", recording)
+    remote = SharedEngineBackend(url)
+    run_sync(LLM(remote, cache=NullCache()).chat(ChatRequest(messages=msg("Which source?"), max_new_tokens=3)))
+    assert seen == [str(os.getpid())] and remote.client == str(os.getpid())

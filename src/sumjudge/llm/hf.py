@@ -2,7 +2,8 @@
 
 Every ``generate`` call queues its requests for one decoding thread, which decodes a single batch
 continuously (``decode.BatchDecoder``): between two steps it admits queued rows, first come first
-served, while the batch stays under a token budget (rows x (longest prompt + new tokens)) and
+served (several sources, e.g. a shared engine's notebooks, taking turns: the one holding the fewest rows
+first), while the batch stays under a token budget (rows x (longest prompt + new tokens)) and
 ``max_batch`` rows; a row leaves as soon as it finishes and its answer goes to its caller at once. So
 requests that arrive while others decode (the next round of one debate, another run's first round)
 fill the places that finished rows leave, instead of waiting for a whole micro-batch to end. Shared
@@ -17,10 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import heapq
+import itertools
 import math
 import threading
 import time
 import weakref
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +62,7 @@ class _Job:
     report: Any
     finish: Any
     left: int = 0
+    source: str = ""  # who asked (a shared engine's client): sources take turns joining the batch
 
 
 @dataclass(eq=False)
@@ -67,6 +72,7 @@ class _Queued:
     job: _Job
     row: _Row
     admitted: float = 0.0
+    unit: int = 0  # rows of one job over one document share a unit: they join the batch together
 
 
 DTYPES = ("float32", "bfloat16", "float16", "cpu-native")
@@ -186,6 +192,7 @@ class HFBackend:
         self._lock = threading.Lock()  # the model: one decoding step or one scoring pass at a time
         self._cv = threading.Condition()  # the queue of rows waiting to join the decoding batch
         self._queue: list[_Queued] = []
+        self._units = itertools.count()
         self._serving = False
         self._open_jobs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its open calls
         self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device,
@@ -246,9 +253,11 @@ class HFBackend:
         return Capabilities(option_scoring="exact", tokenizer="local", context_length=self.context_length,
                             max_inflight=MAX_INFLIGHT, streams_results=True)
 
-    async def generate(self, reqs: list[ChatRequest], on_results=None, context_length: int | None = None
-                       ) -> list[ChatResponse | Exception]:
-        """``context_length``: a tighter limit than the model's for these requests (a shared engine's client)."""
+    async def generate(self, reqs: list[ChatRequest], on_results=None, context_length: int | None = None,
+                       source: str = "") -> list[ChatResponse | Exception]:
+        """``context_length``: a tighter limit than the model's for these requests (a shared engine's client).
+        ``source``: who asks (a shared engine's client); while several wait, the one holding the fewest rows in
+        the batch goes first (``_fair_order``)."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
 
@@ -264,7 +273,7 @@ class HFBackend:
         open_jobs.add(fut)
         fut.add_done_callback(open_jobs.discard)
         await asyncio.to_thread(self._submit, reqs, report, lambda out: loop.call_soon_threadsafe(settle, out),
-                                context_length)
+                                context_length, source)
         return await asyncio.shield(fut)  # a caller that gives up leaves the rows to finish (and be cached)
 
     async def score(self, reqs: list[OptionRequest], on_results=None, context_length: int | None = None
@@ -299,9 +308,10 @@ class HFBackend:
         done.wait()
         return job
 
-    def _submit(self, reqs: list[ChatRequest], report, finish, context_length: int | None = None) -> "_Job":
+    def _submit(self, reqs: list[ChatRequest], report, finish, context_length: int | None = None,
+                source: str = "") -> "_Job":
         """Queues ``reqs`` for the decoding thread (started if none runs); ``finish(out)`` once all have answers."""
-        job = _Job(out=[None] * len(reqs), decoded=[None] * len(reqs), report=report, finish=finish)
+        job = _Job(out=[None] * len(reqs), decoded=[None] * len(reqs), report=report, finish=finish, source=source)
         limit = min(self.context_length, context_length or self.context_length)
         rows = []
         for i, r in enumerate(reqs):
@@ -316,8 +326,12 @@ class HFBackend:
         if not rows:
             finish(job.out)
             return job
+        queued = []
+        for row in rows:  # a run of rows over one document (a debate's agents, a document's samples) is one unit
+            new_unit = not queued or not self._same_document(queued[-1].row.ids, row.ids)
+            queued.append(_Queued(job, row, unit=next(self._units) if new_unit else queued[-1].unit))
         with self._cv:
-            self._queue.extend(_Queued(job, row) for row in rows)
+            self._queue.extend(queued)
             if not self._serving:
                 self._serving = True
                 threading.Thread(target=self._serve, name="sumjudge-hf-decoder", daemon=True).start()
@@ -330,21 +344,53 @@ class HFBackend:
         it can, so its prefix is still computed once."""
         if not self._queue or (live.rows and not self.decoder.joins):
             return []
-        take = self._queue[:self._room([q.row for q in live.tags], [q.row for q in self._queue], _answer_tokens)]
-        if live.rows and 0 < len(take) < len(self._queue):
+        queue = self._fair_order(live)
+        take = queue[:self._room([q.row for q in live.tags], [q.row for q in queue], _answer_tokens)]
+        if live.rows and 0 < len(take) < len(queue):
             # a run of rows sharing a prefix that the room cuts waits whole, unless no batch could hold it whole
             run = len(take)
-            while run and self._same_document(self._queue[run - 1].row.ids, self._queue[run].row.ids):
+            while run and self._same_document(queue[run - 1].row.ids, queue[run].row.ids):
                 run -= 1
             end = run + 1
-            while end < len(self._queue) and self._same_document(self._queue[end - 1].row.ids,
-                                                                 self._queue[end].row.ids):
+            while end < len(queue) and self._same_document(queue[end - 1].row.ids, queue[end].row.ids):
                 end += 1
-            whole = self._queue[run:end]
+            whole = queue[run:end]
             if run or self._room([], [q.row for q in whole], _answer_tokens) == len(whole):
                 take = take[:run]
-        del self._queue[:len(take)]
+        if queue is self._queue:
+            del self._queue[:len(take)]
+        else:
+            taken = {id(q) for q in take}
+            self._queue = [q for q in self._queue if id(q) not in taken]
         return take
+
+    def _fair_order(self, live) -> list["_Queued"]:
+        """The queue in the order its rows may join ``live``: first come, first served within a source; among the
+        sources waiting, the one holding the fewest rows in the batch (and those it is given) goes next, a unit
+        (a job's rows over one document) at a time, the earlier unit first on a tie. One source waiting: the
+        queue as it is. A notebook with one row waiting (a debate's next turn, a retry) then joins before another's
+        hundreds queued ahead of it, instead of waiting for all of them."""
+        if len({q.job.source for q in self._queue}) < 2:
+            return self._queue
+        units: dict[str, list[list[_Queued]]] = {}
+        for q in self._queue:
+            mine = units.setdefault(q.job.source, [])
+            if mine and mine[-1][0].unit == q.unit:
+                mine[-1].append(q)
+            else:
+                mine.append([q])
+        held = Counter(q.job.source for q in live.tags)
+        position = {id(q): i for i, q in enumerate(self._queue)}
+        heap = [(held[src], position[id(us[0][0])], src, 0) for src, us in units.items()]
+        heapq.heapify(heap)
+        order: list[_Queued] = []
+        while heap:
+            rows, _, src, k = heapq.heappop(heap)
+            unit = units[src][k]
+            order += unit
+            if k + 1 < len(units[src]):
+                heapq.heappush(heap, (rows + len(unit), position[id(units[src][k + 1][0])], src, k + 1))
+        return order
 
     @staticmethod
     def _same_document(a: list[int], b: list[int]) -> bool:

@@ -98,9 +98,10 @@ class EngineServer:
         prompts = [self.backend.prompt_tokens(m) for m in body.get("prompts", [])]
         return web.json_response({"texts": texts, "prompts": prompts})
 
-    def _futures(self, reqs: list[ChatRequest], limit: int | None) -> list[asyncio.Future]:
+    def _futures(self, reqs: list[ChatRequest], limit: int | None, client: str = "") -> list[asyncio.Future]:
         """One future per request: an identical request already in flight (same key, same limit) is shared; the
-        new ones go to the backend together (one job: a document's rows still join the batch whole)."""
+        new ones go to the backend together (one job: a document's rows still join the batch whole), as the
+        ``client``'s (clients take turns joining the batch: the hf backend's ``source``)."""
         loop = asyncio.get_running_loop()
         futs, new = [], []
         for r in reqs:
@@ -121,7 +122,8 @@ class EngineServer:
 
             async def run():
                 try:
-                    out = await self.backend.generate([r for r, _ in new], on_results=settle, context_length=limit)
+                    out = await self.backend.generate([r for r, _ in new], on_results=settle, context_length=limit,
+                                                      source=client)
                 except Exception as e:  # noqa: BLE001 - the backend failed as a whole: every row gets the fault
                     out = [e] * len(new)
                 settle(list(enumerate(out)))
@@ -134,7 +136,7 @@ class EngineServer:
 
         body = await request.json()
         reqs = [ChatRequest(**{**d, "stop": tuple(d.get("stop", ()))}) for d in body["requests"]]
-        futs = self._futures(reqs, body.get("context_length"))
+        futs = self._futures(reqs, body.get("context_length"), str(body.get("client", "")))
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await resp.prepare(request)
         pending = {f: i for i, f in enumerate(futs)}
@@ -229,6 +231,7 @@ class SharedEngineBackend:
         info = BackendInfo(**described["info"])
         self.info = replace(info, extra={**info.extra, "context_length": self.context_length,
                                          "shared_engine": self.url})
+        self.client = str(os.getpid())  # a notebook's process: the notebooks take turns joining the batch
         self._since = self._engine_stats() or {}  # decode_stats counts from here
         self._sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its HTTP session
 
@@ -264,7 +267,8 @@ class SharedEngineBackend:
         import aiohttp
 
         out: list[ChatResponse | Exception | None] = [None] * len(reqs)
-        body = {"requests": [r.to_json() for r in reqs], "context_length": self.context_length}
+        body = {"requests": [r.to_json() for r in reqs], "context_length": self.context_length,
+                "client": self.client}
         try:
             async with self._session().post(self.url + "/generate", json=body) as r:
                 r.raise_for_status()
