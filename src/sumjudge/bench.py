@@ -324,6 +324,48 @@ def run_openai(args) -> dict:
     }
 
 
+def run_turns(args) -> dict:
+    """A flood and a chain on one engine: one source queues ``docs`` x 4 requests at once, another then asks
+    ``turns`` requests one after another (a debate's rounds, a multi-step judge's steps: each waits for the one before). Timed
+    twice on the same backend: both from one source (first come, first served: every turn queues behind the
+    flood's rest) and as two sources taking turns (``HFBackend`` ``source``). Greedy, no eos, no cache: both
+    passes decode the same tokens."""
+    from .llm.hf import HFBackend
+
+    dtype = resolve_dtype(args.dtype, args.device)
+    model = getattr(args, "model", None)
+    model_or_path, tok = (model, None) if model else _model_for_shape(args.shape, args.device, dtype)
+    opts = dict(token_budget=args.token_budget, max_batch=args.max_batch, prefix_store_mb=0)
+    be = (HFBackend(model_or_path, device=args.device, dtype=dtype, **opts) if tok is None
+          else HFBackend.from_loaded(model_or_path, tok, name=args.shape, **opts))
+    decode_without_eos(be)
+    cut = tokenizer_cut(be.tokenizer)
+    flood = build_requests(cut, args.docs, args.doc_tokens, args.max_new_tokens, salt="flood ")
+    chain = build_requests(cut, -(-args.turns // 4), args.doc_tokens, args.max_new_tokens, salt="chain ")[:args.turns]
+
+    async def scenario(flood_source: str, chain_source: str) -> dict:
+        steps = lambda: be.decoder.stats["decode_steps"]  # noqa: E731
+        t0, s0 = time.perf_counter(), steps()
+        queued = asyncio.ensure_future(be.generate(flood, source=flood_source))
+        while not be._queue and not queued.done():  # the flood is queued before the first turn
+            await asyncio.sleep(0.01)
+        for r in chain:
+            await be.generate([r], source=chain_source)
+        chain_s, chain_steps = time.perf_counter() - t0, steps() - s0
+        await queued
+        return {"chain_s": round(chain_s, 2), "chain_decode_steps": chain_steps,
+                "all_s": round(time.perf_counter() - t0, 2), "all_decode_steps": steps() - s0}
+
+    fcfs = asyncio.run(scenario("", ""))
+    turns = asyncio.run(scenario("flood", "chain"))
+    return {"model": model or args.shape, "dtype": dtype, "flood_requests": len(flood), "chain_turns": len(chain),
+            "max_new_tokens": args.max_new_tokens, "max_batch": args.max_batch, "token_budget": args.token_budget,
+            "one_source": fcfs, "two_sources": turns,
+            "chain_speedup": round(fcfs["chain_s"] / turns["chain_s"], 2) if turns["chain_s"] else None,
+            "chain_steps_ratio": round(fcfs["chain_decode_steps"] / turns["chain_decode_steps"], 2)
+            if turns["chain_decode_steps"] else None}
+
+
 def passed(result: dict) -> bool:
     """fp32 must be identical; reduced precision may diverge only at numerical near-ties."""
     if result["dtype"] == "float32":
@@ -338,6 +380,9 @@ def main(args) -> int:
 
             raise ConfigError("bench --backend openai needs --base-url and --model (the name the server serves)")
         print(json.dumps(run_openai(args), indent=2))
+        return 0
+    if getattr(args, "turns", 0):
+        print(json.dumps(run_turns(args), indent=2))
         return 0
     result = run(args)
     print(json.dumps(result, indent=2))

@@ -384,6 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=int, default=3, help="time each path this many times, report the fastest")
     b.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
                    help="auto: bf16 on a GPU, fp32 on CPU")
+    b.add_argument("--turns", type=int, default=0, help="instead: a flood of --docs x 4 requests and a chain of this "
+                   "many turns, one source vs two taking turns (the chain's wall time each way)")
+    b.add_argument("--max-batch", type=int, default=64, help="rows the engine decodes at once")
     b.add_argument("--tie-ulps", type=float, default=2.0,
                    help="reduced precision: a divergence counts as a numerical near-tie within this many ulps")
     b.set_defaults(fn=_cmd_bench)

@@ -90,3 +90,14 @@ def test_the_sequential_path_decodes_through_the_models_own_end_of_turn(tiny_bac
         tiny_backend.eos_ids, tiny_backend.decoder.eos = saved[0], saved[1]
         tiny_backend.model.generation_config.eos_token_id = saved[2]
     assert out.shape[1] - ids.shape[1] == 6 and int(out[0, ids.shape[1]]) == first
+
+
+def test_a_chain_beside_a_flood_waits_fewer_steps_when_sources_take_turns(tiny_models):
+    # bench --turns: one source floods the queue, another asks turns one after another. From one source every turn
+    # queues behind the flood's rest; as two sources, each turn joins at the next free place (steps, not seconds)
+    r = bench.run_turns(Namespace(shape="tiny", device="cpu", dtype="float32", docs=4, doc_tokens=60,
+                                  max_new_tokens=4, token_budget=65536, max_batch=4, turns=3, model=None))
+    assert r["flood_requests"] == 16 and r["chain_turns"] == 3
+    one, two = r["one_source"], r["two_sources"]
+    assert one["chain_decode_steps"] >= one["all_decode_steps"] - 4  # first come: the chain ends last
+    assert two["chain_decode_steps"] < one["chain_decode_steps"]

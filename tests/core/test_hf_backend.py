@@ -349,6 +349,7 @@ def test_a_run_of_rows_sharing_a_prefix_joins_whole():
     be = HFBackend.__new__(HFBackend)
     be.token_budget, be.max_batch = 10_000, 4
     be.decoder = SimpleNamespace(joins=True)
+    be._served, be._active = {}, set()
     doc = list(range(200))  # most of each prompt: the agents read one document
     job = _Job(out=[], decoded=[], report=None, finish=None)
 
@@ -375,6 +376,7 @@ def test_rows_sharing_only_an_instruction_do_not_wait_for_each_other():
     be = HFBackend.__new__(HFBackend)
     be.token_budget, be.max_batch = 100_000, 3
     be.decoder = SimpleNamespace(joins=True)
+    be._served, be._active = {}, set()
     job = _Job(out=[], decoded=[], report=None, finish=None)
     instruction = list(range(100))
     queued = [_Queued(job, _Row(0, instruction + [1000 + d] * 300, ChatRequest(messages=msg("x"), max_new_tokens=8)))
@@ -384,7 +386,7 @@ def test_rows_sharing_only_an_instruction_do_not_wait_for_each_other():
     assert be._admissible(live) == queued[:2]  # two places: two of the four documents join now
 
 
-def test_sources_take_turns_the_one_holding_fewest_rows_first():
+def test_sources_take_turns_the_one_served_least_first():
     """Two sources (a shared engine's notebooks): one floods the queue, the other asks one row later (a debate's
     next turn). The later row joins at the next free place instead of after the flood; within a source, first come
     first served, a document's rows together. One source: the queue's own order."""
@@ -403,18 +405,26 @@ def test_sources_take_turns_the_one_holding_fewest_rows_first():
 
     many = [q(flood, [100 + i] * 40, i) for i in range(6)]
     turn = q(chain, [7] * 40, 99)
+    be._served, be._active = {"nb13": 2}, {"nb13"}  # the flood's two rows decoding were admitted before
     be._queue = [*many, turn]
     live = SimpleNamespace(rows=[1, 2], tags=[q(flood, [1] * 40, 50), q(flood, [2] * 40, 51)])
-    assert be._admissible(live) == [turn] and be._queue == many  # one place: the source holding no row takes it
+    # one place: the newcomer starts as served as the flood, and with one row waiting against six it goes first
+    assert be._admissible(live) == [turn] and be._queue == many
+    assert be._served == {"nb13": 2, "nb30": 3}
     be._queue = [*many, turn]
     live = SimpleNamespace(rows=[], tags=[])
-    assert be._admissible(live) == [many[0], turn, many[1]]  # empty batch: turns from the first come
-    assert be._queue == many[2:]
-    # a document's rows of one source stay together; a source that holds more waits for the other's unit
+    assert be._admissible(live) == [many[0], turn, many[1]]  # empty batch: the one served least first, in turns
+    assert be._queue == many[2:] and be._served == {"nb13": 4, "nb30": 4}
+    # a document's rows of one source stay together
     agents = [q(chain, [8] * 200 + [a], 98) for a in range(2)]
     be._queue = [*many, *agents]
     live = SimpleNamespace(rows=[1], tags=[q(flood, [1] * 40, 50)])
     assert be._admissible(live) == agents
+    # a source that was idle earns nothing: it returns as served as the least served of those asking
+    be._served, be._active = {"nb13": 100, "nb30": 5, "nb12": 60}, {"nb13", "nb12"}
+    be._queue = [*many[:2], turn]
+    assert be._fair_order(SimpleNamespace(rows=[], tags=[])) == [turn, *many[:2]]
+    assert be._served["nb30"] == 100  # nb12 asks no more: nb13 is the only one asking
     be._queue = list(many)
     assert be._fair_order(live) is be._queue  # one source: as queued
 

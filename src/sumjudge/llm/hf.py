@@ -2,8 +2,8 @@
 
 Every ``generate`` call queues its requests for one decoding thread, which decodes a single batch
 continuously (``decode.BatchDecoder``): between two steps it admits queued rows, first come first
-served (several sources, e.g. a shared engine's notebooks, taking turns: the one holding the fewest rows
-first), while the batch stays under a token budget (rows x (longest prompt + new tokens)) and
+served (several sources, e.g. a shared engine's notebooks, taking turns: the one served least first),
+while the batch stays under a token budget (rows x (longest prompt + new tokens)) and
 ``max_batch`` rows; a row leaves as soon as it finishes and its answer goes to its caller at once. So
 requests that arrive while others decode (the next round of one debate, another run's first round)
 fill the places that finished rows leave, instead of waiting for a whole micro-batch to end. Shared
@@ -24,7 +24,6 @@ import math
 import threading
 import time
 import weakref
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -193,6 +192,8 @@ class HFBackend:
         self._cv = threading.Condition()  # the queue of rows waiting to join the decoding batch
         self._queue: list[_Queued] = []
         self._units = itertools.count()
+        self._served: dict[str, int] = {}  # rows admitted per source (``_fair_order``)
+        self._active: set[str] = set()  # the sources with rows queued or decoding at the last admission
         self._serving = False
         self._open_jobs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its open calls
         self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device,
@@ -256,8 +257,8 @@ class HFBackend:
     async def generate(self, reqs: list[ChatRequest], on_results=None, context_length: int | None = None,
                        source: str = "") -> list[ChatResponse | Exception]:
         """``context_length``: a tighter limit than the model's for these requests (a shared engine's client).
-        ``source``: who asks (a shared engine's client); while several wait, the one holding the fewest rows in
-        the batch goes first (``_fair_order``)."""
+        ``source``: who asks (a shared engine's client); while several wait, the one served least goes first
+        (``_fair_order``)."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
 
@@ -362,15 +363,28 @@ class HFBackend:
         else:
             taken = {id(q) for q in take}
             self._queue = [q for q in self._queue if id(q) not in taken]
+        for q in take:
+            self._served[q.job.source] = self._served.get(q.job.source, 0) + 1
         return take
 
     def _fair_order(self, live) -> list["_Queued"]:
         """The queue in the order its rows may join ``live``: first come, first served within a source; among the
-        sources waiting, the one holding the fewest rows in the batch (and those it is given) goes next, a unit
-        (a job's rows over one document) at a time, the earlier unit first on a tie. One source waiting: the
-        queue as it is. A notebook with one row waiting (a debate's next turn, a retry) then joins before another's
-        hundreds queued ahead of it, instead of waiting for all of them."""
-        if len({q.job.source for q in self._queue}) < 2:
+        sources waiting, the one served least (rows admitted so far) goes next, a unit (a job's rows over one
+        document) at a time; on a tie the source with fewer rows waiting, then the smaller unit, then the earlier.
+        A source that starts (or returns to) asking starts from the least served of those asking, so an idle spell
+        earns it no priority. One source waiting: the queue as it is. A notebook with one row waiting (a debate's
+        next turn, a multi-step judge's next step) then joins before another's hundreds queued ahead of it,
+        instead of waiting for all of them."""
+        sources = {q.job.source for q in self._queue}
+        active = sources | {q.job.source for q in live.tags}
+        returning = active - self._active
+        if returning:
+            staying = [self._served.get(src, 0) for src in active - returning]
+            floor = min(staying) if staying else 0
+            for src in returning:
+                self._served[src] = max(self._served.get(src, 0), floor)
+        self._active = active
+        if len(sources) < 2:
             return self._queue
         units: dict[str, list[list[_Queued]]] = {}
         for q in self._queue:
@@ -379,17 +393,22 @@ class HFBackend:
                 mine[-1].append(q)
             else:
                 mine.append([q])
-        held = Counter(q.job.source for q in live.tags)
         position = {id(q): i for i, q in enumerate(self._queue)}
-        heap = [(held[src], position[id(us[0][0])], src, 0) for src, us in units.items()]
+
+        backlog = {src: sum(len(u) for u in us) for src, us in units.items()}
+
+        def entry(src: str, served: int, k: int) -> tuple:
+            unit = units[src][k]
+            return served, backlog[src], len(unit), position[id(unit[0])], src, k
+
+        heap = [entry(src, self._served.get(src, 0), 0) for src in units]
         heapq.heapify(heap)
         order: list[_Queued] = []
         while heap:
-            rows, _, src, k = heapq.heappop(heap)
-            unit = units[src][k]
-            order += unit
+            served, _, size, _, src, k = heapq.heappop(heap)
+            order += units[src][k]
             if k + 1 < len(units[src]):
-                heapq.heappush(heap, (rows + len(unit), position[id(units[src][k + 1][0])], src, k + 1))
+                heapq.heappush(heap, entry(src, served + size, k + 1))
         return order
 
     @staticmethod
