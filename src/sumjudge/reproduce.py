@@ -195,6 +195,27 @@ def longest_first(nbs: list[Path], hint: list[str] | None = None) -> list[Path]:
     return sorted(nbs, key=lambda nb: rank.get(nb.stem[:2], len(rank)))
 
 
+def cpu_speed_note(dtype: str | None) -> str | None:
+    """A word before a long run where the profile asks for the CPU's native dtype and this CPU has no native
+    bfloat16 (no AVX512-BF16 or AMX): the model then runs in float32, several times slower than the README's
+    measured run. None elsewhere (a GPU, another dtype, a CPU with native bfloat16)."""
+    from .llm.hf import cpu_has_native_bf16
+
+    if dtype != "cpu-native" or cpu_has_native_bf16():
+        return None
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return None
+    except ImportError:
+        return None
+    return ("note: this CPU computes no bfloat16 natively (no AVX512-BF16 or AMX): the model runs in float32, "
+            "about a quarter of the speed of the README's measured run (2 cores of an AMD EPYC with AVX2: a decode "
+            "step over 20 rows of 3,000 tokens took 725 ms against 183); expect hours, not minutes, for the smoke "
+            "profile (`sumjudge plan --profile smoke --notebooks` counts its tokens)")
+
+
 def main(argv: list[str] | None = None) -> int:
     import os
 
@@ -233,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
 
     prof = profiles.load(a.profile)
     shared = a.shared_engine == "auto" and (a.backend or prof.backend) == "hf"
+    note = cpu_speed_note(prof.dtype if (a.backend or prof.backend) == "hf" else None)
+    if note:
+        print(note, flush=True)
     jobs = int(a.jobs) if a.jobs else (JOBS_SHARED if shared else 1)
     engine, url = None, ""
     env = dict(os.environ)

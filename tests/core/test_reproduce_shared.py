@@ -66,3 +66,14 @@ def test_workers_take_the_longest_notebooks_first(tmp_path, monkeypatch):
     (tmp_path / "time_profile_smoke.md").write_text(head + "| 10_nb | 900.0 | m | 40 | 10 | 30 |\n"
                                                     "| 30_nb | 50.5 | m | 10 | 2 | 8 |\n| 01_nb | 7.0 |  |  |  |  |\n")
     assert [p.stem[:2] for p in longest_first(nbs, ["30", "13"])] == ["10", "30", "00", "13"]
+
+
+def test_a_cpu_without_native_bf16_is_told_before_a_long_run(monkeypatch):
+    from sumjudge import reproduce
+    from sumjudge.llm import hf
+
+    monkeypatch.setattr(hf, "cpu_has_native_bf16", lambda: False)
+    assert "runs in float32" in reproduce.cpu_speed_note("cpu-native")
+    assert reproduce.cpu_speed_note("float32") is None and reproduce.cpu_speed_note(None) is None
+    monkeypatch.setattr(hf, "cpu_has_native_bf16", lambda: True)
+    assert reproduce.cpu_speed_note("cpu-native") is None
