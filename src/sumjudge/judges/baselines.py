@@ -63,6 +63,15 @@ def parse_label_and_explanation(text: str, closed_only: bool = False, tag: str =
 
 
 FOLLOW_UP_TOKENS = 64  # the follow-up's reply: a label, perhaps a sentence around it
+# what a follow-up adds to a conversation besides the first answer: its user turn (the templates' text is under 60
+# tokens), the chat markup of two more turns and the reply
+FOLLOW_UP_ROOM = FOLLOW_UP_TOKENS + 96
+
+
+def answer_room(max_new_tokens: int, label_retry: str) -> int:
+    """Tokens a prompt must leave free for its answer: ``max_new_tokens``, and with ``label_retry=follow_up`` room
+    for the follow-up turn too (it carries the first answer, up to ``max_new_tokens``, then asks again)."""
+    return max_new_tokens + (FOLLOW_UP_ROOM if label_retry == "follow_up" else 0)
 
 
 def label_follow_up(req: ChatRequest, attempt: int, answer: ChatResponse,
@@ -109,9 +118,11 @@ async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str
 
 async def zero_shot(example: FaithExample, llm: LLM, config: ZeroShotConfig) -> Judgement:
     prompt, fit = await fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
-                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
+                                   max_new_tokens=answer_room(config.max_new_tokens, config.label_retry),
+                                   policy=config.truncate, tag=example.id)
     (req,) = config.requests(example, prompt, 1, "zero-shot")
-    label, expl, source, details = await label_with_fallback(llm, req, config.fallback, retry=config.label_retry)
+    label, expl, source, details = await label_with_fallback(llm, req, config.fallback, retry=config.label_retry,
+                                                             follow_up=config.follow_up)
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=source == "parsed",
                      label_source=source, details={**details, **fit})
 
@@ -152,10 +163,11 @@ async def cot_samples(example: FaithExample, llm: LLM, config: SelfConsistencyCo
     import asyncio
 
     prompt, fit = await fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
-                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
+                                   max_new_tokens=answer_room(config.max_new_tokens, config.label_retry),
+                                   policy=config.truncate, tag=example.id)
     reqs = config.requests(example, prompt, config.samples, "self-consistency")
-    return list(await asyncio.gather(*(label_with_fallback(llm, r, config.fallback, retry=config.label_retry)
-                                        for r in reqs))), fit
+    return list(await asyncio.gather(*(label_with_fallback(llm, r, config.fallback, retry=config.label_retry,
+                                                           follow_up=config.follow_up) for r in reqs))), fit
 
 
 async def self_consistency(example: FaithExample, llm: LLM, config: SelfConsistencyConfig) -> Judgement:

@@ -210,6 +210,26 @@ def test_label_follow_up_asks_an_agent_for_the_label_its_argument_left_out():
     assert sum(r.tag.split("/")[-1].startswith("agent3") for r in default.requests) > 1  # asked again instead
 
 
+def test_a_follow_up_fits_the_context_the_prompt_was_fitted_to():
+    """label_retry=follow_up: the prompt leaves room for the follow-up turn too (it carries the first answer, up to
+    max_new_tokens, and asks again), so a document cut to fit the first request never makes the follow-up overflow."""
+    from sumjudge.judges.baselines import ZeroShotConfig, zero_shot
+
+    long = FaithExample(id="long", dataset="t", document=" ".join(["word"] * 4000), summary="The council voted.",
+                        label=1)
+    followed = lambda r: len(r.messages) == 3  # noqa: E731
+    be = (ScriptedBackend(context_length=2000).add(followed, "<label>1</label>").add(is_adjudicator, answer(1))
+          .add(r".", " ".join(["reason"] * 100)))
+    llm = LLM(be, cache=NullCache())
+    settings = dict(max_new_tokens=100, truncate="truncate", label_retry="follow_up")
+    run_sync(zero_shot(long, llm, ZeroShotConfig(**settings)))
+    run_sync(ambiguity_taxonomy(long, llm, AmbiguityTaxonomyConfig(**settings)))
+    run_sync(madisse(long, llm, make_config(MadisseConfig, {**settings, "rounds": 1})))
+    follow = [r for r in be.requests if followed(r)]
+    assert len(follow) >= 6  # zero-shot's, the detector's and the agents'
+    assert all(be.prompt_tokens(r.messages) + r.max_new_tokens <= 2000 for r in be.requests)
+
+
 def test_intervention_is_the_codes_mediator_text_from_round_three():
     be = ScriptedBackend().add(is_adjudicator, answer(1)).add(is_agent, stubborn)
     run(be, rounds=3)

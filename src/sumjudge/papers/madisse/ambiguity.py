@@ -22,7 +22,7 @@ from ...llm.parsing import tag_bodies
 from ...prompts import load as load_template
 from ...prompts import variant
 from ...judges.base import Judgement, MethodSpec, fit_fields, register
-from ...judges.baselines import SelfConsistencyConfig, ZeroShotConfig, cot_samples, label_with_fallback
+from ...judges.baselines import SelfConsistencyConfig, ZeroShotConfig, answer_room, cot_samples, label_with_fallback
 from .protocol import MadisseConfig, Turn, fit_entries, guidelines_text, madisse, madisse_prompts
 
 
@@ -56,7 +56,8 @@ async def ask_ambiguity(example: FaithExample, llm: LLM, config: ZeroShotConfig,
                         tag: str) -> tuple[int | None, str, str, dict]:
     name = variant(template, config.doc_first, config.prompts)
     fitted, fit = await fit_fields(llm, name, {"doc": example.document, "summary": example.summary, **fields},
-                             max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
+                             max_new_tokens=answer_room(config.max_new_tokens, config.label_retry),
+                                   policy=config.truncate, tag=example.id)
     (req,) = config.requests(example, load_template(name).render(**fitted), 1, tag)
     label, expl, source, details = await label_with_fallback(llm, req, config.fallback, retry=config.label_retry,
                                                         follow_up=config.follow_up)
@@ -99,8 +100,9 @@ async def ambiguity_debate(example: FaithExample, llm: LLM, config: AmbiguityDeb
         # arguments too long for the context (agents that argue at length, a small context) are each cut to the
         # same number of words, leaving the answer and a quarter of the context for the document
         tmpl = load_template(variant(config.arguments_template, config.doc_first, config.prompts))
+        room = answer_room(config.max_new_tokens, config.label_retry) + llm.context_length // 4
         arguments, cut = await fit_entries(llm, tmpl, {"doc": "", "summary": example.summary, **fields}, p, entries,
-                                           config.max_new_tokens + llm.context_length // 4, field="arguments")
+                                           room, field="arguments")
     label, expl, source, details = await ask_ambiguity(example, llm, asking, config.arguments_template,
                                                        {"arguments": arguments, **fields}, "ambiguity-arguments")
     if cut:

@@ -51,7 +51,7 @@ from ...prompts import load as load_template
 from ...prompts import variant
 from ...judges.base import GREEDY_WARNING, AsPrinted, Judgement, MethodSpec, derive_seed, fit_fields, register, request, user
 from ...llm.fitting import fit_to_context
-from ...judges.baselines import label_with_fallback
+from ...judges.baselines import answer_room, label_with_fallback
 
 FAITHFUL, UNFAITHFUL = 1, 0
 
@@ -336,7 +336,8 @@ class Debate:
             tmpl = p.later
             views = [shuffled_blocks(p, shown, i, rng) for i in range(1, n + 1)]  # each agent's order, in turn
             fitted = await asyncio.gather(*(fit_history(self.llm, tmpl, self.fields, p, blocks, intervention,
-                                                        learning, cfg.max_new_tokens) for blocks in views))
+                                                        learning, answer_room(cfg.max_new_tokens, cfg.label_retry))
+                                              for blocks in views))
             histories = [hist for hist, _ in fitted]
             s.history_rounds_dropped = max([s.history_rounds_dropped] + [dropped for _, dropped in fitted])
         return [load_template(tmpl).render(**self.fields, chat_history=hist, intervention=intervention,
@@ -385,7 +386,8 @@ class Debate:
         orders = distinct_orders(len(numbered), k, rng)
         tmpl = load_template(p.adjudicator)
         histories = await asyncio.gather(*(fit_entries(self.llm, tmpl, self.fields, p,
-                                                       [p.entry(numbered[j], me=0) for j in order], cfg.max_new_tokens)
+                                                       [p.entry(numbered[j], me=0) for j in order],
+                                                       answer_room(cfg.max_new_tokens, cfg.label_retry))
                                            for order in orders))
         answers = await asyncio.gather(*(
             self.ask(tmpl.render(**self.fields, chat_history=hist), "explanation", f"{ex.id}/{scope}/adjudicator{a}",
@@ -420,14 +422,15 @@ async def fitted_fields(example: FaithExample, llm: LLM, config: MadisseConfig, 
     with the stances, later rounds (when there are any) with room for the chat history and the mediator
     text, the adjudicators with room for one round of arguments."""
     one_round = (config.faithful_agents + config.unfaithful_agents) * (config.max_new_tokens + 24)
+    room = answer_room(config.max_new_tokens, config.label_retry)  # the answer, and a follow-up turn where asked
     stances = ["faithful"] * config.faithful_agents + ["unfaithful"] * config.unfaithful_agents
     checks = [(p.first, {"chat_history": stance_history(p, stances if config.init == "stance" else [None], 1),
-                         "intervention": ""}, config.max_new_tokens)]
+                         "intervention": ""}, room)]
     if config.rounds > 1:
         late = config.intervention_after and config.rounds > config.intervention_after
         checks.append((p.later, {"chat_history": "", "intervention": p.intervention() if late else ""},
-                       config.max_new_tokens + history_reserve(llm, config)))
-    checks.append((p.adjudicator, {"chat_history": ""}, config.max_new_tokens + one_round))
+                       room + history_reserve(llm, config)))
+    checks.append((p.adjudicator, {"chat_history": ""}, room + one_round))
     fields = {"doc": example.document, "summary": example.summary, "guidelines": guidelines_text(config),
               "learning": learning_text(config.learning)}
     for tmpl, extra, reserve in checks:
