@@ -427,6 +427,13 @@ def test_sources_take_turns_the_one_served_least_first():
     assert be._served["nb30"] == 100  # nb12 asks no more: nb13 is the only one asking
     be._queue = list(many)
     assert be._fair_order(live) is be._queue  # one source: as queued
+    # a full batch (max_batch rows) orders nothing: the queue is not walked at every decode step
+    full = SimpleNamespace(rows=[1, 2, 3], tags=[q(flood, [1] * 40, 50 + i) for i in range(3)])
+    be._queue = [*many, turn]
+    be._fair_order = lambda live: pytest.fail("ordered the queue for a full batch")
+    assert be._admissible(full) == [] and be._queue == [*many, turn]
+    be.max_batch, be.token_budget = 10, 3 * 48 + 47  # room in rows, but a fourth row of 48 tokens passes the budget
+    assert be._admissible(full) == []
 
 
 def test_a_fault_while_decoding_reaches_the_callers_and_the_backend_goes_on(tiny_backend, monkeypatch):

@@ -343,7 +343,7 @@ class HFBackend:
         (rows x longest prompt + answer) and ``max_batch`` leave room for, at least one into an empty batch. A
         run of rows sharing a prompt prefix (a debate's agents over one document) joins whole, or waits until
         it can, so its prefix is still computed once."""
-        if not self._queue or (live.rows and not self.decoder.joins):
+        if not self._queue or (live.rows and not self.decoder.joins) or self._full(live):
             return []
         queue = self._fair_order(live)
         take = queue[:self._room([q.row for q in live.tags], [q.row for q in queue], _answer_tokens)]
@@ -366,6 +366,15 @@ class HFBackend:
         for q in take:
             self._served[q.job.source] = self._served.get(q.job.source, 0) + 1
         return take
+
+    def _full(self, live) -> bool:
+        """No row could join ``live``: it holds ``max_batch`` rows, or one more row even no longer than its longest
+        prompt and answer would pass the token budget. Checked before ordering the queue (every decode step)."""
+        if not live.rows:
+            return False
+        held = [q.row for q in live.tags]
+        widest = max(len(r.ids) for r in held) + max(_answer_tokens(r) for r in held)
+        return len(held) + 1 > self.max_batch or (len(held) + 1) * widest > self.token_budget
 
     def _fair_order(self, live) -> list["_Queued"]:
         """The queue in the order its rows may join ``live``: first come, first served within a source; among the
