@@ -192,25 +192,30 @@ def check_outputs(be, reqs, seq_texts: list[str], eng_texts: list[str], max_new_
     }
 
 
+def bench_backend(args, dtype: str, *, name: str, **options):
+    """The hf backend a benchmark decodes with: ``--model`` loaded by the backend, or the ``--shape`` model built
+    here (named ``name``); every answer decoded to its ``max_new_tokens`` (no eos)."""
+    from .llm.hf import HFBackend
+
+    model = getattr(args, "model", None)
+    model_or_path, tok = (model, None) if model else _model_for_shape(args.shape, args.device, dtype)
+    be = (HFBackend(model_or_path, device=args.device, dtype=dtype, **options) if tok is None
+          else HFBackend.from_loaded(model_or_path, tok, name=name, **options))
+    decode_without_eos(be)
+    return be
+
+
 def run(args) -> dict:
     import torch
 
-    from .llm.engine import LLM
-    from .llm.hf import HFBackend
-
     from .llm.decode import PREFILL_BUDGET
+    from .llm.engine import LLM
 
     dtype = resolve_dtype(args.dtype, args.device)
     args.prefill_budget = getattr(args, "prefill_budget", None) or PREFILL_BUDGET
     model = getattr(args, "model", None)
-    model_or_path, tok = (model, None) if model else _model_for_shape(args.shape, args.device, dtype)
-    if tok is None:
-        be = HFBackend(model_or_path, device=args.device, dtype=dtype, token_budget=args.token_budget,
+    be = bench_backend(args, dtype, name="random-llama3-8b-shape", token_budget=args.token_budget,
                        prefill_budget=args.prefill_budget)
-    else:
-        be = HFBackend.from_loaded(model_or_path, tok, name="random-llama3-8b-shape", token_budget=args.token_budget,
-                                   prefill_budget=args.prefill_budget)
-    decode_without_eos(be)
     reqs = build_requests(tokenizer_cut(be.tokenizer), args.docs, args.doc_tokens, args.max_new_tokens)
 
     # (a) one generate call per request
@@ -326,19 +331,14 @@ def run_openai(args) -> dict:
 
 def run_turns(args) -> dict:
     """A flood and a chain on one engine: one source queues ``docs`` x 4 requests at once, another then asks
-    ``turns`` requests one after another (a debate's rounds, a multi-step judge's steps: each waits for the one before). Timed
-    twice on the same backend: both from one source (first come, first served: every turn queues behind the
+    ``turns`` requests one after another (a debate's rounds, a multi-step judge's steps: each waits for the one
+    before). Timed twice on the same backend: both from one source (first come, first served: every turn queues behind the
     flood's rest) and as two sources taking turns (``HFBackend`` ``source``). Greedy, no eos, no cache: both
     passes decode the same tokens."""
-    from .llm.hf import HFBackend
-
     dtype = resolve_dtype(args.dtype, args.device)
     model = getattr(args, "model", None)
-    model_or_path, tok = (model, None) if model else _model_for_shape(args.shape, args.device, dtype)
-    opts = dict(token_budget=args.token_budget, max_batch=args.max_batch, prefix_store_mb=0)
-    be = (HFBackend(model_or_path, device=args.device, dtype=dtype, **opts) if tok is None
-          else HFBackend.from_loaded(model_or_path, tok, name=args.shape, **opts))
-    decode_without_eos(be)
+    be = bench_backend(args, dtype, name=args.shape, token_budget=args.token_budget, max_batch=args.max_batch,
+                       prefix_store_mb=0)
     cut = tokenizer_cut(be.tokenizer)
     flood = build_requests(cut, args.docs, args.doc_tokens, args.max_new_tokens, salt="flood ")
     chain = build_requests(cut, -(-args.turns // 4), args.doc_tokens, args.max_new_tokens, salt="chain ")[:args.turns]

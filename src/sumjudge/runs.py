@@ -17,8 +17,8 @@ import platform
 import re
 import sys
 import time
-from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
