@@ -252,6 +252,57 @@ def test_decode_attention_equals_transformers_sdpa_on_a_padded_gqa_batch(tiny_mo
     assert (logits[0][1] - logits[1][1]).abs().max() < 1e-3
 
 
+def test_decode_attention_row_by_row_equals_the_padded_read(tiny_model_dir, monkeypatch):
+    """Rows read over their own columns (a row with a masked gap inside its span, as between a shared prefix and
+    its suffix, keeps its mask) give the logits transformers' padded SDPA gives."""
+    from transformers import AutoModelForCausalLM, DynamicCache
+
+    from sumjudge.llm import attention
+
+    stock = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    ours = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+    assert attention.use_gqa_decode_attention(ours)
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(10, 1000, (3, 60), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, :45] = 0  # a short row beside a long one
+    mask[2, :20] = 0
+    mask[2, 30:38] = 0  # a gap inside row 2's span
+    monkeypatch.setattr(attention, "ROW_CALL_COLUMNS", 0)
+    calls = []
+    spans = attention.row_spans
+    monkeypatch.setattr(attention, "row_spans", lambda m: calls.append(spans(m)) or calls[-1])
+    steps = []
+    for m in (stock, ours):
+        cache = DynamicCache(config=m.config)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            first = m(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True).logits
+            step_mask = torch.cat([mask, torch.ones((3, 1), dtype=mask.dtype)], dim=1)
+            nxt = first[:, -1].argmax(-1, keepdim=True)
+            steps.append(m(input_ids=nxt, attention_mask=step_mask, position_ids=pos[:, -1:] + 1,
+                           past_key_values=cache, use_cache=True).logits)
+    assert calls and calls[0] == [(0, False), (45, False), (20, True)]  # the decode step went row by row
+    assert (steps[0] - steps[1]).abs().max() < 1e-3
+
+
+def test_decode_attention_reads_row_by_row_only_when_the_padding_outweighs_the_calls():
+    from sumjudge.llm.attention import ROW_CALL_COLUMNS, row_spans
+
+    width = 4 * ROW_CALL_COLUMNS
+    even = torch.ones((4, 1, 1, width), dtype=torch.bool)
+    assert row_spans(even) is None  # no padding: one call
+    ragged = even.clone()
+    ragged[1:, ..., : width - ROW_CALL_COLUMNS] = False
+    assert row_spans(ragged) == [(0, False)] + [(width - ROW_CALL_COLUMNS, False)] * 3
+    additive = torch.zeros((4, 1, 1, width))
+    additive[1:, ..., : width - ROW_CALL_COLUMNS] = torch.finfo(torch.float32).min
+    assert row_spans(additive) == row_spans(ragged)
+    slight = even.clone()
+    slight[1, ..., :ROW_CALL_COLUMNS] = False  # saves fewer columns than three more calls cost
+    assert row_spans(slight) is None
+
+
 def test_the_backend_records_its_attention(tiny_backend):
     assert tiny_backend.info.extra["attention"] == "sumjudge_gqa_sdpa"
 
