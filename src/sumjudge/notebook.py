@@ -135,13 +135,32 @@ class Session:
         in order."""
         from .runs import run_many
 
-        plans = [self.plan(**spec) for spec in runs]
-        distinct = list({out: (rc, out, llm) for rc, out, llm in plans}.values())  # the same run asked twice: once
+        plans, distinct = self._plans(runs)
         try:
-            finished = run_many(distinct, progress=progress, alongside=alongside)
-            done = dict(zip([out for _, out, _ in distinct], finished))
+            return self._in_order(plans, distinct, run_many(distinct, progress=progress, alongside=alongside))
         finally:
             self.write_time_profile()
+
+    async def run_many_async(self, runs: list[dict[str, Any]], *, progress: bool = True
+                             ) -> list[tuple[dict[str, Any], Path]]:
+        """``run_many`` from inside a running event loop (``runs.run_many_async``): e.g. work alongside other runs
+        that starts runs once it has learned their configuration; they join the batches of what is running."""
+        from .runs import run_many_async
+
+        plans, distinct = self._plans(runs)
+        try:
+            return self._in_order(plans, distinct, await run_many_async(distinct, progress=progress))
+        finally:
+            self.write_time_profile()
+
+    def _plans(self, runs: list[dict[str, Any]]) -> tuple[list, list]:
+        """Each run's (config, folder, engine), and those to run (the same run asked twice runs once)."""
+        plans = [self.plan(**spec) for spec in runs]
+        return plans, list({out: (rc, out, llm) for rc, out, llm in plans}.values())
+
+    @staticmethod
+    def _in_order(plans: list, distinct: list, finished: list) -> list[tuple[dict[str, Any], Path]]:
+        done = dict(zip([out for _, out, _ in distinct], finished))
         return [(done[out], out) for _, out, _ in plans]
 
     def time_profile(self) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ partial is ever presented as a result.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import json
 import os
@@ -372,37 +373,73 @@ def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = 
     """Several runs at once, each ``(config, folder, engine)``: their examples' requests reach each engine
     together and share its batches (a notebook's grid of settings, a table's evaluators), while every run keeps
     its own folder, call log, cache entries and metrics, and resumes on its own. ``alongside``: coroutine
-    functions awaited in the same event loop (work that is not a run, e.g. a method's training), their results
-    not returned. When a run (or one of those) fails the others still finish; the first failure is raised
-    after them."""
+    functions awaited in the same event loop (work that is not a run, e.g. a method's training, or runs that can
+    only be configured once it is done: ``run_many_async``), their results not returned. When a run (or one of
+    those) fails the others still finish; the first failure is raised after them."""
     import contextlib
 
     from .llm.engine import run_sync
+
+    async def everything_in(after_loop: contextlib.ExitStack) -> list:
+        _AFTER_LOOP.set(after_loop)  # in the loop's own context (run_sync may run it in another thread)
+        return await _gather(jobs, progress, alongside)
+
+    with contextlib.ExitStack() as after_loop:
+        everything = run_sync(everything_in(after_loop))
+    results = everything[:len(jobs)]
+    for res in everything:
+        if isinstance(res, BaseException):
+            raise res
+    return results
+
+
+async def run_many_async(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = True
+                         ) -> list[dict[str, Any]]:
+    """``run_many`` inside a running event loop (e.g. work alongside other runs, which starts runs once it has
+    learned their configuration): these runs join the batches of whatever else the loop is running. Their logs
+    close when the outermost ``run_many`` ends, else when they finish. The first failure is raised after every
+    run finished."""
+    import contextlib
+
+    with contextlib.ExitStack() as own:
+        token = None if _AFTER_LOOP.get() is not None else _AFTER_LOOP.set(own)
+        try:
+            everything = await _gather(jobs, progress, ())
+        finally:
+            if token is not None:
+                _AFTER_LOOP.reset(token)
+    for res in everything:
+        if isinstance(res, BaseException):
+            raise res
+    return everything
+
+
+async def _gather(jobs: list[tuple[RunConfig, str | Path, LLM]], progress: bool,
+                  alongside: Sequence[Callable[[], Awaitable[Any]]]) -> list:
+    """The runs (locked and claimed, each on its own view of its engine) and the work alongside, awaited together;
+    results and exceptions in order. The views' logs close with ``_AFTER_LOOP``'s stack, after the event loop
+    (see ``execute``)."""
+    import contextlib
 
     runs = [prepare(rc, out) for rc, out, _ in jobs]
     folders = [r.out.resolve() for r in runs]
     if len(set(folders)) != len(folders):
         raise ConfigError("run_many: two runs name the same folder: " +
                           ", ".join(sorted({str(f) for f in folders if folders.count(f) > 1})))
-
+    after_loop = _AFTER_LOOP.get()
     with contextlib.ExitStack() as held:
         for r in runs:
             held.enter_context(RunLock(r.out))
             claim_folder(r)
         views = [open_run(r, llm) for r, (_, _, llm) in zip(runs, jobs)]
-        for view in views:  # closed after the event loop is gone (see execute)
-            held.callback(view.log.close)
+        for view in views:
+            after_loop.callback(view.log.close)
+        return await asyncio.gather(*(execute_async(r, view, progress=progress) for r, view in zip(runs, views)),
+                                    *(job() for job in alongside), return_exceptions=True)
 
-        async def all_runs() -> list:
-            return await asyncio.gather(*(execute_async(r, view, progress=progress) for r, view in zip(runs, views)),
-                                        *(job() for job in alongside), return_exceptions=True)
 
-        everything = run_sync(all_runs())
-    results = everything[:len(runs)]
-    for res in everything:
-        if isinstance(res, BaseException):
-            raise res
-    return results
+# the stack that closes run logs once the outermost run_many's event loop is gone
+_AFTER_LOOP: contextvars.ContextVar = contextvars.ContextVar("sumjudge_runs_after_loop", default=None)
 
 
 def write_config(r: Run, llm: Calls) -> None:

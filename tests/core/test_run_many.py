@@ -7,7 +7,7 @@ import pytest
 
 from sumjudge.llm import ConfigError, NullCache, ResponseCache, run_sync
 from sumjudge.llm.engine import LLM
-from sumjudge.runs import RunConfig, run, run_many
+from sumjudge.runs import RunConfig, run, run_many, run_many_async
 
 pytestmark = pytest.mark.usefixtures("tiny_backend")
 
@@ -86,3 +86,38 @@ def test_work_alongside_the_runs_shares_their_batches_and_its_failure_comes_afte
     with pytest.raises(RuntimeError, match="job failed"):
         run_many([(configs()[1], tmp_path / "after-failure", fresh)], progress=False, alongside=[broken])
     assert (tmp_path / "after-failure" / "metrics.json").exists()  # the run finished all the same
+
+
+def chat_times(folder):
+    return [e["time"] for e in map(json.loads, (folder / "calls.jsonl").read_text().splitlines())
+            if e.get("event") == "chat"]
+
+
+def test_a_run_started_by_work_alongside_joins_the_runs_still_going(tiny_backend, tmp_path):
+    """Work alongside (e.g. a training) that starts a run once it is done (``run_many_async``): the run joins
+    the batches of the runs still decoding, instead of waiting for them, and keeps its own folder and log."""
+    from sumjudge.llm import ChatRequest
+
+    llm = LLM(tiny_backend, cache=NullCache())
+    long_rc, short_rc = configs()[1], configs()[0]
+    long_rc.settings = {"max_new_tokens": 96}  # chains of thought the tiny model never closes: retried, long
+    later = {}
+
+    async def learn_then_run():
+        await llm.chat(ChatRequest(messages=[{"role": "user", "content": "learn"}], max_new_tokens=2, tag="job"))
+        later["metrics"] = (await run_many_async([(short_rc, tmp_path / "later", llm)], progress=False))[0]
+
+    first = run_many([(long_rc, tmp_path / "first", llm)], progress=False, alongside=[learn_then_run])
+    assert first[0]["n_examples"] == 3 and later["metrics"]["n_examples"] == 3
+    assert json.loads((tmp_path / "later" / "metrics.json").read_text())["method"] == "zero-shot"
+    # the later run answered while the first was still asking
+    assert min(chat_times(tmp_path / "later")) < max(chat_times(tmp_path / "first"))
+    assert len(chat_times(tmp_path / "later")) == later["metrics"]["engine"]["backend_calls"]
+
+
+def test_runs_started_inside_a_loop_of_their_own_close_their_logs(tiny_backend, tmp_path):
+    llm = LLM(tiny_backend, cache=NullCache())
+    got = run_sync(run_many_async([(configs()[0], tmp_path / "inside", llm)], progress=False))
+    assert got[0]["n_examples"] == 3
+    again = run_many([(configs()[0], tmp_path / "inside", llm)], progress=False)  # the folder is free again
+    assert again[0]["n_examples"] == 3
