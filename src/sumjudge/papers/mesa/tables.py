@@ -164,21 +164,27 @@ def evaluate_rows_with(session, together: list[dict[str, Any]], types: list[str]
     shared = {"transcript_tokens": cap} if cap is not None else {}
     bases = {setup: {"types": list(types), **extra, **shared} for setup, extra in SETUPS.items()}
     # the rows that need no training, the runs asked together and the self-training run at once (their requests
-    # share the engine's batches), then the trained rows
+    # share the engine's batches); each trained row starts as soon as its feedback is learned, in the same batches
     untrained = {f"{setup}-0": mesa_run_spec(base, limit=limit, dataset=dataset) for setup, base in bases.items()}
     if g_eval:
         untrained = {"G-Eval-4": mesa_run_spec({"types": list(types), **shared}, limit=limit, method="mesa-g-eval",
                                                dataset=dataset), **untrained}
     jobs = {setup: FeedbackJob(session, base, iterations, limit=train_limit, dataset=dataset)
             for setup, base in bases.items() if iterations > 0 and setup in trained}
-    done = session.run_many(list(untrained.values()) + list(together), alongside=list(jobs.values()))
+    trained_rows: dict[str, tuple[dict[str, Any], Path]] = {}
+
+    def then_trained(setup: str, job: FeedbackJob):
+        async def learn_then_run() -> None:
+            fb = await job()
+            used = {k: fb[k] for k in ("iteration", "reports", "train_meetings")}  # the history stays in its file
+            spec = mesa_run_spec({**bases[setup], "feedback": used}, limit=limit, dataset=dataset)
+            trained_rows[f"{setup}-{iterations}"] = (await session.run_many_async([spec]))[0]
+        return learn_then_run
+
+    done = session.run_many(list(untrained.values()) + list(together),
+                            alongside=[then_trained(setup, job) for setup, job in jobs.items()])
     out.update(zip(untrained, done))
-    learned = {}
-    for setup, job in jobs.items():
-        used = {k: job.feedback[k] for k in ("iteration", "reports", "train_meetings")}  # the history stays in its file
-        learned[f"{setup}-{iterations}"] = mesa_run_spec({**bases[setup], "feedback": used}, limit=limit,
-                                                         dataset=dataset)
-    out.update(zip(learned, session.run_many(list(learned.values()))))
+    out.update(trained_rows)
     order = ["G-Eval-4"] + [f"{setup}-{i}" for setup in SETUPS for i in (0, iterations)]
     return {row: out[row] for row in order if row in out}, done[len(untrained):]
 
