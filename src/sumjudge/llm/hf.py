@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .attention import NAME, use_gqa_decode_attention
+from .cpu_linear import use_onednn_linear
 from .backend import Capabilities
 from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
 from .errors import PromptTooLongError
@@ -167,6 +168,7 @@ class HFBackend:
                prefill_budget=PREFILL_BUDGET, prefix_store_mb=CAPACITY_MB):
         self.model = model.eval()
         attention = NAME if use_gqa_decode_attention(self.model) else getattr(model.config, "_attn_implementation", "")
+        linear = "onednn-few-rows" if use_onednn_linear(self.model) else "torch"
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
         tok = self.tokenizer
@@ -187,7 +189,7 @@ class HFBackend:
         self.info = BackendInfo(name="hf", model=name, revision=revision or "",
                                 extra={"dtype": dtype, "device": str(self.device), "device_map": device_map,
                                        "chat_template": self._template, "context_length": self.context_length,
-                                       "attention": attention})
+                                       "attention": attention, "linear": linear})
         self._lock = threading.Lock()  # the model: one decoding step or one scoring pass at a time
         self._cv = threading.Condition()  # the queue of rows waiting to join the decoding batch
         self._queue: list[_Queued] = []
