@@ -221,8 +221,9 @@ def test_draws_follow_the_renormalised_nucleus():
     assert same == [int(draw(probs, 0.9, torch.Generator().manual_seed(s))) for s in range(20)]
 
 
-def test_decode_attention_equals_transformers_sdpa_on_a_padded_gqa_batch(tiny_model_dir):
-    from transformers import AutoModelForCausalLM, DynamicCache
+def stock_and_ours(tiny_model_dir):
+    """The tiny model twice: on transformers' SDPA, and switched to the decode-step attention."""
+    from transformers import AutoModelForCausalLM
 
     from sumjudge.llm.attention import NAME, use_gqa_decode_attention
 
@@ -230,22 +231,32 @@ def test_decode_attention_equals_transformers_sdpa_on_a_padded_gqa_batch(tiny_mo
     ours = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
     assert stock.config.num_key_value_heads < stock.config.num_attention_heads  # grouped-query
     assert use_gqa_decode_attention(ours) and ours.config._attn_implementation == NAME
+    return stock, ours
+
+
+def prompt_then_one_step(model, ids, mask):
+    """Left-padded prompts (``mask``), then one decode step: (the prompts' logits, the step's)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.inference_mode():
+        first = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True).logits
+        step_mask = torch.cat([mask, torch.ones((len(ids), 1), dtype=mask.dtype)], dim=1)
+        nxt = first[:, -1].argmax(-1, keepdim=True)
+        step = model(input_ids=nxt, attention_mask=step_mask, position_ids=pos[:, -1:] + 1, past_key_values=cache,
+                     use_cache=True).logits
+    return first, step
+
+
+def test_decode_attention_equals_transformers_sdpa_on_a_padded_gqa_batch(tiny_model_dir):
+    models = stock_and_ours(tiny_model_dir)
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(10, 1000, (3, 40), generator=g)
     mask = torch.ones_like(ids)
     mask[1, :15] = 0  # left padding, as the batched decoder pads
     mask[2, :33] = 0
-    logits = []
-    for m in (stock, ours):
-        cache = DynamicCache(config=m.config)
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        with torch.inference_mode():
-            first = m(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True).logits
-            step_mask = torch.cat([mask, torch.ones((3, 1), dtype=mask.dtype)], dim=1)
-            nxt = first[:, -1].argmax(-1, keepdim=True)
-            step = m(input_ids=nxt, attention_mask=step_mask, position_ids=pos[:, -1:] + 1, past_key_values=cache,
-                     use_cache=True).logits
-        logits.append((first, step))
+    logits = [prompt_then_one_step(m, ids, mask) for m in models]
     assert torch.equal(logits[0][0], logits[1][0])  # prompts: transformers' own path
     # one query token: the unrepeated keys (float32 sums in another order: differences far below 1e-3; a wrong
     # head-to-key mapping or mask moves logits by whole units)
@@ -255,13 +266,9 @@ def test_decode_attention_equals_transformers_sdpa_on_a_padded_gqa_batch(tiny_mo
 def test_decode_attention_row_by_row_equals_the_padded_read(tiny_model_dir, monkeypatch):
     """Rows read over their own columns (a row with a masked gap inside its span, as between a shared prefix and
     its suffix, keeps its mask) give the logits transformers' padded SDPA gives."""
-    from transformers import AutoModelForCausalLM, DynamicCache
-
     from sumjudge.llm import attention
 
-    stock = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
-    ours = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
-    assert attention.use_gqa_decode_attention(ours)
+    models = stock_and_ours(tiny_model_dir)
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(10, 1000, (3, 60), generator=g)
     mask = torch.ones_like(ids)
@@ -272,16 +279,7 @@ def test_decode_attention_row_by_row_equals_the_padded_read(tiny_model_dir, monk
     calls = []
     spans = attention.row_spans
     monkeypatch.setattr(attention, "row_spans", lambda m: calls.append(spans(m)) or calls[-1])
-    steps = []
-    for m in (stock, ours):
-        cache = DynamicCache(config=m.config)
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        with torch.inference_mode():
-            first = m(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True).logits
-            step_mask = torch.cat([mask, torch.ones((3, 1), dtype=mask.dtype)], dim=1)
-            nxt = first[:, -1].argmax(-1, keepdim=True)
-            steps.append(m(input_ids=nxt, attention_mask=step_mask, position_ids=pos[:, -1:] + 1,
-                           past_key_values=cache, use_cache=True).logits)
+    steps = [prompt_then_one_step(m, ids, mask)[1] for m in models]
     assert calls and calls[0] == [(0, False), (45, False), (20, True)]  # the decode step went row by row
     assert (steps[0] - steps[1]).abs().max() < 1e-3
 
