@@ -211,9 +211,10 @@ def cpu_speed_note(dtype: str | None) -> str | None:
     except ImportError:
         return None
     return ("note: this CPU computes no bfloat16 natively (no AVX512-BF16 or AMX): the model runs in float32, "
-            "about a quarter of the speed of the README's measured run (2 cores of an AMD EPYC with AVX2: a decode "
-            "step over 20 rows of 3,000 tokens took 725 ms against 183); expect hours, not minutes, for the smoke "
-            "profile (`sumjudge plan --profile smoke --notebooks` counts its tokens)")
+            "a fraction of the speed of the README's measured run (2 cores of an AMD EPYC with AVX2: a decode step "
+            "over 20 rows of 3,000 tokens took 599 ms against 183, prompts ran at 90-120 tokens/s against 600-700); "
+            "expect hours, not minutes, for the smoke profile (`sumjudge plan --profile smoke --notebooks` counts "
+            "its tokens)")
 
 
 def main(argv: list[str] | None = None) -> int:
