@@ -24,8 +24,11 @@ STANCES = ("The summary is faithful.", "The summary is unfaithful.")
 H100_SXM_BANDWIDTH = 3.35e12
 
 
-def _documents(k: int, doc_tokens: int, cut) -> list[tuple[str, str]]:
-    """(document, summary) pairs: real MeetingBank transcripts when the data is present, else synthetic text."""
+def _documents(k: int, doc_tokens: int, cut, long_docs: int = 0, long_doc_tokens: int = 0) -> list[tuple[str, str]]:
+    """(document, summary) pairs: real MeetingBank transcripts when the data is present, else synthetic text; ``k``
+    cut to ``doc_tokens``, then ``long_docs`` others cut to ``long_doc_tokens`` (rows of two lengths in one batch)."""
+    lengths = [doc_tokens] * k + [long_doc_tokens] * long_docs
+    k = len(lengths)
     docs: list[tuple[str, str]] = []
     try:
         from .data.registry import load
@@ -42,7 +45,7 @@ def _documents(k: int, doc_tokens: int, cut) -> list[tuple[str, str]]:
         body = " ".join(f"Speaker {j % 5}: item {i}-{j} was discussed and the council voted {j % 3} times." for j in range(200))
         docs.append((body, f"The council discussed item {i}."))
         i += 1
-    return [(cut(d, doc_tokens), s) for d, s in docs[:k]]
+    return [(cut(d, n), s) for (d, s), n in zip(docs, lengths)]
 
 
 def tokenizer_cut(tok):
@@ -66,16 +69,18 @@ def counted_cut(count):
     return cut
 
 
-def build_requests(cut, k: int, doc_tokens: int, max_new_tokens: int, salt: str = ""):
+def build_requests(cut, k: int, doc_tokens: int, max_new_tokens: int, salt: str = "", long_docs: int = 0,
+                   long_doc_tokens: int = 0):
     """4 agents per document, as a round of a stance-initialised debate; ``salt`` starts every prompt (a
-    benchmark pass of its own against a server's prefix cache, with the same token count in every pass)."""
+    benchmark pass of its own against a server's prefix cache, with the same token count in every pass);
+    ``long_docs`` more documents of ``long_doc_tokens`` (a batch of short rows beside long ones)."""
     from .judges.baselines import ZeroShotConfig
     from .llm import ChatRequest
     from .prompts import render
 
     zero_shot = ZeroShotConfig.template  # the zero-shot judge's prompt
     reqs = []
-    for di, (doc, summ) in enumerate(_documents(k, doc_tokens, cut)):
+    for di, (doc, summ) in enumerate(_documents(k, doc_tokens, cut, long_docs, long_doc_tokens)):
         base = salt + render(zero_shot, doc=doc, summary=summ)
         for agent in range(4):
             text = f"{base}\n\nYou are agent {agent + 1}. Your initial belief: {STANCES[agent % 2]}"
@@ -216,7 +221,9 @@ def run(args) -> dict:
     model = getattr(args, "model", None)
     be = bench_backend(args, dtype, name="random-llama3-8b-shape", token_budget=args.token_budget,
                        prefill_budget=args.prefill_budget)
-    reqs = build_requests(tokenizer_cut(be.tokenizer), args.docs, args.doc_tokens, args.max_new_tokens)
+    long_docs, long_doc_tokens = getattr(args, "long_docs", 0) or 0, getattr(args, "long_doc_tokens", 0) or 0
+    reqs = build_requests(tokenizer_cut(be.tokenizer), args.docs, args.doc_tokens, args.max_new_tokens,
+                          long_docs=long_docs, long_doc_tokens=long_doc_tokens)
 
     # (a) one generate call per request
     gen_cfg = greedy_config(be, args.max_new_tokens)
@@ -259,6 +266,7 @@ def run(args) -> dict:
     result = {
         "model": model or args.shape, "shape": None if model else args.shape, "device": str(be.device), "dtype": dtype,
         "requests": len(reqs), "docs": args.docs, "agents_per_doc": 4, "repeats": args.repeats,
+        "long_docs": long_docs, "long_doc_tokens": long_doc_tokens if long_docs else None,
         "mean_prompt_tokens": round(prompt_tokens / len(reqs), 1), "max_new_tokens": args.max_new_tokens,
         "sequential_s": round(seq_s, 3), "engine_s": round(eng_s, 3), "speedup": round(seq_s / eng_s, 2),
         "engine_generate_calls": calls,

@@ -376,6 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default="cpu")
     b.add_argument("--docs", type=int, default=8, help="K documents (x 4 agents)")
     b.add_argument("--doc-tokens", type=int, default=600)
+    b.add_argument("--long-docs", type=int, default=0, help="M more documents (x 4 agents) of --long-doc-tokens: "
+                   "short rows beside long ones in one batch (what row-by-row decode attention is for)")
+    b.add_argument("--long-doc-tokens", type=int, default=3000)
     b.add_argument("--max-new-tokens", type=int, default=128)
     b.add_argument("--token-budget", type=int, default=65536)
     b.add_argument("--prefill-budget", type=int,

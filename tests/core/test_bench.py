@@ -45,6 +45,24 @@ def test_bench_outputs_match_one_generate_per_request(tiny_models, dtype):
     assert r["engine_decode_tokens_per_s"] > 0 and r["engine_prefill_s"] > 0
 
 
+def test_short_rows_beside_long_ones_read_row_by_row_decode_as_one_generate_per_request(tiny_models, monkeypatch):
+    """``--long-docs``: rows of two lengths in one batch; read row by row (every step, here), the engine's answers
+    are still those of one ``generate`` per request."""
+    from sumjudge.llm import attention
+
+    monkeypatch.setattr(attention, "ROW_CALL_COLUMNS", 0)
+    spans = attention.row_spans
+    read = []
+    monkeypatch.setattr(attention, "row_spans", lambda m: read.append(spans(m)) or read[-1])
+    args = _args("float32")
+    args.docs, args.long_docs, args.long_doc_tokens = 1, 1, 600
+    r = bench.run(args)
+    assert r["requests"] == 8 and r["long_docs"] == 1 and r["long_doc_tokens"] == 600
+    assert r["identical_outputs"] and r["engine_rerun_consistent"]
+    lefts = [left for spans_ in read if spans_ for left, _ in spans_]
+    assert lefts and len(set(lefts)) > 1  # the short rows started later in the cache than the long ones
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_bench_check_catches_a_decoding_bug(tiny_models, monkeypatch, dtype):
     """A decoder that picks the least likely token once diverges at a clear winner, not a near-tie."""
