@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from .attention import NAME, use_gqa_decode_attention
-from .cpu_linear import use_onednn_linear
 from .backend import Capabilities
+from .cpu_linear import use_onednn_linear
 from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
 from .errors import PromptTooLongError
 from .loops import on_loop_close
