@@ -26,7 +26,8 @@ H100_SXM_BANDWIDTH = 3.35e12
 
 def _documents(k: int, doc_tokens: int, cut, long_docs: int = 0, long_doc_tokens: int = 0) -> list[tuple[str, str]]:
     """(document, summary) pairs: real MeetingBank transcripts when the data is present, else synthetic text; ``k``
-    cut to ``doc_tokens``, then ``long_docs`` others cut to ``long_doc_tokens`` (rows of two lengths in one batch)."""
+    cut to ``doc_tokens``, then ``long_docs`` others cut to ``long_doc_tokens`` (rows of two lengths in one batch).
+    A text shorter than its cut is repeated up to it, so every row has the length asked for."""
     lengths = [doc_tokens] * k + [long_doc_tokens] * long_docs
     k = len(lengths)
     docs: list[tuple[str, str]] = []
@@ -45,7 +46,8 @@ def _documents(k: int, doc_tokens: int, cut, long_docs: int = 0, long_doc_tokens
         body = " ".join(f"Speaker {j % 5}: item {i}-{j} was discussed and the council voted {j % 3} times." for j in range(200))
         docs.append((body, f"The council discussed item {i}."))
         i += 1
-    return [(cut(d, n), s) for (d, s), n in zip(docs, lengths)]
+    # at least 6 characters a token (MeetingBank under Llama-3's or Qwen's tokenizer: about 4)
+    return [(cut("\n\n".join([d] * max(1, -(-6 * n // max(1, len(d))))), n), s) for (d, s), n in zip(docs, lengths)]
 
 
 def tokenizer_cut(tok):

@@ -63,6 +63,13 @@ def test_short_rows_beside_long_ones_read_row_by_row_decode_as_one_generate_per_
     assert lefts and len(set(lefts)) > 1  # the short rows started later in the cache than the long ones
 
 
+def test_every_document_has_the_length_asked_for():
+    """A document shorter than its cut is repeated up to it (a long row is long even where transcripts are short)."""
+    words = lambda text, n: " ".join(text.split()[:n])  # noqa: E731 - a cut counting words as tokens
+    docs = bench._documents(2, 50, words, long_docs=1, long_doc_tokens=5000)
+    assert [len(d.split()) for d, _ in docs] == [50, 50, 5000]
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_bench_check_catches_a_decoding_bug(tiny_models, monkeypatch, dtype):
     """A decoder that picks the least likely token once diverges at a clear winner, not a near-tie."""
