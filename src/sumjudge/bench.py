@@ -20,8 +20,19 @@ import json
 import time
 
 STANCES = ("The summary is faithful.", "The summary is unfaithful.")
-# HBM bandwidth used for the memory-bound decode ceiling (bytes/s).
-H100_SXM_BANDWIDTH = 3.35e12
+# HBM bandwidth of the memory-bound decode ceiling (bytes/s), by a word of the GPU's name (datasheet figures)
+GPU_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12}
+H100_SXM_BANDWIDTH = GPU_BANDWIDTH["H100"]
+# G-Eval's scale: the option set scored for every prompt by ``--option-sets``
+GEVAL_OPTIONS = ("1", "2", "3", "4", "5")
+
+
+def gpu_bandwidth(name: str) -> tuple[float, str]:
+    """(bytes/s, how it was chosen) for a GPU named ``name``; an unknown GPU is taken as an H100 (said so)."""
+    for word, bw in GPU_BANDWIDTH.items():
+        if word in name:
+            return bw, word
+    return H100_SXM_BANDWIDTH, "H100 (assumed: unknown GPU)"
 
 
 def _documents(k: int, doc_tokens: int, cut, long_docs: int = 0, long_doc_tokens: int = 0) -> list[tuple[str, str]]:
@@ -148,6 +159,13 @@ def decode_without_eos(be) -> None:
     be.model.generation_config.eos_token_id = None
 
 
+def forget_prefixes(be) -> None:
+    """Empty the backend's prefix store, so that a pass computes every prompt as the first did (a later repeat
+    would otherwise reuse the earlier one's keys/values: faster, and in reduced precision other rounding)."""
+    if getattr(be.decoder, "store", None) is not None:
+        be.decoder.store.clear()
+
+
 def greedy_config(be, max_new_tokens: int, **extra):
     """The sequential path's ``generate`` settings: greedy, no eos, exactly ``max_new_tokens``."""
     from transformers import GenerationConfig
@@ -171,6 +189,7 @@ def check_outputs(be, reqs, seq_texts: list[str], eng_texts: list[str], max_new_
     """
     import torch
 
+    forget_prefixes(be)  # as the timed run began: no prompt's keys/values kept
     eng_ids = be.token_ids(reqs)  # untimed re-run: the engine's tokens, same micro-batches
     consistent = [be.tokenizer.decode(ids, skip_special_tokens=True) == t for ids, t in zip(eng_ids, eng_texts)]
     cfg = greedy_config(be, max_new_tokens, output_scores=True, return_dict_in_generate=True)
@@ -241,6 +260,7 @@ def run(args) -> dict:
         return texts
 
     def engine():  # (b) the engine, no cache: every request is computed
+        forget_prefixes(be)
         be.generate_calls = 0
         for k in ("prefill_s", "decode_s", "decode_tokens", "prefill_tokens"):
             be.decoder.stats[k] = 0
@@ -259,8 +279,22 @@ def run(args) -> dict:
                 best = (result, dt)
         return best
 
+    def batched_generate():
+        """(c) every request left-padded into one ``model.generate`` call, transformers' own cache."""
+        enc = [be.encode(r.messages) for r in reqs]
+        width = max(map(len, enc))
+        pad = be.tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(e)) + e for e in enc], device=be.device)
+        mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc], device=be.device)
+        with torch.inference_mode():
+            out = be.model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)
+        return [be.tokenizer.decode(o[width:], skip_special_tokens=True) for o in out]
+
     seq_texts, seq_s = best_of(sequential)
     (resps, calls, stats), eng_s = best_of(engine)
+    batched = best_of(batched_generate) if getattr(args, "batched_generate", False) else None
+    option_sets = getattr(args, "option_sets", 0) or 0
+    scored = best_of(lambda: score_option_sets(be, reqs, option_sets)) if option_sets else None
 
     prompt_tokens = sum(r.prompt_tokens for r in resps)
     completion_tokens = sum(r.completion_tokens for r in resps)
@@ -282,17 +316,48 @@ def run(args) -> dict:
         "engine_decode_tokens_per_s": round(decode_tps, 1) if decode_tps else None,
         "sequential_completion_tokens_per_s": round(completion_tokens / seq_s, 1),
     }
+    if batched is not None:
+        texts, b_s = batched
+        result.update({"batched_generate_s": round(b_s, 3), "engine_vs_batched_generate": round(b_s / eng_s, 2),
+                       "batched_generate_identical_to_sequential": sum(a == b for a, b in zip(texts, seq_texts))})
+    if scored is not None:
+        (sets, methods), s_s = scored
+        result.update({"option_sets": sets, "option_set_options": len(GEVAL_OPTIONS), "option_scoring": methods,
+                       "option_sets_s": round(s_s, 3), "option_sets_per_s": round(sets / s_s, 1)})
     result.update(check_outputs(be, reqs, seq_texts, [r.text for r in resps], args.max_new_tokens,
                                 args.tie_ulps))
     if str(be.device).startswith("cuda"):
         weight_bytes = sum(p.numel() * p.element_size() for p in be.model.parameters())
         rows = len(reqs) / max(1, calls)
-        bound = H100_SXM_BANDWIDTH / weight_bytes * rows  # every decode step reads all weights once
+        gpu = torch.cuda.get_device_name()
+        bandwidth, bandwidth_of = gpu_bandwidth(gpu)
+        bound = bandwidth / weight_bytes * rows  # every decode step reads all weights once
         result.update({"weight_gb": round(weight_bytes / 1e9, 2), "mean_batch_rows": rows,
+                       "bandwidth_tb_s": bandwidth / 1e12, "bandwidth_of": bandwidth_of,
                        "decode_bound_tokens_per_s": round(bound, 1),
                        "decode_fraction_of_bandwidth_bound": round(decode_tps / bound, 3) if decode_tps else None,
-                       "gpu": torch.cuda.get_device_name()})
+                       "gpu": gpu})
     return result
+
+
+def score_option_sets(be, reqs, n: int) -> tuple[int, list[str]]:
+    """G-Eval-style option scoring: ``n`` prompts (the workload's, cycled; each the n-th with its own tag so none
+    repeats another's key) each scored over the 1-5 scale through the engine, no cache. Returns (sets, methods)."""
+    from .llm import OptionRequest
+    from .llm.engine import LLM
+
+    prompts = [reqs[i % len(reqs)] for i in range(n)]
+    opts = []
+    for i, r in enumerate(prompts):
+        last = {**r.messages[-1], "content": r.messages[-1]["content"] + f"\n\nRate it from 1 to 5 (set {i})."}
+        opts.append(OptionRequest(messages=[*r.messages[:-1], last], options=GEVAL_OPTIONS, tag=f"set{i}"))
+    llm = LLM(be)
+
+    async def score():
+        return await asyncio.gather(*(llm.score_options(o.messages, o.options, tag=o.tag) for o in opts))
+
+    scores = asyncio.run(score())
+    return len(scores), sorted({s.method for s in scores})
 
 
 def run_openai(args) -> dict:

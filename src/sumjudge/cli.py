@@ -389,6 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto: bf16 on a GPU, fp32 on CPU")
     b.add_argument("--turns", type=int, default=0, help="instead: a flood of --docs x 4 requests and a chain of this "
                    "many turns, one source vs two taking turns (the chain's wall time each way)")
+    b.add_argument("--batched-generate", action="store_true", help="also time one model.generate call with every "
+                   "request padded into it (transformers' own cache): the engine's ratio to it")
+    b.add_argument("--option-sets", type=int, default=0, help="also time this many G-Eval option sets (1-5) "
+                   "scored through the engine: option sets per second")
     b.add_argument("--max-batch", type=int, default=64, help="rows the engine decodes at once")
     b.add_argument("--tie-ulps", type=float, default=2.0,
                    help="reduced precision: a divergence counts as a numerical near-tie within this many ulps")

@@ -47,6 +47,11 @@ class PrefixStore:
     def __len__(self) -> int:
         return len(self.blocks)
 
+    def clear(self) -> None:
+        """Forget every block (a benchmark pass that must compute every prompt)."""
+        self.blocks.clear()
+        self.held = 0
+
     def lookup(self, ids: list[int], limit: int):
         """(tokens, states): the longest run of ``ids``' leading blocks held, at most ``limit`` tokens, and their
         keys/values as one tensor (layers, 2, kv_heads, tokens, head_dim); (0, None) if none is held."""

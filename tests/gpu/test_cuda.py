@@ -1,0 +1,69 @@
+"""On a CUDA GPU only (skipped where torch sees none; `make gpu-check` runs them on a GPU machine): the engine,
+option scoring and ``device_map="auto"`` on the GPU give what they give on the CPU.
+
+The tiny random Llama-3 model in fp32 on both devices: its logits are peaked (``build_tiny_model``), so greedy
+answers are the same text on both and option log-probabilities differ only by the devices' rounding."""
+
+from __future__ import annotations
+
+import asyncio
+from argparse import Namespace
+
+import pytest
+import torch
+
+from sumjudge import bench
+from sumjudge.llm import LLM, OptionRequest
+from sumjudge.llm.hf import HFBackend
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+
+
+@pytest.fixture(scope="module")
+def cpu_backend(tiny_model_dir):
+    return HFBackend(str(tiny_model_dir), device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="module")
+def gpu_backend(tiny_model_dir):
+    return HFBackend(str(tiny_model_dir), device="cuda", dtype="float32")
+
+
+def _requests(tokenizer, max_new_tokens: int = 16):
+    return bench.build_requests(bench.tokenizer_cut(tokenizer), 2, 200, max_new_tokens)
+
+
+def test_device_map_auto_loads_and_generates_on_the_gpu(tiny_model_dir, cpu_backend):
+    be = HFBackend(str(tiny_model_dir), device_map="auto", dtype="float32")
+    assert be.device.type == "cuda" and be.info.extra["device_map"] == "auto"
+    assert {p.device.type for p in be.model.parameters()} == {"cuda"}
+    reqs = _requests(be.tokenizer)
+    got = asyncio.run(LLM(be).chat_many(reqs))
+    want = asyncio.run(LLM(cpu_backend).chat_many(reqs))
+    assert all(r.completion_tokens > 0 for r in got)
+    assert [r.text for r in got] == [r.text for r in want]
+
+
+def test_option_scores_on_the_gpu_equal_the_cpu_in_fp32(cpu_backend, gpu_backend):
+    reqs = [OptionRequest(messages=r.messages, options=bench.GEVAL_OPTIONS, tag=r.tag)
+            for r in _requests(cpu_backend.tokenizer)]
+    reqs += [OptionRequest(messages=r.messages, options=("Yes", "No"), prefix="Answer: ", tag=r.tag + "/yn")
+             for r in _requests(cpu_backend.tokenizer)]
+    cpu, gpu = cpu_backend.score_sync(reqs), gpu_backend.score_sync(reqs)
+    assert not any(isinstance(s, Exception) for s in cpu + gpu)
+    for c, g in zip(cpu, gpu):
+        assert c.best() == g.best()
+        assert max(abs(c.logprobs[o] - g.logprobs[o]) for o in c.logprobs) < 1e-3
+    assert max(abs(c.expectation() - g.expectation()) for c, g in zip(cpu, gpu) if "5" in c.probs) < 1e-3
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_engine_on_the_gpu_answers_as_one_generate_per_request(tiny_model_dir, monkeypatch, dtype):
+    monkeypatch.setenv("SUMJUDGE_MODELS", str(tiny_model_dir.parent))
+    r = bench.run(Namespace(shape="tiny", device="cuda", dtype=dtype, docs=4, doc_tokens=300, max_new_tokens=24,
+                            token_budget=65536, repeats=1, tie_ulps=2.0, batched_generate=True, option_sets=8))
+    assert r["device"].startswith("cuda") and r["requests"] == 16
+    assert r["engine_rerun_consistent"] and bench.passed(r)
+    if dtype == "float32":
+        assert r["identical_outputs"] and r["batched_generate_identical_to_sequential"] == 16
+    assert r["option_sets"] == 8 and r["option_sets_per_s"] > 0
