@@ -389,6 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto: bf16 on a GPU, fp32 on CPU")
     b.add_argument("--turns", type=int, default=0, help="instead: a flood of --docs x 4 requests and a chain of this "
                    "many turns, one source vs two taking turns (the chain's wall time each way)")
+    b.add_argument("--sequential-limit", type=int, help="time the one-generate-per-request loop over this many "
+                   "requests only (all of equal length) and scale its time to all of them; outputs checked on those")
     b.add_argument("--batched-generate", action="store_true", help="also time one model.generate call with every "
                    "request padded into it (transformers' own cache): the engine's ratio to it")
     b.add_argument("--option-sets", type=int, default=0, help="also time this many G-Eval option sets (1-5) "

@@ -16,6 +16,12 @@ Qwen2.5-0.5B's attention shape (24 layers): 4 rows of 5,000 cached tokens and 16
 padded, 211 ms row by row; 20 rows of 3,000, 197 ms padded, 227 ms row by row. So a step goes row by row
 only when the columns it saves outweigh a call's cost (``ROW_CALL_COLUMNS``), and only on a CPU (on a GPU
 a call per row costs a kernel launch each, and its kernels are not bound by the padded reads the same way).
+
+On a CUDA GPU the engine's forward passes leave out PyTorch's cuDNN attention backend (``attention_backends``):
+it builds an execution plan for each new shape, and a decoder's cache is one column wider every step. Measured
+on an H200 with Llama-3-8B-shaped bf16 weights (64 rows of about 900 tokens, 2 batches of 32): 1.4 ms of CPU
+per attention call in cuDNN, 32 calls a step, against 0.9 s of GPU work in 3.6 s of decoding; the flash and
+memory-efficient kernels take the same masks and are launched like any other kernel.
 """
 
 from __future__ import annotations
@@ -52,6 +58,18 @@ def gqa_decode_sdpa(module, query, key, value, attention_mask, dropout: float = 
                 attn_mask=mask[i:i + 1, :, :, left:] if gaps else None, dropout_p=0.0, scale=scaling)
             for i, (left, gaps) in enumerate(spans)])
     return out.reshape(b, heads, 1, dim).transpose(1, 2).contiguous(), None
+
+
+def attention_backends(device):
+    """The context a forward pass of the engine runs in: on a CUDA device, SDPA without the cuDNN backend (flash,
+    memory-efficient, math: PyTorch picks among them as usual); elsewhere nothing changes."""
+    import contextlib
+
+    if getattr(device, "type", str(device).split(":")[0]) != "cuda":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
 
 def row_spans(mask) -> list[tuple[int, bool]] | None:

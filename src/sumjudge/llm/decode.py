@@ -282,9 +282,12 @@ class BatchDecoder:
         return self.torch.cat([states[:, :, :held], zeros, states[:, :, held:]], dim=2)
 
     def _forward(self, ids, mask, positions, cache):
+        from sumjudge.llm.attention import attention_backends
+
         self.stats["forward_calls"] += 1
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                         use_cache=True, logits_to_keep=1)
+        with attention_backends(ids.device):
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                             use_cache=True, logits_to_keep=1)
         return out.logits[:, -1, :]
 
     def start(self) -> "LiveBatch":

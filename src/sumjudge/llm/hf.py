@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .attention import NAME, use_gqa_decode_attention
+from .attention import NAME, attention_backends, use_gqa_decode_attention
 from .backend import Capabilities
 from .cpu_linear import use_onednn_linear
 from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
@@ -563,8 +563,9 @@ class HFBackend:
                 ids, mask = self.decoder._left_pad([s.ids for s in batch])
                 positions = (mask.cumsum(-1) - 1).clamp(min=0)
                 keep = max(len(s.ids) - owners[s.index][1] for s in batch) + 1
-                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                                    logits_to_keep=keep).logits[:, -keep:]
+                with attention_backends(ids.device):
+                    logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                                        logits_to_keep=keep).logits[:, -keep:]
                 lp = torch.log_softmax(logits.float(), dim=-1)
                 for j, s in enumerate(batch):
                     i, start, opts = owners[s.index]
