@@ -88,7 +88,8 @@ GPU_OUT ?= build/gpu
 gpu-check:
 	mkdir -p $(GPU_OUT)
 	-PYTHONPATH=src $(GPU_PY) -m sumjudge.cli bench --shape llama3-8b --device cuda --docs 16 --max-new-tokens 64 \
-		--repeats 1 --batched-generate --option-sets 256 > $(GPU_OUT)/bench-llama3-8b.json
+		--repeats 1 --token-budget 131072 --batched-generate --option-sets 256 --sequential-limit 16 \
+		> $(GPU_OUT)/bench-llama3-8b.json
 	PYTHONPATH=src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu
 	PYTHONPATH=src SUMJUDGE_NOTEBOOK_WORKERS=8 $(GPU_PY) -m pytest -q -rs -p no:cacheprovider tests/core/test_notebooks.py
 
