@@ -56,6 +56,7 @@ def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
 
 
 TIME_COLUMNS = ("notebook", "wall_s", "model", "calls", "cache_hits", "backend_calls", "waves", "rows_per_wave",
+                "own_prompt_tokens", "own_prefill_s", "own_answers", "own_decode_tokens", "own_decode_s",
                 "prefill_s", "prefill_tokens_per_s", "decode_s", "decode_tokens_per_s", "rows_per_decode_step",
                 "underfilled_share")
 
@@ -83,7 +84,10 @@ def write_time_profile(rows: list[dict], profile: str, out_dir: Path, totals: di
     lines += ["| " + " | ".join("" if r.get(c) is None else str(r[c]) for c in TIME_COLUMNS) + " |" for r in rows]
     head = f"# Where the time went: profile {profile}\n\n"
     if totals:
-        head += (f"{jobs} notebooks ran at a time on one shared engine: a notebook's prefill and decode columns are "
+        head += (f"{jobs} notebooks ran at a time on one shared engine. The `own_*` columns are the notebook's own "
+                 "share of the engine's work (its rows' prompt tokens; prefill seconds of an admission split among "
+                 "its rows by prompt length, decode seconds of a step split equally among the rows it decoded; its "
+                 "answers and their tokens): they add up to the engine's. The other prefill and decode columns are "
                  "the engine's while that notebook ran, the other notebooks' rows included (they overlap; their "
                  "sum is not the run's). The engine's own totals are at the end.\n\n")
     tail = ""

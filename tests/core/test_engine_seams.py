@@ -117,6 +117,10 @@ def test_the_time_profile_says_where_decoding_time_went(tiny_backend):
     stats = tiny_backend.decoder.stats  # the backend is shared: its totals since it was loaded
     assert prof["prefill_tokens_per_s"] == round(stats["prefill_tokens"] / stats["prefill_s"], 1) > 0
     assert ScriptedBackend().decode_stats() is None
+    # in this process every row is the caller's own: its answers, their tokens, and at most the decoder's seconds
+    assert prof["own_answers"] >= 6 and prof["own_decode_tokens"] >= sum(2 + 6 * (i % 2) for i in range(6))
+    assert 0 < prof["own_decode_s"] <= round(stats["decode_s"], 2) + 0.01
+    assert 0 < prof["own_prefill_s"] <= round(stats["prefill_s"], 2) + 0.01
 
 
 def test_the_time_profile_table_has_a_row_per_notebook_engine(tmp_path):

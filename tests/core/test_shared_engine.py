@@ -127,3 +127,27 @@ def test_each_client_process_is_its_own_source_of_rows(served, tiny_backend, mon
     remote = SharedEngineBackend(url)
     run_sync(LLM(remote, cache=NullCache()).chat(ChatRequest(messages=msg("Which source?"), max_new_tokens=3)))
     assert seen == [str(os.getpid())] and remote.client == str(os.getpid())
+
+
+def test_each_client_reads_its_own_share_of_the_engines_work(served, tiny_backend):
+    """``own_*`` in a client's decode stats: its rows' prompt tokens, answers and tokens, and its share of the
+    prefill and decode seconds, apart from another client's rows decoded in the same batch."""
+    url, _ = served
+    mine, other = SharedEngineBackend(url), SharedEngineBackend(url, client="another notebook")
+    reqs = [ChatRequest(messages=msg(f"{DOC} Agent {a}: faithful?"), max_new_tokens=4 + a) for a in range(3)]
+    theirs = [ChatRequest(messages=msg(f"Question {i} of the other notebook."), max_new_tokens=8) for i in range(5)]
+
+    async def both():
+        return await asyncio.gather(LLM(mine, cache=NullCache()).chat_many(reqs),
+                                    LLM(other, cache=NullCache()).chat_many(theirs))
+
+    got, _ = run_sync(both())
+    d, o = mine.decode_stats(), other.decode_stats()
+    assert d["own_answers"] == 3 and o["own_answers"] == 5
+    assert d["own_prompt_tokens"] == sum(r.prompt_tokens for r in got)
+    assert d["own_decode_tokens"] == sum(r.completion_tokens for r in got)
+    assert d["own_decode_s"] > 0 and d["own_prefill_s"] > 0 and o["own_decode_s"] > 0
+    # the shares add up to no more than the engine's own seconds over the same span
+    assert d["own_decode_s"] + o["own_decode_s"] <= d["decode_s"] + 1e-6
+    prof = LLM(mine, cache=NullCache()).time_profile()
+    assert prof["own_answers"] == 3 and prof["own_decode_tokens"] == d["own_decode_tokens"]

@@ -40,6 +40,10 @@ class Capabilities:
     async_tokenizer: bool = False
 
 
+# a source's (a shared engine's client's) share of a local decoder's work, in ``decode_stats`` as ``own_<name>``
+SOURCE_COUNTERS = ("prompt_tokens", "prefill_s", "decode_s", "row_steps", "answers", "decode_tokens")
+
+
 @runtime_checkable
 class Backend(Protocol):
     """A model behind the engine. ``generate`` and ``score`` return one result per request, in order: a
@@ -65,7 +69,8 @@ class Backend(Protocol):
 
     def decode_stats(self) -> dict[str, float] | None:
         """What a local model's decoder measured so far (prefill and decode seconds, decode steps, rows per step,
-        time with an under-filled batch), or None (a server decodes out of sight)."""
+        time with an under-filled batch; ``own_*``: the caller's share of it, ``SOURCE_COUNTERS``), or None (a
+        server decodes out of sight)."""
 
     def server_counters(self) -> dict[str, float] | None:
         """The server's counters (e.g. prefix-cache tokens queried and found) under the project's names, or

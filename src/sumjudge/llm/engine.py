@@ -502,7 +502,9 @@ class LLM(Calls):
         """Where this engine's time went: calls asked, answered by the backend, waves (backend calls) and rows per
         wave; for a local model, prefill and decode seconds, prompt tokens computed per prefill second (a shared
         prefix counts once), rows per decode step and the share of decode time
-        spent with an under-filled batch (rows finished and nothing waiting took their places)."""
+        spent with an under-filled batch (rows finished and nothing waiting took their places); and ``own_*``, this
+        engine's own share: its rows' prompt tokens, prefill and decode seconds (split with the other rows of a
+        shared engine's admissions and steps), answers and tokens decoded."""
         u = self.usage_total
         out: dict[str, Any] = {"model": self.info.model, "calls": u.calls + u.option_calls, "cache_hits": u.cache_hits,
                                "backend_calls": u.backend_calls, "waves": u.batches,
@@ -515,6 +517,10 @@ class LLM(Calls):
                        decode_tokens_per_s=round(d["decode_tokens"] / d["decode_s"], 1) if d["decode_s"] else None,
                        rows_per_decode_step=round(d["row_steps"] / d["decode_steps"], 2) if d["decode_steps"] else None,
                        underfilled_share=round(d["underfilled_s"] / d["decode_s"], 3) if d["decode_s"] else None)
+            if "own_prefill_s" in d:  # this engine's own share (a shared engine's other clients' rows left out)
+                out.update(own_prompt_tokens=int(d["own_prompt_tokens"]), own_prefill_s=round(d["own_prefill_s"], 2),
+                           own_decode_s=round(d["own_decode_s"], 2), own_answers=int(d["own_answers"]),
+                           own_decode_tokens=int(d["own_decode_tokens"]))
         return out
 
     def stats(self) -> dict[str, Any]:

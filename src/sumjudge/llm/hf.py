@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .attention import NAME, attention_backends, use_gqa_decode_attention
-from .backend import Capabilities
+from .backend import SOURCE_COUNTERS, Capabilities
 from .cpu_linear import use_onednn_linear
 from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
 from .errors import PromptTooLongError
@@ -195,6 +195,8 @@ class HFBackend:
         self._queue: list[_Queued] = []
         self._units = itertools.count()
         self._served: dict[str, int] = {}  # rows admitted per source (``_fair_order``)
+        self._by_source: dict[str, dict[str, float]] = {}  # each source's share of the work (``source_stats``)
+        self._by_source_lock = threading.Lock()
         self._active: set[str] = set()  # the sources with rows queued or decoding at the last admission
         self._serving = False
         self._open_jobs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its open calls
@@ -242,7 +244,26 @@ class HFBackend:
         return len(self.encode(messages))
 
     def decode_stats(self) -> dict[str, float]:
-        return dict(self.decoder.stats)
+        """The decoder's counters, and ``own_*``: the shares of its work of every source together (in this process
+        all of it is the caller's own; a shared engine's client reports its source's alone)."""
+        own = {f"own_{k}": 0.0 for k in SOURCE_COUNTERS}
+        for counters in self.source_stats().values():
+            for k, v in counters.items():
+                own[f"own_{k}"] += v
+        return {**self.decoder.stats, **own}
+
+    def source_stats(self) -> dict[str, dict[str, float]]:
+        """Each source's share of the decoder's work (``SOURCE_COUNTERS``): the prompt tokens of its admitted rows
+        and an admission's prefill seconds split among its rows by prompt length; decode seconds, a step's split
+        equally among the rows it decoded, and those rows; its answers and their tokens."""
+        with self._by_source_lock:
+            return {source: dict(c) for source, c in self._by_source.items()}
+
+    def _account(self, source: str, **deltas: float) -> None:
+        with self._by_source_lock:
+            counters = self._by_source.setdefault(source, dict.fromkeys(SOURCE_COUNTERS, 0.0))
+            for k, v in deltas.items():
+                counters[k] += v
 
     def server_counters(self) -> None:
         return None
@@ -464,6 +485,7 @@ class HFBackend:
                 if not take and not live.rows:
                     self._serving = False
                     return
+            stats = self.decoder.stats
             try:
                 with self._lock:
                     if take:
@@ -471,14 +493,25 @@ class HFBackend:
                         now = time.perf_counter()
                         for q in take:
                             q.admitted = now
+                        before = stats["prefill_s"]
                         self.decoder.admit(live, [self._decode_row(q.row) for q in take], take)
+                        self._account_prefill(take, stats["prefill_s"] - before)
+                    stepped, before = list(live.tags), stats["decode_s"]
                     done = self.decoder.step(live)
+                    for q in stepped:
+                        self._account(q.job.source, decode_s=(stats["decode_s"] - before) / len(stepped), row_steps=1)
             except Exception as e:  # noqa: BLE001 - e.g. out of memory: every row in flight gets it
                 failed = list(live.tags) + [q for q in take if q not in live.tags]
                 live.clear()
                 self._deliver([(q, e) for q in failed])
                 continue
             self._deliver(done)
+
+    def _account_prefill(self, admitted: list["_Queued"], seconds: float) -> None:
+        """An admission's prefill seconds, split among its rows by prompt length."""
+        total = sum(len(q.row.ids) for q in admitted) or 1
+        for q in admitted:
+            self._account(q.job.source, prompt_tokens=len(q.row.ids), prefill_s=seconds * len(q.row.ids) / total)
 
     def _decode_row(self, r: _Row) -> DecodeRow:
         return DecodeRow(ids=r.ids, max_new_tokens=r.req.max_new_tokens, temperature=r.req.temperature,
@@ -494,6 +527,7 @@ class HFBackend:
                 q.job.out[i] = res
             else:
                 q.job.decoded[i] = res
+                self._account(q.job.source, answers=1, decode_tokens=len(res.tokens))
                 try:
                     text, finish = self._text(q.row, res)
                 except Exception as e:  # noqa: BLE001 - that row's error, not the decoding thread's end

@@ -32,7 +32,7 @@ import weakref
 from dataclasses import asdict, replace
 from typing import Any
 
-from .backend import Capabilities
+from .backend import SOURCE_COUNTERS, Capabilities
 from .errors import BackendUnavailableError
 from .loops import on_loop_close
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key
@@ -88,7 +88,8 @@ class EngineServer:
     async def stats(self, request):
         from aiohttp import web
 
-        return web.json_response({"decode": self.backend.decode_stats(), "coalesced": self.coalesced})
+        return web.json_response({"decode": self.backend.decode_stats(), "sources": self.backend.source_stats(),
+                                  "coalesced": self.coalesced})
 
     async def count(self, request):
         from aiohttp import web
@@ -223,7 +224,8 @@ class SharedEngineBackend:
 
     name = "hf"
 
-    def __init__(self, url: str, *, context_length: int | None = None, described: dict[str, Any] | None = None):
+    def __init__(self, url: str, *, context_length: int | None = None, described: dict[str, Any] | None = None,
+                 client: str | None = None):
         self.url = url.rstrip("/")
         described = described or get_json(self.url, "/info")
         server_ctx = described["context_length"]
@@ -231,7 +233,8 @@ class SharedEngineBackend:
         info = BackendInfo(**described["info"])
         self.info = replace(info, extra={**info.extra, "context_length": self.context_length,
                                          "shared_engine": self.url})
-        self.client = str(os.getpid())  # a notebook's process: the notebooks take turns joining the batch
+        # a notebook's process by default: the notebooks take turns joining the batch
+        self.client = client or str(os.getpid())
         self._since = self._engine_stats() or {}  # decode_stats counts from here
         self._sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its HTTP session
 
@@ -308,14 +311,17 @@ class SharedEngineBackend:
         return httpx.post(self.url + "/count", json={"prompts": [messages]}, timeout=60.0).json()["prompts"][0]
 
     def _engine_stats(self) -> dict[str, float] | None:
+        """The engine's decoder counters, its ``own_*`` ones this client's source's (``HFBackend.source_stats``)."""
         try:
-            return get_json(self.url, "/stats")["decode"]
+            got = get_json(self.url, "/stats")
         except BackendUnavailableError:
             return None
+        mine = got.get("sources", {}).get(self.client, {})
+        return {**got["decode"], **{f"own_{k}": mine.get(k, 0.0) for k in SOURCE_COUNTERS}}
 
     def decode_stats(self) -> dict[str, float] | None:
-        """The shared engine's decoder since this client started: every client's rows in that time (a client's own
-        share of a decode step is not separable)."""
+        """The shared engine's decoder since this client started: every client's rows in that time, and (``own_*``)
+        this client's share of it (a step's seconds split equally among its rows, an admission's by prompt length)."""
         now = self._engine_stats()
         return None if now is None else {k: v - self._since.get(k, 0) for k, v in now.items()}
 
