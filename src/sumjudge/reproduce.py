@@ -57,6 +57,7 @@ def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
 
 TIME_COLUMNS = ("notebook", "wall_s", "model", "calls", "cache_hits", "backend_calls", "waves", "rows_per_wave",
                 "own_prompt_tokens", "own_prefill_s", "own_answers", "own_decode_tokens", "own_decode_s",
+                "own_option_sets", "own_score_s",
                 "prefill_s", "prefill_tokens_per_s", "decode_s", "decode_tokens_per_s", "rows_per_decode_step",
                 "underfilled_share")
 
@@ -87,9 +88,10 @@ def write_time_profile(rows: list[dict], profile: str, out_dir: Path, totals: di
         head += (f"{jobs} notebooks ran at a time on one shared engine. The `own_*` columns are the notebook's own "
                  "share of the engine's work (its rows' prompt tokens; prefill seconds of an admission split among "
                  "its rows by prompt length, decode seconds of a step split equally among the rows it decoded; its "
-                 "answers and their tokens): they add up to the engine's. The other prefill and decode columns are "
-                 "the engine's while that notebook ran, the other notebooks' rows included (they overlap; their "
-                 "sum is not the run's). The engine's own totals are at the end.\n\n")
+                 "answers and their tokens; the option sets it had scored and their seconds): they add up to the "
+                 "engine's. The other prefill and decode columns are the engine's while that notebook ran, the "
+                 "other notebooks' rows included (they overlap; their sum is not the run's). The engine's own "
+                 "totals are at the end.\n\n")
     tail = ""
     if totals and totals.get("decode"):
         d = totals["decode"]

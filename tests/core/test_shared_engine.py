@@ -149,5 +149,15 @@ def test_each_client_reads_its_own_share_of_the_engines_work(served, tiny_backen
     assert d["own_decode_s"] > 0 and d["own_prefill_s"] > 0 and o["own_decode_s"] > 0
     # the shares add up to no more than the engine's own seconds over the same span
     assert d["own_decode_s"] + o["own_decode_s"] <= d["decode_s"] + 1e-6
+    opts = [OptionRequest(messages=msg(f"{DOC} Is it faithful? ({i})"), options=("0", "1")) for i in range(4)]
+    scorer = LLM(mine, cache=NullCache())
+
+    async def score_all():
+        return await asyncio.gather(*(scorer.score_options(o.messages, o.options) for o in opts))
+
+    run_sync(score_all())
+    d = mine.decode_stats()
+    assert d["own_option_sets"] == 4 and d["own_score_s"] > 0 and other.decode_stats()["own_option_sets"] == 0
     prof = LLM(mine, cache=NullCache()).time_profile()
     assert prof["own_answers"] == 3 and prof["own_decode_tokens"] == d["own_decode_tokens"]
+    assert prof["own_option_sets"] == 4

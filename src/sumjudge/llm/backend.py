@@ -41,7 +41,8 @@ class Capabilities:
 
 
 # a source's (a shared engine's client's) share of a local decoder's work, in ``decode_stats`` as ``own_<name>``
-SOURCE_COUNTERS = ("prompt_tokens", "prefill_s", "decode_s", "row_steps", "answers", "decode_tokens")
+SOURCE_COUNTERS = ("prompt_tokens", "prefill_s", "decode_s", "row_steps", "answers", "decode_tokens", "option_sets",
+                   "score_s")
 
 
 @runtime_checkable

@@ -504,7 +504,7 @@ class LLM(Calls):
         prefix counts once), rows per decode step and the share of decode time
         spent with an under-filled batch (rows finished and nothing waiting took their places); and ``own_*``, this
         engine's own share: its rows' prompt tokens, prefill and decode seconds (split with the other rows of a
-        shared engine's admissions and steps), answers and tokens decoded."""
+        shared engine's admissions and steps), answers and tokens decoded, option sets scored and their seconds."""
         u = self.usage_total
         out: dict[str, Any] = {"model": self.info.model, "calls": u.calls + u.option_calls, "cache_hits": u.cache_hits,
                                "backend_calls": u.backend_calls, "waves": u.batches,
@@ -520,7 +520,8 @@ class LLM(Calls):
             if "own_prefill_s" in d:  # this engine's own share (a shared engine's other clients' rows left out)
                 out.update(own_prompt_tokens=int(d["own_prompt_tokens"]), own_prefill_s=round(d["own_prefill_s"], 2),
                            own_decode_s=round(d["own_decode_s"], 2), own_answers=int(d["own_answers"]),
-                           own_decode_tokens=int(d["own_decode_tokens"]))
+                           own_decode_tokens=int(d["own_decode_tokens"]), own_option_sets=int(d["own_option_sets"]),
+                           own_score_s=round(d["own_score_s"], 2))
         return out
 
     def stats(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ cacheable. Greedy rows take the arg-max.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 import heapq
 import itertools
@@ -300,9 +301,9 @@ class HFBackend:
                                 context_length, source)
         return await asyncio.shield(fut)  # a caller that gives up leaves the rows to finish (and be cached)
 
-    async def score(self, reqs: list[OptionRequest], on_results=None, context_length: int | None = None
-                    ) -> list[OptionScores | Exception]:
-        return await asyncio.to_thread(self.score_sync, reqs, context_length)
+    async def score(self, reqs: list[OptionRequest], on_results=None, context_length: int | None = None,
+                    source: str = "") -> list[OptionScores | Exception]:
+        return await asyncio.to_thread(self.score_sync, reqs, context_length, source)
 
     # ---- generation -----------------------------------------------------------------------------
     def micro_batches(self, rows: list[_Row], new_tokens) -> list[list[_Row]]:
@@ -496,10 +497,11 @@ class HFBackend:
                         before = stats["prefill_s"]
                         self.decoder.admit(live, [self._decode_row(q.row) for q in take], take)
                         self._account_prefill(take, stats["prefill_s"] - before)
-                    stepped, before = list(live.tags), stats["decode_s"]
+                    stepped, before = collections.Counter(q.job.source for q in live.tags), stats["decode_s"]
                     done = self.decoder.step(live)
-                    for q in stepped:
-                        self._account(q.job.source, decode_s=(stats["decode_s"] - before) / len(stepped), row_steps=1)
+                    share = (stats["decode_s"] - before) / max(1, stepped.total())  # a step's seconds, per row
+                    for source, rows in stepped.items():
+                        self._account(source, decode_s=share * rows, row_steps=rows)
             except Exception as e:  # noqa: BLE001 - e.g. out of memory: every row in flight gets it
                 failed = list(live.tags) + [q for q in take if q not in live.tags]
                 live.clear()
@@ -557,7 +559,7 @@ class HFBackend:
         return text, finish
 
     # ---- option scoring -------------------------------------------------------------------------
-    def score_sync(self, reqs: list[OptionRequest], context_length: int | None = None
+    def score_sync(self, reqs: list[OptionRequest], context_length: int | None = None, source: str = ""
                    ) -> list[OptionScores | Exception]:
         """log p(option | prompt, prefix), summed over the option's tokens, renormalised over options.
 
@@ -611,6 +613,7 @@ class HFBackend:
                     for k, last in opts:
                         logp[(i, k)] = inner + float(lp[j, keep - 1, last])
         dt = time.perf_counter() - t0
+        self._account(source, option_sets=sum(o is None for o in out), score_s=dt)
         for i, r in enumerate(reqs):
             if out[i] is None:
                 raw = {o: logp[(i, k)] for k, o in enumerate(r.options)}

@@ -154,7 +154,8 @@ class EngineServer:
         body = await request.json()
         reqs = [OptionRequest(**{**d, "options": tuple(d["options"])}) for d in body["requests"]]
         try:
-            out = await self.backend.score(reqs, context_length=body.get("context_length"))
+            out = await self.backend.score(reqs, context_length=body.get("context_length"),
+                                           source=str(body.get("client", "")))
         except Exception as e:  # noqa: BLE001
             out = [e] * len(reqs)
         return web.json_response({"results": [_result(v) for v in out]})
@@ -291,7 +292,8 @@ class SharedEngineBackend:
         return out  # type: ignore[return-value]
 
     async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
-        d = await self._post("/score", {"requests": [r.to_json() for r in reqs], "context_length": self.context_length})
+        d = await self._post("/score", {"requests": [r.to_json() for r in reqs], "context_length": self.context_length,
+                                        "client": self.client})
         return [_value(x, OptionScores) for x in d["results"]]
 
     async def acount_tokens(self, text: str) -> int:
