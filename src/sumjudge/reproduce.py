@@ -88,8 +88,8 @@ def write_time_profile(rows: list[dict], profile: str, out_dir: Path, totals: di
         head += (f"{jobs} notebooks ran at a time on one shared engine. The `own_*` columns are the notebook's own "
                  "share of the engine's work (its rows' prompt tokens; prefill seconds of an admission split among "
                  "its rows by prompt length, decode seconds of a step split equally among the rows it decoded; its "
-                 "answers and their tokens; the option sets it had scored and their seconds): they add up to the "
-                 "engine's. The other prefill and decode columns are the engine's while that notebook ran, the "
+                 "answers and their tokens; the option sets it had scored and their seconds): the notebooks' add up "
+                 "to about the engine's totals. The other prefill and decode columns are the engine's while that notebook ran, the "
                  "other notebooks' rows included (they overlap; their sum is not the run's). The engine's own "
                  "totals are at the end.\n\n")
     tail = ""
