@@ -126,3 +126,24 @@ def test_a_chain_beside_a_flood_waits_fewer_steps_when_sources_take_turns(tiny_m
     one, two = r["one_source"], r["two_sources"]
     assert one["chain_decode_steps"] >= one["all_decode_steps"] - 4  # first come: the chain ends last
     assert two["chain_decode_steps"] < one["chain_decode_steps"]
+
+
+def test_the_bench_times_one_batched_generate_and_option_sets_and_a_part_of_the_loop(tiny_models, monkeypatch):
+    """``--batched-generate``, ``--option-sets``, ``--sequential-limit``: the extra baselines give their numbers
+    (fp32: the same text as the loop), the loop is timed over the first K requests and scaled, and every engine
+    pass starts from an empty prefix store (a second repeat computes every prompt again)."""
+    from sumjudge.llm.prefix_store import PrefixStore
+
+    lookups = []
+    real = PrefixStore.lookup
+    monkeypatch.setattr(PrefixStore, "lookup", lambda self, ids, limit: lookups.append(real(self, ids, limit)[0])
+                        or real(self, ids, limit))
+    args = _args("float32")
+    args.repeats, args.batched_generate, args.option_sets, args.sequential_limit = 2, True, 6, 3
+    r = bench.run(args)
+    assert r["sequential_timed_requests"] == 3 and r["requests"] == 8
+    assert r["speedup"] == pytest.approx(r["sequential_s"] / r["engine_s"], rel=0.02)
+    assert r["identical_count"] == 3 and r["identical_outputs"]
+    assert r["batched_generate_identical_to_sequential"] == 3 and r["batched_generate_s"] > 0
+    assert r["option_sets"] == 6 and r["option_scoring"] == ["sequence_logprob"] and r["option_sets_per_s"] > 0
+    assert lookups and not any(lookups)  # no engine pass found a prompt block stored by an earlier one
