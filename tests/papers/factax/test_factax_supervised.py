@@ -100,6 +100,25 @@ def test_gradient_accumulation_reaches_the_papers_effective_batch_and_paper_refu
     assert base_model_for("meta-llama/Meta-Llama-3-8B", "paper", tmp_path) == ("meta-llama/Meta-Llama-3-8B", False)
 
 
+def test_a_trained_model_is_reused_only_for_the_same_base_pairs_and_config(tiny_model_dir, tmp_path):
+    from sumjudge.papers.factax.sft.train import CONFIGS, trained_before, training_key
+
+    pairs = factax_pairs.build("I-Binary", SET_I, TEST).pairs
+    key = training_key(str(tiny_model_dir), pairs, CONFIGS["lora"], 1)
+    assert key == training_key(str(tiny_model_dir), list(pairs), CONFIGS["lora"], 1)
+    others = [training_key(str(tiny_model_dir), pairs[:-1], CONFIGS["lora"], 1),
+              training_key(str(tiny_model_dir), pairs, CONFIGS["paper"], 1),
+              training_key(str(tiny_model_dir), pairs, CONFIGS["lora"], 2),
+              training_key("org/another-base", pairs, CONFIGS["lora"], 1)]
+    assert key not in others and len(set(others)) == 4
+    out = tmp_path / "sft"
+    out.mkdir()
+    (out / "sumjudge_sft.json").write_text(json.dumps({"key": key, "losses": [1.0]}))
+    assert trained_before(out, key) is None  # no model files: not whole
+    (out / "config.json").write_text("{}")
+    assert trained_before(out, key)["losses"] == [1.0] and trained_before(out, others[0]) is None
+
+
 def test_training_sets_from_files_docnli_format_and_typed_set_one(tmp_path):
     """Training Set II from a DocNLI-format file: per-dataset sampling, test documents never sampled;
     Training Set I from a file with an error_types column feeds Error Type Completion."""
@@ -144,6 +163,12 @@ def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_
     losses = info["losses"]
     assert len(losses) == 12 and sum(losses[-3:]) / 3 < sum(losses[:3]) / 3  # the loss goes down
     assert json.loads((out / "sumjudge_sft.json").read_text())["config"]["lora"] is True
+    # the same base, pairs and config again: the model is kept, its files untouched (its answers stay cached)
+    stamp = (out / "model.safetensors").stat().st_mtime_ns
+    again = train(str(tiny_model_dir), pairs, out, "lora", max_steps=12, learning_rate=5e-3, epochs=1,
+                  effective_batch_size=1)
+    assert again["reused"] and not info["reused"] and again["losses"] == losses
+    assert (out / "model.safetensors").stat().st_mtime_ns == stamp
     llm = LLM(HFBackend(str(out)), cache=NullCache())  # the merged model loads like any model folder
     spec = get_method("factax-sft")
     for mode in ("binary", "taxonomy"):

@@ -123,7 +123,8 @@ def base_model_for(base_model: str, profile: str, out_dir: str | Path) -> tuple[
                           "smoke and ci profiles")
     from ....llm.models import build_tiny_model
 
-    return str(build_tiny_model(Path(out_dir) / "tiny-base", seed=0)), True
+    tiny = Path(out_dir) / "tiny-base"  # built once (seeded): its files, and so what was trained on it, stay
+    return str(tiny if (tiny / "config.json").exists() else build_tiny_model(tiny, seed=0)), True
 
 
 def collate(pad_id: int):
@@ -141,15 +142,52 @@ def collate(pad_id: int):
     return fn
 
 
-def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | str = "lora", **overrides: Any
-          ) -> dict[str, Any]:
+def training_key(model: str, pairs: list[Pair], cfg: SFTConfig, world_size: int) -> str:
+    """What determines a fine-tuned model: the base (its name, and for a folder the fingerprint of its weight
+    files' names, sizes and times, as the hf backend names a local model), every pair, the config after its
+    overrides and the devices the effective batch is spread over."""
+    import hashlib
+
+    from ....llm.hf import HFBackend
+
+    base = {"model": str(model), "fingerprint": HFBackend._local_revision(str(model)) if Path(model).is_dir() else ""}
+    blob = json.dumps({"base": base, "pairs": [asdict(p) for p in pairs], "config": asdict(cfg),
+                       "world_size": world_size}, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def trained_before(out: Path, key: str) -> dict[str, Any] | None:
+    """The record of ``out`` when the model there was trained from exactly ``key``'s inputs (and is whole)."""
+    record = out / "sumjudge_sft.json"
+    if not (record.exists() and (out / "config.json").exists()):
+        return None
+    try:
+        info = json.loads(record.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    return info if info.get("key") == key else None
+
+
+def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | str = "lora", retrain: bool = False,
+          **overrides: Any) -> dict[str, Any]:
     """Fine-tune ``model`` (a folder or hub id) on ``pairs``; saves the model (LoRA merged) and tokenizer to
-    ``out`` and returns {"losses": [...], "config": ...}."""
+    ``out`` and returns {"losses": [...], "config": ...}. A model that ``out`` already holds from the same base,
+    pairs and config is kept (``"reused": True``; its files untouched, so its answers stay cached) unless
+    ``retrain``."""
+    cfg = replace(CONFIGS[config] if isinstance(config, str) else config, **overrides)
+    out = Path(out)
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    key = training_key(model, pairs, cfg, world_size)
+    before = None if retrain else trained_before(out, key)
+    if before is not None:
+        return {**before, "reused": True}
+    return _train(model, pairs, out, cfg, world_size, key)
+
+
+def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size: int, key: str) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
 
-    cfg = replace(CONFIGS[config] if isinstance(config, str) else config, **overrides)
-    out = Path(out)
     tok = AutoTokenizer.from_pretrained(model)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
@@ -161,7 +199,7 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
         lm = get_peft_model(lm, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                                            target_modules="all-linear", task_type="CAUSAL_LM"))
     data = [tokenize_pair(tok, p, cfg.max_length) for p in pairs]
-    accumulate = accumulation_steps(cfg, int(os.environ.get("WORLD_SIZE", "1")))
+    accumulate = accumulation_steps(cfg, world_size)
     args = TrainingArguments(output_dir=str(out / "checkpoints"), learning_rate=cfg.learning_rate,
                              num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
                              per_device_train_batch_size=cfg.per_device_batch_size,
@@ -175,9 +213,9 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
     final.save_pretrained(out)
     tok.save_pretrained(out)
     info = {"losses": losses, "config": asdict(cfg), "pairs": len(pairs), "base_model": str(model),
-            "gradient_accumulation_steps": accumulate}
+            "gradient_accumulation_steps": accumulate, "key": key}
     (out / "sumjudge_sft.json").write_text(json.dumps(info, indent=2))
-    return info
+    return {**info, "reused": False}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,11 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="lora", choices=sorted(CONFIGS))
     p.add_argument("--max-steps", type=int, default=-1)
     p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--retrain", action="store_true", help="train even when --out holds a model trained from the "
+                   "same base, pairs and config")
     a = p.parse_args(argv)
     fields = set(Pair.__dataclass_fields__)
     pairs = [Pair(**{k: v for k, v in json.loads(line).items() if k in fields})
              for line in a.pairs.read_text(encoding="utf-8").splitlines() if line.strip()]
-    info = train(a.model, pairs, a.out, a.config, max_steps=a.max_steps)
+    info = train(a.model, pairs, a.out, a.config, retrain=a.retrain, max_steps=a.max_steps)
     print(json.dumps({"pairs": info["pairs"], "first_loss": info["losses"][0], "last_loss": info["losses"][-1],
                       "out": str(a.out)}))
     return 0
