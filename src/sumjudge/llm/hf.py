@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import hashlib
 import heapq
 import itertools
 import math
@@ -35,7 +34,7 @@ from .cpu_linear import use_onednn_linear
 from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
 from .errors import PromptTooLongError
 from .loops import on_loop_close
-from .models import LLAMA3_EOS_TOKENS, resolve_model, split_revision, template_text
+from .models import LLAMA3_EOS_TOKENS, local_revision, resolve_model, split_revision, template_text
 from .prefix_store import CAPACITY_MB
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs
 
@@ -144,7 +143,7 @@ class HFBackend:
         # local folders are named by their folder name (the revision fingerprint tells builds apart)
         name = Path(path).name if Path(path).is_dir() else str(model)
         # the commit actually loaded (a branch or tag asked for resolves to one), else the local fingerprint
-        rev = getattr(loaded.config, "_commit_hash", None) or revision or self._local_revision(path)
+        rev = getattr(loaded.config, "_commit_hash", None) or revision or local_revision(path)
         self._setup(loaded, tokenizer, name=name, revision=rev, dtype=dtype, device_map=device_map,
                     token_budget=token_budget, max_batch=max_batch, context_length=context_length,
                     prefill_budget=prefill_budget, prefix_store_mb=prefix_store_mb)
@@ -204,19 +203,6 @@ class HFBackend:
         self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device,
                                     prefill_budget=prefill_budget, prefix_store_mb=prefix_store_mb)
         self.generate_calls = 0  # admissions of rows into the decoding batch (benchmarks, tests)
-
-    @staticmethod
-    def _local_revision(path: str) -> str:
-        """For local directories, a fingerprint of the weights so a rebuilt model never reuses cached outputs."""
-        import os
-
-        h = hashlib.sha256()
-        for root, _, names in sorted(os.walk(path)):
-            for n in sorted(names):
-                if n.endswith((".safetensors", ".bin", "config.json")):
-                    st = os.stat(os.path.join(root, n))
-                    h.update(f"{n}:{st.st_size}:{int(st.st_mtime)}".encode())
-        return "local-" + h.hexdigest()[:16] if os.path.isdir(path) else ""
 
     def _eos_ids(self) -> list[int]:
         tok = self.tokenizer

@@ -240,6 +240,20 @@ def spm_tokenizer_from_gguf(gguf_path: str | Path):
     return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=bos, eos_token=eos, unk_token=unk, pad_token=pad)
 
 
+def local_revision(path: str) -> str:
+    """For local directories, a fingerprint of the weights so a rebuilt model never reuses cached outputs."""
+    import hashlib
+    import os
+
+    h = hashlib.sha256()
+    for root, _, names in sorted(os.walk(path)):
+        for n in sorted(names):
+            if n.endswith((".safetensors", ".bin", "config.json")):
+                st = os.stat(os.path.join(root, n))
+                h.update(f"{n}:{st.st_size}:{int(st.st_mtime)}".encode())
+    return "local-" + h.hexdigest()[:16] if os.path.isdir(path) else ""
+
+
 def split_revision(name: str, revision: str | None = None) -> tuple[str, str | None]:
     """``org/name@revision`` -> (``org/name``, ``revision``) for Hugging Face ids; a local path is left whole.
     A revision given both ways must agree."""

@@ -148,9 +148,9 @@ def training_key(model: str, pairs: list[Pair], cfg: SFTConfig, world_size: int)
     overrides and the devices the effective batch is spread over."""
     import hashlib
 
-    from ....llm.hf import HFBackend
+    from ....llm.models import local_revision
 
-    base = {"model": str(model), "fingerprint": HFBackend._local_revision(str(model)) if Path(model).is_dir() else ""}
+    base = {"model": str(model), "fingerprint": local_revision(str(model))}
     blob = json.dumps({"base": base, "pairs": [asdict(p) for p in pairs], "config": asdict(cfg),
                        "world_size": world_size}, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
