@@ -74,6 +74,16 @@ def notebook_time_profile(notebook: str, wall_s: float, since: float) -> list[di
     return rows or [{"notebook": notebook, "wall_s": round(wall_s, 1)}]
 
 
+def model_time_by_notebook(rows: list[dict]) -> list[tuple[str, float]]:
+    """(notebook, seconds of the model's time that were its own: prefill, decode and scoring of its rows), the
+    heaviest first; notebooks that used no local model are left out."""
+    own: dict[str, float] = {}
+    for r in rows:
+        if "own_prefill_s" in r:
+            own[r["notebook"]] = own.get(r["notebook"], 0.0) + r["own_prefill_s"] + r["own_decode_s"] + r["own_score_s"]
+    return sorted(((nb, s) for nb, s in own.items() if s > 0), key=lambda x: -x[1])
+
+
 def write_time_profile(rows: list[dict], profile: str, out_dir: Path, totals: dict | None = None,
                        jobs: int = 1) -> Path:
     """``figures/time_profile_<profile>.md``: where each notebook's time went (calls, waves, rows per wave,
@@ -294,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if profile_rows:
         print(f"time profile per notebook: {write_time_profile(profile_rows, a.profile, figures_dir(), totals, jobs)}")
+        heaviest = model_time_by_notebook(profile_rows)[:3]
+        if heaviest:
+            print("most model time (own prefill + decode + scoring): "
+                  + ", ".join(f"{nb} {s:.0f}s" for nb, s in heaviest))
     table = write_parse_rates(project_root() / "build" / "runs", a.profile, figures_dir(), since=t_all)
     if table:
         print(f"parse rates per method: {table.with_suffix('.md')}")

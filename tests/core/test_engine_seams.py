@@ -132,3 +132,14 @@ def test_the_time_profile_table_has_a_row_per_notebook_engine(tmp_path):
     lines = text.splitlines()
     assert lines[2] == "| " + " | ".join(TIME_COLUMNS) + " |"
     assert "| 10_madisse_main | 12.5 | tiny | 40 |  |  | 4 | 10.0 |" in text and "| 01_datasets | 3.0 |" in text
+
+
+def test_the_heaviest_notebooks_by_their_own_model_time():
+    from sumjudge.reproduce import model_time_by_notebook
+
+    rows = [{"notebook": "21", "own_prefill_s": 110.0, "own_decode_s": 43.5, "own_score_s": 0.0},
+            {"notebook": "51", "own_prefill_s": 670.5, "own_decode_s": 75.2, "own_score_s": 1.0},
+            {"notebook": "43", "own_prefill_s": 1.0, "own_decode_s": 0.0, "own_score_s": 0.0},
+            {"notebook": "43", "own_prefill_s": 2.0, "own_decode_s": 1.0, "own_score_s": 0.0},
+            {"notebook": "01"}]
+    assert model_time_by_notebook(rows) == [("51", 746.7), ("21", 153.5), ("43", 4.0)]
