@@ -80,7 +80,8 @@ def model_time_by_notebook(rows: list[dict]) -> list[tuple[str, float]]:
     own: dict[str, float] = {}
     for r in rows:
         if "own_prefill_s" in r:
-            own[r["notebook"]] = own.get(r["notebook"], 0.0) + r["own_prefill_s"] + r["own_decode_s"] + r["own_score_s"]
+            spent = sum(r.get(k) or 0.0 for k in ("own_prefill_s", "own_decode_s", "own_score_s"))
+            own[r["notebook"]] = own.get(r["notebook"], 0.0) + spent
     return sorted(((nb, s) for nb, s in own.items() if s > 0), key=lambda x: -x[1])
 
 

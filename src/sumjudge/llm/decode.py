@@ -35,6 +35,7 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 
+from sumjudge.llm.attention import attention_backends
 from sumjudge.llm.prefix_store import BLOCK, CAPACITY_MB, PrefixStore
 
 MIN_SHARED_PREFIX = 64  # tokens: below this, sharing saves less than the extra forward pass costs
@@ -282,8 +283,6 @@ class BatchDecoder:
         return self.torch.cat([states[:, :, :held], zeros, states[:, :, held:]], dim=2)
 
     def _forward(self, ids, mask, positions, cache):
-        from sumjudge.llm.attention import attention_backends
-
         self.stats["forward_calls"] += 1
         with attention_backends(ids.device):
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
