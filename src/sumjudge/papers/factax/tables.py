@@ -254,19 +254,22 @@ def _mean_spread(values: list[float | None]) -> dict[str, Any]:
             "sd": statistics.stdev(vals) if len(vals) > 1 else None, "min": min(vals), "max": max(vals)}
 
 
-def table2_rows(grid, model: str) -> list[dict[str, Any]]:
+def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, str] | None = None
+                ) -> list[dict[str, Any]]:
     """Per evaluator: BAcc (Pearson x 100 for score data) per Table 2 column, per domain (pooled) and MACRO,
-    each the mean over the cell's runs with its spread, beside Table 2's values."""
-    rows = []
+    each the mean over the cell's runs with its spread, beside the values of the paper's ``table`` (Table 2, or
+    Table 4 that has its columns); ``paper_rows``: the paper's row for an evaluator it names otherwise."""
+    rows, experiment = [], f"Table {table.removeprefix('table')}"
     for label in dict.fromkeys(k[0] for k in grid):
+        row = (paper_rows or {}).get(label, label)
         cells, per_run = parts_per_run(grid, label)
         by_name = [{q.name: q for q in parts} for parts in per_run]
         for p in per_run[0]:
             ds = p.dataset
             m = cells[ds][0][0]
-            rows.append({"experiment": "Table 2", "evaluator": label, "dataset": p.name,
+            rows.append({"experiment": experiment, "evaluator": label, "dataset": p.name,
                          "metric": "Pearson x100" if p.scored else "BAcc %",
-                         "paper": paper_value("factax", "table2", label, p.column) if p.column else None,
+                         "paper": paper_value("factax", table, row, p.column) if p.column else None,
                          **_mean_spread([run[p.name].value() for run in by_name if p.name in run]),
                          # one run: its interval over the examples; several: their spread (sd, min, max) instead
                          "ci": scaled_ci(p.ci()) if len(by_name) == 1 else None,
@@ -279,9 +282,9 @@ def table2_rows(grid, model: str) -> list[dict[str, Any]]:
             doms_per_run.append({**doms, "MACRO": macro(doms)})
         intervals = domain_intervals(per_run[0]) if len(per_run) == 1 else {}  # several runs: their spread
         for dom in doms_per_run[0]:
-            rows.append({"experiment": "Table 2", "evaluator": label, "dataset": f"[{dom}]",
+            rows.append({"experiment": experiment, "evaluator": label, "dataset": f"[{dom}]",
                          "metric": "Pearson x100" if dom in SCORED_DOMAINS else "BAcc %",
-                         "paper": paper_value("factax", "table2", label, DOMAIN_COLUMN.get(dom, "")),
+                         "paper": paper_value("factax", table, row, DOMAIN_COLUMN.get(dom, "")),
                          **_mean_spread([d.get(dom) for d in doms_per_run]), "ci": scaled_ci(intervals.get(dom)),
                          "domain": dom, "model": model,
                          "note": ("MACRO over the domains present here (Reports, Stories enter as Pearson x100, as in the paper)"
