@@ -175,3 +175,35 @@ def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_
         j = run_sync(spec.judge(SET_I[1], llm, make_config(spec.config_cls, {"inference": mode,
                                                                             "fallback": "option_scores"})))
         assert j.label in (0, 1) and j.details["inference"] == mode
+
+
+def test_a_named_base_model_is_resolved_as_the_engine_resolves_it(tmp_path, monkeypatch, tiny_model_dir):
+    from sumjudge.llm import models
+    from sumjudge.papers.factax.sft.train import base_model_for
+
+    monkeypatch.setattr(models, "prepare_smoke_model", lambda dest=None: tmp_path / "smoke-folder")
+    assert base_model_for("smoke", "smoke", tmp_path) == (str(tmp_path / "smoke-folder"), False)
+    assert base_model_for(str(tiny_model_dir), "smoke", tmp_path) == (str(tiny_model_dir), False)
+
+
+def test_table4_compares_the_base_zero_shot_with_the_papers_base_and_gives_intervals(tmp_path):
+    from sumjudge.papers.factax import tables as factax_tables
+
+    def cell(name, pairs):
+        d = tmp_path / name
+        d.mkdir()
+        rows = [{"example": {"label": y, "meta": {}}, "judgement": {"label": p}} for y, p in pairs]
+        (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        metrics = {"n": len(pairs), "unparsed": sum(p is None for _, p in pairs), "bacc": None}
+        (d / "metrics.json").write_text(json.dumps(metrics))
+        return metrics, d
+
+    right = [(1, 1), (0, 0)] * 10
+    grid = {(factax_tables.ZERO_SHOT_BASE, "diasumfact"): cell("zs", [(1, 1), (0, 1), (1, 0), (0, 0)] * 5),
+            ("I-Binary + INF-Binary", "diasumfact"): cell("sft", right[:-1] + [(0, None)])}
+    rows = {(r["evaluator"], r["dataset"]): r for r in factax_tables.table4_rows(grid, "m")}
+    zs, sft = rows[(factax_tables.ZERO_SHOT_BASE, "diasumfact")], rows[("I-Binary + INF-Binary", "diasumfact")]
+    assert zs["experiment"] == "Table 4" and zs["paper"] == 62.8 and zs["reproduced"] == pytest.approx(50.0)
+    assert rows[(factax_tables.ZERO_SHOT_BASE, "[MACRO]")]["paper"] == 62.4
+    assert sft["paper"] == 72.6 and sft["reproduced"] == pytest.approx(100.0) and sft["unparsed"] == 1
+    assert sft["n"] == 20 and zs["ci"] is not None and zs["ci"][0] < 50.0 < zs["ci"][1]

@@ -293,6 +293,16 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
     return rows
 
 
+ZERO_SHOT_BASE = "Zero-Shot base model"  # the fine-tuned models' own base with the FacTax prompt
+TABLE4_PAPER_ROWS = {ZERO_SHOT_BASE: "Zero-Shot Llama3-8B"}  # the paper's base is Llama3-8B
+
+
+def table4_rows(grid, model: str) -> list[dict[str, Any]]:
+    """Table 4's rows: each trained model (and its base zero-shot, ``ZERO_SHOT_BASE``) per test dataset, per
+    domain and MACRO, with n, unparsed answers and the 95% interval, beside the paper's Llama3-8B values."""
+    return table2_rows(grid, model, table="table4", paper_rows=TABLE4_PAPER_ROWS)
+
+
 def paper_only_rows() -> list[dict[str, Any]]:
     """Table 2's non-LLM rows and the GPT-4o FacTax row, as printed (not computed here)."""
     t = paper_results("factax")["table2"]

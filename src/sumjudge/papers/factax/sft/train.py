@@ -112,11 +112,13 @@ def accumulation_steps(cfg: SFTConfig, world_size: int) -> int:
 def base_model_for(base_model: str, profile: str, out_dir: str | Path) -> tuple[str, bool]:
     """(the model to fine-tune, whether it is the tiny stand-in). Without ``base_model`` the ``paper``
     profile refuses (Appendix D fine-tunes Llama3-8B; a tiny random model would be no reproduction); other
-    profiles build a tiny random model that shows the path."""
+    profiles build a tiny random model that shows the path. A name the engine knows (``smoke``, a local folder, a
+    hub id) is resolved as the engine resolves it."""
     from ....llm import ConfigError
+    from ....llm.models import resolve_model
 
     if base_model:
-        return base_model, False
+        return resolve_model(base_model), False
     if profile == "paper":
         raise ConfigError("the paper profile fine-tunes a real base model: set base_model (the paper's is "
                           "meta-llama/Meta-Llama-3-8B) with sft_config=paper; the tiny stand-in is for the "
