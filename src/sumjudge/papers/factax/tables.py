@@ -77,11 +77,6 @@ def run_settings(method: str, settings: dict[str, Any], i: int, runs: int, seed:
     return out
 
 
-def run_cell(session, method: str, dataset: str, settings: dict[str, Any], limit: int | None = None
-             ) -> tuple[dict[str, Any], Path]:
-    return session.run(method, dataset, settings=settings, name=run_name(method, settings, dataset), limit=limit)
-
-
 def run_grid(session, datasets: list[str], evaluators=EVALUATORS, limit: int | None = None, runs: int = 1,
              run_temperature: float = 1.0) -> dict[tuple[str, str], list[tuple[dict[str, Any], Path]]]:
     """[(metrics, run folder) per run] per (evaluator label, dataset)."""
@@ -330,10 +325,13 @@ def table3_rows(grid, model: str, evaluator: str = "FACTAX") -> list[dict[str, A
 
 
 def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = None) -> list[dict[str, Any]]:
-    """Window-size ablation: FacTax-WD with each ``window_words`` (0 = one sentence, None = whole summary)."""
+    """Window-size ablation: FacTax-WD with each ``window_words`` (0 = one sentence, None = whole summary); the
+    sizes' runs are submitted together (they share the engine's batches)."""
     rows = []
-    for ww in sizes:
-        m, run = run_cell(session, "factax-wd", dataset, {"window_words": ww}, limit)
+    cells = session.run_many([{"method": "factax-wd", "dataset": dataset, "settings": {"window_words": ww},
+                               "limit": limit, "name": run_name("factax-wd", {"window_words": ww}, dataset)}
+                              for ww in sizes])
+    for ww, (m, run) in zip(sizes, cells):
         res = read_results(run)
         rows.append({"experiment": "window size", "dataset": dataset,
                      "window": "1 sentence" if ww == 0 else ("whole summary" if ww is None else f"{ww} words"),
