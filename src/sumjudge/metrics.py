@@ -151,6 +151,27 @@ def grouped_correlation(groups: Sequence[str], human: Sequence[float], pred: Seq
                               ci=interval, per_group=per)
 
 
+def mean_of_grouped_ci(per_group: Sequence[dict[str, float]], n_resamples: int = 1000, seed: int = 0
+                       ) -> tuple[float, float] | None:
+    """95% interval of a mean over aspects of grouped correlations (Table 1's Average column): a percentile
+    bootstrap over the groups, every aspect's per-group correlations (``GroupedCorrelation.per_group``)
+    resampled with the same groups; an aspect's undefined groups stay out of its own mean, as in
+    ``grouped_correlation``, whose interval this is for one aspect. None below two defined groups."""
+    groups = list(dict.fromkeys(g for per in per_group for g, v in per.items() if v == v))
+    if len(groups) < 2:
+        return None
+    cols = [[per.get(g, float("nan")) for g in groups] for per in per_group]
+    finite = {v for c in cols for v in c if v == v}
+
+    def statistic(*columns) -> float:
+        means = [float(np.mean(c[~np.isnan(c)])) for c in map(np.asarray, columns) if (~np.isnan(c)).any()]
+        return float(np.mean(means)) if means else float("nan")
+
+    if len(finite) == 1:
+        return statistic(*cols), statistic(*cols)
+    return bootstrap_ci(cols, statistic, n_resamples=n_resamples, seed=seed)
+
+
 def score_distribution(values: Sequence[float | None], lo: int, hi: int) -> dict[int, float]:
     """Percentage of scores at each point of the scale lo..hi. Non-integer scores (means
     of annotators, probability-weighted scores) are rounded half up to the nearest point and clipped to

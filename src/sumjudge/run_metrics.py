@@ -81,11 +81,12 @@ def rated_metrics(examples, judgements: list[Judgement],
     method's details show (``protocol_stats``: G-Eval's coverage; a protocol's own ``details_stats``);
     ``average``: the mean over aspects, as Table 1's Average column."""
     from .judges.aspects import aspect
-    from .metrics import grouped_correlation, score_distribution
+    from .metrics import grouped_correlation, mean_of_grouped_ci, score_distribution
 
     methods = data_registry.get(examples[0].dataset).correlations if examples else ()
     names = list(dict.fromkeys(k for j in judgements for k in j.scores))
     per: dict[str, Any] = {}
+    per_group: dict[str, list[dict[str, float]]] = {m: [] for m in methods}  # each aspect's, for the average's interval
     for name in names:
         a = aspect(examples[0].dataset, name)
         details = [j.details.get("aspects", {}).get(name, {}) for j in judgements]
@@ -95,14 +96,19 @@ def rated_metrics(examples, judgements: list[Judgement],
         groups = [ex.group_id for ex in examples]
         hs = [h for h in human if h is not None]
         h_lo, h_hi = int(min(hs)) if hs else a.lo, int(max(hs)) if hs else a.hi
-        per[name] = {**{m: grouped_correlation(groups, human, pred, m).as_dict() for m in methods},
+        corr = {m: grouped_correlation(groups, human, pred, m) for m in methods}
+        for m in methods:
+            per_group[m].append(corr[m].per_group)
+        per[name] = {**{m: c.as_dict() for m, c in corr.items()},
                      "n": sum(p is not None for p in pred), "n_human": len(hs),
                      "unparsed": sum(p is None for p in pred), "scale": [lo, hi], **protocol_stats(details),
                      **(details_stats(details) if details_stats else {}),
                      "distribution": {"human": score_distribution(human, min(h_lo, a.lo), max(h_hi, a.hi)),
                                       "method": score_distribution(pred, lo, hi)}}
     average = {m: _mean([per[n][m]["mean"] for n in names]) for m in methods}
-    return {"correlations": list(methods), "aspects": per, "average": average,
+    average_ci = {m: list(ci) if average[m] == average[m] and (ci := mean_of_grouped_ci(per_group[m])) else None
+                  for m in methods}
+    return {"correlations": list(methods), "aspects": per, "average": average, "average_ci": average_ci,
             "n_groups": len({ex.group_id for ex in examples}), "unparsed": sum(per[n]["unparsed"] for n in names),
             "score_sources": count_by(str(d.get("final_source", d.get("source"))) for j in judgements
                                     for d in j.details.get("aspects", {}).values())}

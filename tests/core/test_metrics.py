@@ -114,6 +114,24 @@ def test_grouped_correlation_equals_scipy_per_group_average():
         assert g.mean == pytest.approx(expected) and g.n_groups == 20 and g.undefined_groups == 0
 
 
+def test_the_average_over_aspects_has_a_bootstrap_interval_over_the_same_groups():
+    from sumjudge.metrics import grouped_correlation, mean_of_grouped_ci
+
+    rng = np.random.default_rng(5)
+    groups = [f"doc{i}" for i in range(8) for _ in range(6)]
+    human = rng.integers(1, 6, size=len(groups)).astype(float)
+    a = grouped_correlation(groups, human, list(human + rng.normal(0, 1.0, size=len(groups))), "spearman")
+    b = grouped_correlation(groups, human, list(rng.normal(0, 1.0, size=len(groups))), "spearman")
+    # one aspect: exactly that aspect's own interval
+    assert mean_of_grouped_ci([a.per_group]) == pytest.approx(a.ci)
+    low, high = mean_of_grouped_ci([a.per_group, b.per_group])
+    assert low < (a.mean + b.mean) / 2 < high and (low, high) != pytest.approx(a.ci)
+    # an aspect undefined in a group keeps the others' value there; below two defined groups: none
+    b.per_group.pop("doc0")
+    assert mean_of_grouped_ci([a.per_group, b.per_group]) is not None
+    assert mean_of_grouped_ci([{"doc0": 0.5}, {"doc0": 0.1}]) is None
+
+
 def test_grouped_correlation_with_nothing_defined_is_nan_and_counted():
     from sumjudge.metrics import grouped_correlation
 

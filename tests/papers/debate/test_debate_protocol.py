@@ -337,3 +337,29 @@ def test_debate_adapted_to_binary_faithfulness_debates_consistency_and_threshold
     j2 = run_sync(spec.judge(ex, LLM(ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(
         is_("critic"), "Too generous."), cache=NullCache()), make_config(spec.config_cls, {"iterations": 1})))
     assert (j2.score, j2.label) == (3.0, 0)  # below the threshold: unfaithful
+
+
+def test_the_average_row_of_a_rated_run_carries_a_bootstrap_interval():
+    """Figure 2 plots the average over aspects: its row gets an interval like every aspect's (a bootstrap over
+    the source documents, every aspect resampled with the same documents)."""
+    import numpy as np
+
+    from sumjudge.judges.base import Judgement
+    from sumjudge.papers.debate.tables import correlation_rows
+    from sumjudge.run_metrics import rated_metrics
+
+    rng = np.random.default_rng(0)
+    exs, js = [], []
+    for d in range(6):
+        for k in range(8):
+            human = {"coherence": float(rng.integers(1, 6)), "fluency": float(rng.integers(1, 4))}
+            ex = RatedExample(id=f"d{d}|m{k}", dataset="summeval", group_id=f"d{d}", source="s", output="o",
+                              scores={**EX.scores, **human})
+            exs.append(ex)
+            js.append(Judgement(example_id=ex.id, scores={a: v + float(rng.normal(0, 1)) for a, v in human.items()}))
+    m = {"dataset": "summeval", "n_examples": len(exs), **rated_metrics(exs, js)}
+    for corr in ("spearman", "kendall"):
+        low, high = m["average_ci"][corr]
+        assert low < m["average"][corr] < high
+    avg = [r for r in correlation_rows("DEBATE", m, experiment="t", model="m") if r["aspect"] == "average"]
+    assert len(avg) == 2 and all(r["ci"] is not None and r["ci"][0] < r["reproduced"] < r["ci"][1] for r in avg)

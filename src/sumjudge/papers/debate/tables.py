@@ -116,6 +116,8 @@ def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, mo
             extra: dict[str, Any] = {}
             if col == "average":
                 rep = metrics["average"][m]
+                ci = (metrics.get("average_ci") or {}).get(m)  # a bootstrap over the groups (older runs: none)
+                extra = {"ci": tuple(ci) if ci else None}
             else:
                 a = metrics["aspects"][col]
                 rep = a[m]["mean"]
