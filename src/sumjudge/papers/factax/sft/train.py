@@ -4,8 +4,9 @@ LM on prompt-completion pairs (``factax_pairs``), with the loss on the completio
 Configs: ``paper`` = Appendix D (full fine-tune, lr 1e-5, cosine schedule, warm-up 0.05, 8 epochs, batch 1 per
 GPU on 8 A100s with flash attention: an effective batch of 8, which fewer devices reach by gradient
 accumulation, ``effective_batch_size``), ``lora`` = a LoRA adapter (``peft``) that fits one GPU
-(r 16, alpha 32, dropout 0.05 on the attention and MLP projections, lr 2e-4, same schedule). bf16 on GPU,
-fp32 on CPU. Several GPUs: ``accelerate launch -m sumjudge.papers.factax.sft.train ...`` (the Trainer runs under
+(r 16, alpha 32, dropout 0.05 on the attention and MLP projections, lr 2e-4, same schedule). bf16 on GPU; on a
+CPU that computes bfloat16 natively (AVX512-BF16, AMX) mixed precision (bf16 autocast over fp32 weights), else
+fp32 (``training_precision``, part of the training key). Several GPUs: ``accelerate launch -m sumjudge.papers.factax.sft.train ...`` (the Trainer runs under
 accelerate). A LoRA adapter is merged into the base weights when saved, so the result is an ordinary model
 folder: evaluate it with the ``factax-sft`` method on the hf backend (``--model OUT``), through the engine.
 
@@ -144,17 +145,28 @@ def collate(pad_id: int):
     return fn
 
 
-def training_key(model: str, pairs: list[Pair], cfg: SFTConfig, world_size: int) -> str:
+def training_precision() -> str:
+    """``bf16`` where the device computes bfloat16 natively (a GPU: bf16 weights; a CPU with AVX512-BF16 or AMX:
+    bf16 autocast over fp32 weights, several times float32's speed there), else ``fp32`` (emulated bfloat16 would
+    be slower than float32)."""
+    import torch
+
+    from ....llm.hf import cpu_has_native_bf16
+
+    return "bf16" if torch.cuda.is_available() or cpu_has_native_bf16() else "fp32"
+
+
+def training_key(model: str, pairs: list[Pair], cfg: SFTConfig, world_size: int, precision: str = "fp32") -> str:
     """What determines a fine-tuned model: the base (its name, and for a folder the fingerprint of its weight
     files' names, sizes and times, as the hf backend names a local model), every pair, the config after its
-    overrides and the devices the effective batch is spread over."""
+    overrides, the devices the effective batch is spread over and the precision it was trained in."""
     import hashlib
 
     from ....llm.models import local_revision
 
     base = {"model": str(model), "fingerprint": local_revision(str(model))}
     blob = json.dumps({"base": base, "pairs": [asdict(p) for p in pairs], "config": asdict(cfg),
-                       "world_size": world_size}, sort_keys=True)
+                       "world_size": world_size, "precision": precision}, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -179,14 +191,16 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
     cfg = replace(CONFIGS[config] if isinstance(config, str) else config, **overrides)
     out = Path(out)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    key = training_key(model, pairs, cfg, world_size)
+    precision = training_precision()
+    key = training_key(model, pairs, cfg, world_size, precision)
     before = None if retrain else trained_before(out, key)
     if before is not None:
         return {**before, "reused": True}
-    return _train(model, pairs, out, cfg, world_size, key)
+    return _train(model, pairs, out, cfg, world_size, key, precision)
 
 
-def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size: int, key: str) -> dict[str, Any]:
+def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size: int, key: str,
+           precision: str) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
 
@@ -207,7 +221,7 @@ def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size:
                              per_device_train_batch_size=cfg.per_device_batch_size,
                              gradient_accumulation_steps=accumulate, lr_scheduler_type=cfg.lr_scheduler,
                              warmup_ratio=cfg.warmup_ratio, logging_steps=1, save_strategy="no", report_to=[],
-                             bf16=gpu, dataloader_pin_memory=gpu, seed=cfg.seed, remove_unused_columns=False, disable_tqdm=True)
+                             bf16=precision == "bf16", use_cpu=not gpu, dataloader_pin_memory=gpu, seed=cfg.seed, remove_unused_columns=False, disable_tqdm=True)
     trainer = Trainer(model=lm, args=args, train_dataset=data, data_collator=collate(tok.pad_token_id))
     trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
@@ -215,7 +229,7 @@ def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size:
     final.save_pretrained(out)
     tok.save_pretrained(out)
     info = {"losses": losses, "config": asdict(cfg), "pairs": len(pairs), "base_model": str(model),
-            "gradient_accumulation_steps": accumulate, "key": key}
+            "gradient_accumulation_steps": accumulate, "precision": precision, "key": key}
     (out / "sumjudge_sft.json").write_text(json.dumps(info, indent=2))
     return {**info, "reused": False}
 
