@@ -93,3 +93,19 @@ def test_rows_with_stored_prefixes_of_different_lengths_decode_together(backends
     got = [r.tokens for r in with_store.decoder.decode(again)]
     assert with_store.decoder.stats["stored_prefix_tokens_reused"] > before
     assert got == [r.tokens for r in without.decoder.decode(again)]
+
+
+def test_the_backend_reports_how_full_its_store_is_and_what_it_dropped(tiny_model_dir):
+    backend = HFBackend(str(tiny_model_dir))
+    ids = backend.encode([{"role": "user", "content": f"{DOC}\n\nIs the summary faithful?"}])
+    backend.decoder.decode([DecodeRow(ids=ids, max_new_tokens=2)])
+    stats = backend.decode_stats()
+    assert stats["prefix_store_tokens_held"] == (len(ids) // BLOCK) * BLOCK > 0
+    assert stats["prefix_store_tokens_evicted"] == 0
+    backend.decoder.store.capacity = 1  # smaller than a block: the next prompt's blocks push every block out
+    other = backend.encode([{"role": "user", "content": f"{DOC[::-1]}\n\nAnother question."}])
+    backend.decoder.decode([DecodeRow(ids=other, max_new_tokens=2)])
+    stats = backend.decode_stats()
+    assert stats["prefix_store_tokens_held"] == 0 and stats["prefix_store_tokens_evicted"] >= (len(ids) // BLOCK) * BLOCK
+    assert HFBackend(str(tiny_model_dir), prefix_store_mb=0).decode_stats().keys().isdisjoint(
+        {"prefix_store_tokens_held", "prefix_store_tokens_evicted"})

@@ -35,7 +35,7 @@ from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResul
 from .errors import PromptTooLongError
 from .loops import on_loop_close
 from .models import LLAMA3_EOS_TOKENS, local_revision, resolve_model, split_revision, template_text
-from .prefix_store import CAPACITY_MB
+from .prefix_store import BLOCK, CAPACITY_MB
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs
 
 
@@ -237,7 +237,11 @@ class HFBackend:
         for counters in self.source_stats().values():
             for k, v in counters.items():
                 own[f"own_{k}"] += v
-        return {**self.decoder.stats, **own}
+        # how full the prefix store is and what it had to drop (a store too small for the run shows here)
+        store = self.decoder.store
+        held = {} if store is None else {"prefix_store_tokens_held": len(store) * BLOCK,
+                                         "prefix_store_tokens_evicted": store.stats["evicted_tokens"]}
+        return {**self.decoder.stats, **held, **own}
 
     def source_stats(self) -> dict[str, dict[str, float]]:
         """Each source's share of the decoder's work (``SOURCE_COUNTERS``): the prompt tokens of its admitted rows
