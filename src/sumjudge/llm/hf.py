@@ -231,8 +231,9 @@ class HFBackend:
         return len(self.encode(messages))
 
     def decode_stats(self) -> dict[str, float]:
-        """The decoder's counters, and ``own_*``: the shares of its work of every source together (in this process
-        all of it is the caller's own; a shared engine's client reports its source's alone)."""
+        """The decoder's counters, the prefix store's tokens held and evicted, and ``own_*``: the shares of its work
+        of every source together (in this process all of it is the caller's own; a shared engine's client reports its
+        source's alone)."""
         own = {f"own_{k}": 0.0 for k in SOURCE_COUNTERS}
         for counters in self.source_stats().values():
             for k, v in counters.items():
