@@ -88,6 +88,21 @@ def test_an_over_long_document_is_cut_inside_the_prompt_keeping_summary_and_assi
         fit_pair(tok, factax_pairs.binary_pair(long), 20)
 
 
+def test_a_completion_ends_as_the_chat_templates_turn_ends_and_a_base_model_gets_eos(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    from sumjudge.papers.factax.sft.train import completion_ids, tokenize_pair
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)  # Llama-3's: a turn ends with <|eot_id|>
+    ids = completion_ids(tok, " Factually_Correct")
+    assert tok.decode(ids) == "Factually_Correct<|eot_id|>" and ids[-1] == tok.convert_tokens_to_ids("<|eot_id|>")
+    row = tokenize_pair(tok, factax_pairs.binary_pair(ex(0, 1)), max_length=512)
+    assert [t for t in row["labels"] if t != -100] == ids == row["input_ids"][-len(ids):]
+    tok.chat_template = None  # a base model: the paper's bare completion and the end of the sequence
+    bare = completion_ids(tok, " Factually_Correct")
+    assert tok.decode(bare) == " Factually_Correct" + tok.eos_token and bare[-1] == tok.eos_token_id
+
+
 def test_gradient_accumulation_reaches_the_papers_effective_batch_and_paper_refuses_the_tiny_model(tmp_path):
     from sumjudge.papers.factax.sft.train import CONFIGS, accumulation_steps, base_model_for
 

@@ -88,11 +88,31 @@ def fit_pair(tok, pair: Pair, budget: int) -> tuple[list[int], int]:
     return ids_for(kept), len(words) - kept
 
 
-def tokenize_pair(tok, pair: Pair, max_length: int) -> dict[str, list[int]]:
-    """input_ids = prompt + completion + eos; labels = -100 on the prompt (loss on the completion only); the
-    document is cut inside the prompt when the whole exceeds ``max_length`` (``fit_pair``)."""
+# How a pair's completion is written (part of the training key: a model trained on another format is not reused)
+PAIR_FORMAT = "chat turn closed by the template; bare completion + eos without a template"
+
+
+def completion_ids(tok, completion: str) -> list[int]:
+    """The completion as the model is to write it after ``prompt_ids``. In a chat template: the assistant turn's
+    text and what the template closes the turn with (Qwen's ``<|im_end|>``, Llama-3's ``<|eot_id|>``), so that the
+    model learns to end its answer where inference stops; a base model's leading space (" Factually_Correct", the
+    paper's completion format) is dropped there, as an assistant turn starts on its own line. Without a template
+    (a base model): the bare completion, then the end-of-sequence token."""
+    if getattr(tok, "chat_template", None):
+        user = [{"role": "user", "content": "x"}]
+        head = tok.apply_chat_template(user, add_generation_prompt=True, tokenize=False)
+        whole = tok.apply_chat_template(user + [{"role": "assistant", "content": completion.strip()}], tokenize=False)
+        if whole.startswith(head) and completion.strip() in whole[len(head):]:
+            return tok(whole[len(head):].rstrip(), add_special_tokens=False)["input_ids"]
     eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
-    completion = tok(pair.completion, add_special_tokens=False)["input_ids"] + eos
+    return tok(completion, add_special_tokens=False)["input_ids"] + eos
+
+
+def tokenize_pair(tok, pair: Pair, max_length: int) -> dict[str, list[int]]:
+    """input_ids = prompt + completion (``completion_ids``: closed as the model's turn ends); labels = -100 on the
+    prompt (loss on the completion only); the document is cut inside the prompt when the whole exceeds
+    ``max_length`` (``fit_pair``)."""
+    completion = completion_ids(tok, pair.completion)
     prompt, _ = fit_pair(tok, pair, max_length - len(completion))
     ids = prompt + completion
     return {"input_ids": ids, "attention_mask": [1] * len(ids), "labels": [-100] * len(prompt) + completion}
@@ -159,14 +179,15 @@ def training_precision() -> str:
 def training_key(model: str, pairs: list[Pair], cfg: SFTConfig, world_size: int, precision: str = "fp32") -> str:
     """What determines a fine-tuned model: the base (its name, and for a folder the fingerprint of its weight
     files' names, sizes and times, as the hf backend names a local model), every pair, the config after its
-    overrides, the devices the effective batch is spread over and the precision it was trained in."""
+    overrides, the devices the effective batch is spread over, the precision it was trained in and how a pair is
+    written (``PAIR_FORMAT``)."""
     import hashlib
 
     from ....llm.models import local_revision
 
     base = {"model": str(model), "fingerprint": local_revision(str(model))}
     blob = json.dumps({"base": base, "pairs": [asdict(p) for p in pairs], "config": asdict(cfg),
-                       "world_size": world_size, "precision": precision}, sort_keys=True)
+                       "world_size": world_size, "precision": precision, "format": PAIR_FORMAT}, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
