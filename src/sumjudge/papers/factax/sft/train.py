@@ -6,8 +6,8 @@ GPU on 8 A100s with flash attention: an effective batch of 8, which fewer device
 accumulation, ``effective_batch_size``), ``lora`` = a LoRA adapter (``peft``) that fits one GPU
 (r 16, alpha 32, dropout 0.05 on the attention and MLP projections, lr 2e-4, same schedule). bf16 on GPU; on a
 CPU that computes bfloat16 natively (AVX512-BF16, AMX) mixed precision (bf16 autocast over fp32 weights), else
-fp32 (``training_precision``, part of the training key). Several GPUs: ``accelerate launch -m sumjudge.papers.factax.sft.train ...`` (the Trainer runs under
-accelerate). A LoRA adapter is merged into the base weights when saved, so the result is an ordinary model
+fp32 (``training_precision``, part of the training key). Several GPUs: ``accelerate launch -m
+sumjudge.papers.factax.sft.train ...`` (the Trainer runs under accelerate). A LoRA adapter is merged into the base weights when saved, so the result is an ordinary model
 folder: evaluate it with the ``factax-sft`` method on the hf backend (``--model OUT``), through the engine.
 
 Over-long prompts: the document is cut inside the template (``fit_pair``, the whole words that fit), so the
