@@ -18,7 +18,9 @@ from typing import Any
 from . import profiles
 from .llm import make_llm
 from .llm.engine import LLM
-from .paths import project_root
+from .llm.recording import Recorder, Recording
+from .paths import figures_dir, project_root
+from .replay import ANSWERS, ANSWERS_PLAIN, model_label, replay_from_env, replay_llm
 from .plan import PlanSetting, planning_llm
 from .profiles import Profile
 
@@ -33,6 +35,10 @@ def run_name(method: str, settings: dict[str, Any], dataset: str, level: str | N
     return "-".join([method, *(f"{k}{v}" for k, v in vals.items()), dataset, *([level] if level else [])])
 
 
+_RECORDERS: dict[str, Recorder] = {}  # notebook -> what its sessions in this process were answered
+_RECORDINGS: dict[Path, Recording] = {}  # recorded answers read for a replay
+
+
 @dataclass
 class Session:
     """One notebook's settings and engine. Overrides that are None/'' keep the profile's value."""
@@ -44,13 +50,33 @@ class Session:
     base_url: str | None = None
     n: int | None = None
     seed: int | None = None
+    replay: str | Path | None = None  # a results page folder: answer from its recorded answers, never a model
     prof: Profile = field(init=False)
+    recorder: Recorder | None = field(default=None, init=False, repr=False)
+    recording: Recording | None = field(default=None, init=False, repr=False)
     _llm: LLM | None = field(default=None, init=False, repr=False)
     _engines: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.prof = profiles.load(self.profile, notebook=self.notebook, backend=self.backend, model=self.model, base_url=self.base_url,
                                   n=self.n, seed=self.seed)
+        self.replay = self.replay or replay_from_env()
+        if self.replay:
+            path = Path(self.replay) / self.notebook / ANSWERS
+            if path not in _RECORDINGS:
+                _RECORDINGS[path] = Recording.load(path, notebook=self.notebook)
+            self.recording = _RECORDINGS[path]
+        elif PlanSetting.from_env() is None:  # a notebook's sessions (e.g. one per trained model) record together
+            self.recorder = _RECORDERS.setdefault(self.notebook, Recorder())
+
+    def _engine(self, backend: str, model: str | None, base_url: str | None, options: dict[str, Any]) -> LLM:
+        """An engine of this notebook: the model's (its answers recorded), or in a replay the recorded one's."""
+        if self.recording is not None:
+            return replay_llm(self.recording, backend, model, base_url, options)
+        llm = make_llm(backend, model, base_url=base_url, **options)
+        if self.recorder is not None:
+            self.recorder.register(llm, backend, model_label(model), base_url, options)
+        return llm
 
     @property
     def llm(self) -> LLM:
@@ -62,7 +88,7 @@ class Session:
             if planning is not None:
                 self._llm = planning_llm(planning, p.parse_retries, measured_from=self.runs_dir(planned=False))
             else:
-                self._llm = make_llm(p.backend, p.model, base_url=p.base_url, **p.engine_options())
+                self._llm = self._engine(p.backend, p.model, p.base_url, p.engine_options())
         return self._llm
 
     def llm_for(self, method: str) -> LLM:
@@ -77,13 +103,15 @@ class Session:
             # the profile's context cap and dtype are for its own (hf) model
             opts = {k: v for k, v in self.prof.engine_options().items()
                     if k not in ("context_length", "dtype") or (k == "dtype" and engine[0] == "hf")}
-            self._engines[engine] = make_llm(engine[0], engine[1], base_url=engine[2], **opts)
+            self._engines[engine] = self._engine(engine[0], engine[1], engine[2], opts)
         return self._engines[engine]
 
     def runs_dir(self, planned: bool = True) -> Path:
         """The notebook's run folders (``planned``: a planned notebook's, under the plan's own folder)."""
         planning = PlanSetting.from_env() if planned else None
         root = Path(planning.runs_dir) if planning is not None else project_root() / "build" / "runs"
+        if self.replay and planned:  # a replay's runs never resume (or overwrite) a real run's folders
+            root = project_root() / "build" / "replay" / "runs"
         return root / self.notebook / f"{self.prof.name}-{slug(self.prof.model)}"
 
     def method_settings(self, method: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -125,6 +153,7 @@ class Session:
             return run(rc, out, llm=llm, progress=progress), out
         finally:
             self.write_time_profile()
+            self.write_answers()
 
     def run_many(self, runs: list[dict[str, Any]], *, progress: bool = True,
                  alongside: Sequence[Callable[[], Awaitable[Any]]] = ()) -> list[tuple[dict[str, Any], Path]]:
@@ -140,6 +169,7 @@ class Session:
             return self._in_order(plans, distinct, run_many(distinct, progress=progress, alongside=alongside))
         finally:
             self.write_time_profile()
+            self.write_answers()
 
     async def run_many_async(self, runs: list[dict[str, Any]], *, progress: bool = True
                              ) -> list[tuple[dict[str, Any], Path]]:
@@ -152,6 +182,7 @@ class Session:
             return self._in_order(plans, distinct, await run_many_async(distinct, progress=progress))
         finally:
             self.write_time_profile()
+            self.write_answers()
 
     def _plans(self, runs: list[dict[str, Any]]) -> tuple[list, list]:
         """Each run's (config, folder, engine), and those to run (the same run asked twice runs once)."""
@@ -174,6 +205,13 @@ class Session:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.time_profile(), indent=2), encoding="utf-8")
         return path
+
+    def write_answers(self) -> Path | None:
+        """Every answer this notebook's engines gave so far (``figures/<notebook>/answers.jsonl``: ``make reproduce``
+        keeps it beside the notebook's results page, compressed); nothing in a replay or a plan."""
+        if self.recorder is None or not len(self.recorder):
+            return None
+        return self.recorder.write(figures_dir() / self.notebook / ANSWERS_PLAIN)
 
     def describe(self) -> str:
         p = self.prof

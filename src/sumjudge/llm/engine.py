@@ -25,6 +25,7 @@ from .errors import SumjudgeError
 from .fitting import certainly_fits
 from .loops import SingleFlight, run_sync
 from .parsing import ParseError
+from .recording import ReplayMiss
 from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key, prompt_digest
 
 T = TypeVar("T")
@@ -279,6 +280,7 @@ class LLM(Calls):
         self._counting = SingleFlight()
         self.companions: dict[str, LLM] = {}
         self.budget: Budget | None = None  # a cost guard (--max-calls / --max-tokens): see ``budget``
+        self.recorder = None  # a ``recording.Recorder`` keeping every answer and token count (``Recorder.register``)
 
     @property
     def engine(self) -> "LLM":  # type: ignore[override]
@@ -313,6 +315,14 @@ class LLM(Calls):
         the engine's totals), progress reported to ``context.progress``."""
         return Scope(self, context, None, (self.usage_total, context.usage))
 
+    def bypassing_cache(self) -> "LLM":
+        """This engine's backend with no response cache (every call computed again: a repeatability check), its
+        answers recorded with this engine's."""
+        other = LLM(self.backend, cache=NullCache(), parse_retries=self._parse_retries,
+                    retry_temperature=self._retry_temperature)
+        other.recorder = self.recorder
+        return other
+
     def companion_engine(self, spec: str) -> "LLM":
         """Another model on this engine's cache, built once per ``spec`` ("backend:model[@base_url]", e.g.
         "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult several models (a discussion among
@@ -324,6 +334,8 @@ class LLM(Calls):
             model, _, url = rest.partition("@")
             self.companions[spec] = LLM(make_backend(backend, model or None, base_url=url or None), cache=self.cache,
                                         parse_retries=self._parse_retries, retry_temperature=self._retry_temperature)
+            if self.recorder is not None:
+                self.recorder.register(self.companions[spec], backend, model or None, url or None, {})
         return self.companions[spec]
 
     # ---- machinery --------------------------------------------------------------------------
@@ -439,6 +451,9 @@ class LLM(Calls):
             if isinstance(res, Exception):
                 for u in via.usages:
                     u.errors += 1
+                if isinstance(res, ReplayMiss):  # say which run and example asked
+                    log = via.context.log
+                    res = res.located(log.path.parent.name if log else None, via.scope_name)
                 if not fut.done():
                     fut.set_exception(res)
                 continue
@@ -465,6 +480,9 @@ class LLM(Calls):
                 u.prompt_tokens += resp.prompt_tokens
                 u.completion_tokens += resp.completion_tokens
         ctx = via.context
+        if self.recorder is not None:
+            self.recorder.answered(self, kind, key, req_json or req.to_json(), resp_json or resp.to_json(),
+                                   resp.cache_hit, ctx.log.path.parent.name if ctx.log else None, via.scope_name)
         if ctx.progress:
             ctx.progress(1)
         if ctx.log:
@@ -493,6 +511,8 @@ class LLM(Calls):
             return await asyncio.to_thread(fn, arg) if caps.tokenizer == "remote" else fn(arg)
 
         n = await self._counting.run(digest, count)  # asked by many examples at once: counted once
+        if self.recorder is not None:
+            self.recorder.counted(self, digest, n)
         if len(self._token_counts) > 65536:
             self._token_counts.clear()
         self._token_counts[digest] = n

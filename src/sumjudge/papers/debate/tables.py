@@ -82,8 +82,7 @@ def repeatability_rows(session, dataset: str, aspect: str, *, examples: int, rep
     every repeat computed by the backend (the response cache is bypassed: a cached repeat proves nothing).
     Per text: the distinct final scores and whether every transcript was identical."""
     from ...data import registry
-    from ...llm import NullCache
-    from ...llm.engine import LLM, run_sync
+    from ...llm.engine import run_sync
     from ...judges import get_method, make_config
 
     spec = get_method("debate")
@@ -94,7 +93,7 @@ def repeatability_rows(session, dataset: str, aspect: str, *, examples: int, rep
     for ex in exs:
         finals, transcripts = [], set()
         for _ in range(repeats):
-            j = run_sync(spec.judge(ex, LLM(session.llm.backend, cache=NullCache()).scoped(ex.id), cfg))
+            j = run_sync(spec.judge(ex, session.llm.bypassing_cache().scoped(ex.id), cfg))
             d = j.details["aspects"][aspect]
             finals.append(j.scores[aspect])
             transcripts.add(tuple(t["text"] for t in d["turns"]))
