@@ -64,7 +64,7 @@ class Session:
         if self.replay:
             path = Path(self.replay) / self.notebook / ANSWERS
             if path not in _RECORDINGS:
-                _RECORDINGS[path] = Recording.load(path, notebook=self.notebook)
+                _RECORDINGS[path] = Recording.load(path, notebook=self.notebook, missing_ok=True)
             self.recording = _RECORDINGS[path]
         elif PlanSetting.from_env() is None:  # a notebook's sessions (e.g. one per trained model) record together
             self.recorder = _RECORDERS.setdefault(self.notebook, Recorder())

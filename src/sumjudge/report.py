@@ -76,10 +76,45 @@ def save_table(df, notebook: str, name: str) -> Path:
 
 
 def save_figure(fig, notebook: str, name: str) -> Path:
+    """Write ``figures/<notebook>/<name>.png`` and ``.pdf``, and what it plots as ``<name>.plot.json``
+    (``figure_data``: a replay compares that, not the pixels)."""
     d = out_dir(notebook)
     fig.savefig(d / f"{name}.png", dpi=150, bbox_inches="tight")
     fig.savefig(d / f"{name}.pdf", bbox_inches="tight")
+    (d / f"{name}.plot.json").write_text(json.dumps(figure_data(fig), indent=1, sort_keys=True) + "\n")
     return d / f"{name}.png"
+
+
+def _num(v: Any) -> Any:
+    """A plotted number to 6 significant digits (None for NaN), so that float noise is not a difference."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return None if f != f else float(f"{f:.6g}")
+
+
+def figure_data(fig) -> list[dict[str, Any]]:
+    """What a figure plots, per axes: title, axis labels and limits, each line's points, each collection's points or
+    segments (scatter points, error bars), each bar (x, y, width, height) and each text with its place."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.patches import Rectangle
+
+    out = []
+    for ax in fig.get_axes():
+        out.append({
+            "title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+            "xlim": [_num(v) for v in ax.get_xlim()], "ylim": [_num(v) for v in ax.get_ylim()],
+            "lines": [{"label": ln.get_label(), "x": [_num(v) for v in ln.get_xdata()],
+                       "y": [_num(v) for v in ln.get_ydata()]} for ln in ax.get_lines()],
+            "collections": [{"segments": [[[_num(v) for v in p] for p in seg] for seg in c.get_segments()]}
+                            if isinstance(c, LineCollection) else
+                            {"points": [[_num(v) for v in p] for p in c.get_offsets()]} for c in ax.collections],
+            "bars": [[_num(v) for v in (p.get_x(), p.get_y(), p.get_width(), p.get_height())]
+                     for p in ax.patches if isinstance(p, Rectangle)],
+            "texts": [{"text": t.get_text(), "at": [_num(v) for v in t.get_position()]} for t in ax.texts],
+        })
+    return out
 
 
 def read_calls(run_dir: str | Path) -> list[dict[str, Any]]:

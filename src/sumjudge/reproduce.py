@@ -248,13 +248,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", default="", help="notebooks at a time (default: 3 on a shared hf engine, else 1)")
     p.add_argument("--shared-engine", default="auto", choices=("auto", "off"),
                    help="auto: with the hf backend, load the model once and serve every notebook from it")
+    p.add_argument("--replay", action="store_true",
+                   help="answer from the results page's recorded answers (no model), then check the page against "
+                        "what they give (results_check)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # run the notebooks, report nothing
     args = sys.argv[1:] if argv is None else argv
     a = p.parse_args(args)
+    if a.replay and not a.worker:
+        from .results_check import main as check_main
+
+        return check_main(["--profile", a.profile, "--notebooks", a.notebooks] + (["--jobs", a.jobs] if a.jobs else []))
     params = {"model": a.model, "backend": a.backend, "base_url": a.base_url,
               "n": int(a.n) if a.n else None, "seed": int(a.seed) if a.seed else None}
     out_dir = project_root() / "build" / "notebooks" / a.profile
     t_all = time.time()
+    from .results_page import commit
+
+    started_at = commit()  # the page names the code the run started with (the checkout may change while it runs)
     failed = []
     profile_rows, walls = [], []
     if a.worker:
@@ -298,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         w = next(r for r in records if r["notebook"] == nb.stem)
         if w["status"] != "ok":
             failed.append(nb.name)
-        walls.append({k: w[k] for k in ("notebook", "wall_s", "status")})
+        walls.append({k: w[k] for k in ("notebook", "wall_s", "status", "start")})
         profile_rows += notebook_time_profile(nb.stem, w["wall_s"], since=w["start"])
     from .parse_report import write_parse_rates
     from .paths import figures_dir
@@ -316,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
 
     page = write_results_page(a.profile, notebooks(a.notebooks), walls, figures_dir(),
                               model=a.model or prof.model, time_rows=profile_rows,
-                              run={"wall_s": round(time.time() - t_all, 1), "jobs": jobs})
+                              run={"wall_s": round(time.time() - t_all, 1), "jobs": jobs}, recorded_commit=started_at)
     print(f"results page: {page}")
     print(f"profile {a.profile}: {len(notebooks(a.notebooks)) - len(failed)} notebooks ok, {len(failed)} failed; "
           f"wall time {time.time() - t_all:.1f}s ({jobs} at a time{', one shared engine' if shared else ''}); "

@@ -1,7 +1,12 @@
 """The results page of a profile: ``figures/results-<profile>/``, one markdown page per notebook (its tables, its
-figures as PNG) and an index with the provenance (commit, model and its weights' sha256, dtype, machine, date,
-wall time per notebook, parse rates, where the time went), written by ``make reproduce`` from what the notebooks
-saved under ``figures/<notebook>/``. Nothing is computed here: the page is the notebooks' own tables.
+figures as PNG with the data they plot, its recorded answers) and an index with each notebook's provenance (commit,
+model and its weights' sha256, dtype, machine, date, wall time), written by ``make reproduce`` from what the
+notebooks saved under ``figures/<notebook>/``. Nothing is computed here but the words on what a table cannot show
+(``results_notes``): the page is the notebooks' own tables.
+
+A run of some notebooks (``make reproduce NOTEBOOKS=30``) rewrites those notebooks' pages, answers and provenance
+and keeps every other notebook's: ``provenance.json`` holds one record per notebook, and the index is written
+from it (``write_index``), so a slow notebook can be recorded on its own, on another machine.
 """
 
 from __future__ import annotations
@@ -104,15 +109,35 @@ def notebook_title(nb: Path) -> str:
         return nb.stem
 
 
-def notebook_page(nb: Path, figures: Path, out: Path, wall: dict[str, Any] | None) -> Path:
-    """``out/<notebook>.md``: the notebook's saved tables (Markdown, in the order it wrote them) and figures (PNG,
-    copied beside the page)."""
-    src = figures / nb.stem
-    lines = [f"# {notebook_title(nb)}", ""]
-    if wall:
-        lines += [f"Executed in {wall['wall_s']:.0f} s ({wall['status']}); the notebook itself, with every "
-                  f"reading guide: [`notebooks/{nb.name}`](../../notebooks/{nb.name}).", ""]
-    files = sorted((p for p in src.glob("*") if p.suffix in (".md", ".png")), key=lambda p: (p.stat().st_mtime, p.name))
+PAGE_FILES = (".md", ".png")  # what a page shows, in the order the notebook saved them
+KEPT_FILES = (".png", ".plot.json")  # copied beside the page
+STATE_HEADING = "> **State:**"
+
+
+def section_files(src: Path) -> list[Path]:
+    """The tables (Markdown) and figures (PNG) a notebook saved, in the order it saved them."""
+    return sorted((p for p in src.glob("*") if p.suffix in PAGE_FILES and not p.name.endswith(".plot.md")),
+                  key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def sections(src: Path) -> dict[str, str]:
+    """Each table's Markdown and each figure's plotted data (``<name>.plot.json``), by name: what a replay
+    compares."""
+    out = {}
+    for f in section_files(src):
+        if f.suffix == ".md":
+            out[f.stem] = f.read_text(encoding="utf-8").rstrip()
+        else:
+            data = f.with_name(f.stem + ".plot.json")
+            out[f.stem] = data.read_text(encoding="utf-8").rstrip() if data.exists() else ""
+    return out
+
+
+def page_body(nb: Path, src: Path, dest: Path | None) -> list[str]:
+    """A notebook page's sections: its tables inline, its figures as images (copied, with their plotted data, to
+    ``dest/<notebook>/`` when ``dest`` is given)."""
+    lines: list[str] = []
+    files = section_files(src)
     if not files:
         lines.append("This notebook saved no table or figure under this profile.")
     for f in files:
@@ -120,21 +145,90 @@ def notebook_page(nb: Path, figures: Path, out: Path, wall: dict[str, Any] | Non
         if f.suffix == ".md":
             lines += [f.read_text(encoding="utf-8").rstrip(), ""]
         else:
-            (out / nb.stem).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(f, out / nb.stem / f.name)
+            if dest is not None:
+                (dest / nb.stem).mkdir(parents=True, exist_ok=True)
+                for kept in (f, f.with_name(f.stem + ".plot.json")):
+                    if kept.exists():
+                        shutil.copyfile(kept, dest / nb.stem / kept.name)
             lines += [f"![{f.stem}]({nb.stem}/{f.name})", ""]
+    return lines
+
+
+def state_lines(record: dict[str, Any]) -> list[str]:
+    """The top of a notebook's page: whether a replay of its recorded answers gives this page, and what its tables
+    cannot show."""
+    check = record.get("check") or {}
+    state = check.get("state")
+    if state == "stale":
+        lines = [f"{STATE_HEADING} stale since `{check.get('since', '?')}`: a replay of the recorded answers at that "
+                 "commit no longer gives this page:"] + [f"> - {d}" for d in check.get("differences", [])]
+    elif state == "unrecorded":
+        lines = [f"{STATE_HEADING} not recorded: this page was written before answers were recorded (commit "
+                 f"`{record.get('commit', '?')}`), so no replay can check it; re-record it with `make reproduce "
+                 f"NOTEBOOKS={record['notebook'][:2]}`."]
+    else:
+        lines = [f"{STATE_HEADING} recorded at `{record.get('commit', '?')}` on {record.get('machine', {}).get('cpu', '?')} "
+                 f"({record.get('date', '?')}); `make reproduce REPLAY=1` regenerates these tables from "
+                 f"[its recorded answers]({record['notebook']}/answers.jsonl.xz) without the model"
+                 + (" (it called no model: nothing to record)" if not record.get("answers") else "") + "."]
+    cannot = record.get("cannot_show") or []
+    if cannot:
+        lines += ["", "**What these tables cannot show** (found in the tables themselves):", ""]
+        lines += [f"- {c}" for c in cannot]
+    return lines + [""]
+
+
+def write_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any]) -> Path:
+    """``out/<notebook>.md`` from the notebook's saved tables and figures (``src``) and its provenance record."""
+    lines = [f"# {notebook_title(nb)}", ""] + state_lines(record)
+    if record.get("wall_s") is not None:
+        lines += [f"Executed in {record['wall_s']:.0f} s ({record.get('status', '?')}); the notebook itself, with "
+                  f"every reading guide: [`notebooks/{nb.name}`](../../notebooks/{nb.name}).", ""]
+    lines += page_body(nb, src, out)
     page = out / f"{nb.stem}.md"
     page.write_text("\n".join(lines), encoding="utf-8")
     return page
 
 
+def rewrite_state(out: Path, nb_stem: str, record: dict[str, Any]) -> None:
+    """Replace the state block at the top of a committed page (the check marks a page stale this way)."""
+    page = out / f"{nb_stem}.md"
+    if not page.exists():
+        return
+    lines = page.read_text(encoding="utf-8").splitlines()
+    start = next((i for i, x in enumerate(lines) if x.startswith(STATE_HEADING)), None)
+    end = next((i for i, x in enumerate(lines) if x.startswith("Executed in ") or x.startswith("## ")), len(lines))
+    if start is None:
+        start = end = 2
+    page.write_text("\n".join(lines[:start] + state_lines(record) + lines[end:]), encoding="utf-8")
+
+
+def load_provenance(out: Path) -> dict[str, Any]:
+    f = out / "provenance.json"
+    if not f.exists():
+        return {"notebooks": {}, "runs": {}}
+    prov = json.loads(f.read_text(encoding="utf-8"))
+    if isinstance(prov.get("notebooks"), list):  # the page of an earlier layout: one record for the whole run
+        old = {k: v for k, v in prov.items() if k not in ("notebooks", "run")}
+        prov = {"profile": prov.get("profile"), "notebooks": {
+            w["notebook"]: {**old, **w, "check": {"state": "unrecorded"}} for w in prov["notebooks"]},
+            "runs": {}}
+    return prov
+
+
 def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str, Any]], figures: Path,
                        model: str | None = None, time_rows: list[dict[str, Any]] | None = None,
-                       run: dict[str, Any] | None = None) -> Path:
-    """``figures/results-<profile>/index.md`` and one page per notebook; the notebooks' pages of earlier runs of
-    other notebooks stay (a partial rerun updates its own pages); ``provenance.json`` beside the index.
-    ``time_rows`` (``reproduce.notebook_time_profile``) give each notebook's calls and backend calls: a notebook
-    replayed from the cache says so (its wall time is the replay's). ``run``: ``provenance``'s."""
+                       run: dict[str, Any] | None = None, recorded_commit: str | None = None) -> Path:
+    """Write the pages of ``notebooks`` (this run's) into ``figures/results-<profile>/``, with their answers, the
+    data of their figures and what their tables cannot show; keep every other notebook's page and record; write
+    ``provenance.json`` and the index. ``time_rows`` (``reproduce.notebook_time_profile``) give each notebook's calls
+    and backend calls: a notebook replayed from the cache says so. ``run``: the whole command's wall time
+    (``wall_s``) and notebooks at a time (``jobs``). ``recorded_commit``: the commit the run started at (a run
+    outlives edits to the checkout), else the commit now."""
+    from .llm.recording import compress
+    from .replay import ANSWERS, ANSWERS_PLAIN
+    from .results_notes import notes
+
     out = figures / f"results-{profile}"
     out.mkdir(parents=True, exist_ok=True)
     calls: dict[str, list[int]] = {}
@@ -142,45 +236,100 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
         c = calls.setdefault(r["notebook"], [0, 0])
         c[0] += r.get("calls") or 0
         c[1] += r.get("backend_calls") or 0
-    walls = [{**w, "calls": calls.get(w["notebook"], [None, None])[0],
-              "backend_calls": calls.get(w["notebook"], [None, None])[1]} for w in walls]
+    prov = load_provenance(out)
+    prov["profile"] = profile
+    base = provenance(profile, model, walls, run)
+    if recorded_commit:
+        base["commit"] = recorded_commit
+    run_id = base["date"]
+    prov.setdefault("runs", {})[run_id] = {"commit": base["commit"], "machine": base["machine"], "date": base["date"],
+                                          "notebooks": [w["notebook"] for w in walls], **(run or {})}
     by_name = {w["notebook"]: w for w in walls}
     for nb in notebooks:
-        notebook_page(nb, figures, out, by_name.get(nb.stem))
-    prov = provenance(profile, model, walls, run)
-    (out / "provenance.json").write_text(json.dumps(prov, indent=2) + "\n", encoding="utf-8")
+        w = by_name.get(nb.stem, {"notebook": nb.stem, "wall_s": None, "status": "?"})
+        src = figures / nb.stem
+        (out / nb.stem).mkdir(parents=True, exist_ok=True)
+        for old in (out / nb.stem).glob("*"):  # this notebook's earlier figures and answers
+            old.unlink()
+        answers = src / ANSWERS_PLAIN
+        recorded = answers.exists() and w.get("start") is not None and answers.stat().st_mtime >= w["start"]
+        if recorded:
+            compress(answers, out / nb.stem / ANSWERS)
+        record = {"notebook": nb.stem, "title": notebook_title(nb), "wall_s": w.get("wall_s"),
+                  "status": w.get("status"), "calls": calls.get(nb.stem, [None, None])[0],
+                  "backend_calls": calls.get(nb.stem, [None, None])[1], "run": run_id,
+                  **{k: base[k] for k in ("commit", "date", "machine", "model", "weights_sha256", "engines")},
+                  "answers": f"{nb.stem}/{ANSWERS}" if recorded else None,
+                  "check": {"state": "recorded"}, "cannot_show": notes(src)}
+        prov["notebooks"][nb.stem] = record
+        write_notebook_page(nb, src, out, record)
+        if not any((out / nb.stem).iterdir()):
+            (out / nb.stem).rmdir()
+    for name in (f"parse_rates_{profile}.md", f"time_profile_{profile}.md"):
+        f = figures / name
+        if f.exists() and walls:
+            shutil.copyfile(f, out / name)
+    (out / "provenance.json").write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return write_index(out, profile)
+
+
+def write_index(out: Path, profile: str) -> Path:
+    """``index.md`` from ``provenance.json``: every notebook's state, commit, machine and counts, each recording
+    run's elapsed time, what the tables cannot show, the last run's parse rates and time profile."""
+    prov = load_provenance(out)
+    records = [prov["notebooks"][k] for k in sorted(prov["notebooks"])]
     lines = [f"# Results of the `{profile}` profile", "",
              "Every table below is a notebook's own output, executed headlessly by `make reproduce"
              f"{'' if profile == 'smoke' else f' PROFILE={profile}'}`; nothing is typed in by hand. Each page "
              "gives the paper's numbers beside ours where the paper has them, and each table says on how many "
-             "examples it rests.", "", "## Provenance", "",
-             f"- commit: `{prov['commit']}`", f"- date: {prov['date']}",
-             f"- machine: {prov['machine']['cpu']}, {prov['machine']['cores']} cores, {prov['machine']['system']}, "
-             f"Python {prov['machine']['python']}"]
-    if model:
-        lines.append(f"- model: `{model}`" + "".join(f"; `{k}` sha256 `{v}`" for k, v in prov["weights_sha256"].items()))
-    for e in prov["engines"]:
-        lines.append("- engine: " + ", ".join(f"{k} {v}" for k, v in e.items() if v))
-    summed = f"the notebooks' own times add up to {prov['wall_s_notebooks_summed'] / 60:.1f} min"
-    if prov["run"].get("wall_s") is not None:
-        jobs = prov["run"].get("jobs") or 1
-        lines.append(f"- wall time: {prov['run']['wall_s'] / 60:.1f} min for the whole run (model load and these "
-                     f"pages included), {jobs} notebook{'s' if jobs > 1 else ''} at a time"
-                     + (f" ({summed}: they overlap)" if jobs > 1 else f" ({summed})"))
-    else:
-        lines.append(f"- wall time: {summed}")
-    replayed = [w["notebook"] for w in walls if w["calls"] and w["backend_calls"] == 0]
-    if replayed:
-        lines.append(f"- {len(replayed)} of {len(walls)} notebooks made no backend call ({', '.join(replayed)}): every "
-                     "answer came from the response cache (runs another notebook made with the same settings, or an "
-                     "earlier run on this machine), so their tables rest on those runs' answers and their wall times "
-                     "are a replay's")
-    lines += ["", "| notebook | wall s | status | calls | backend calls |", "|---|---|---|---|---|"]
-    lines += [f"| [{w['notebook']}]({w['notebook']}.md) | {w['wall_s']:.0f} | {w['status']} | "
-              f"{'' if w['calls'] is None else w['calls']} | "
-              f"{'' if w['backend_calls'] is None else w['backend_calls']} |" for w in walls]
-    for name, title in ((f"parse_rates_{profile}.md", "Parse rates"), (f"time_profile_{profile}.md", "Where the time went")):
-        f = figures / name
+             "examples it rests. Each notebook's answers are recorded beside its page: `make reproduce REPLAY=1` "
+             "regenerates every table from them without the model, and CI checks that the page is what they give "
+             "at each commit (a page they no longer give is marked stale, with what differs).", "",
+             "## Notebooks", "",
+             "| notebook | state | commit | machine | date | wall s | calls | backend calls |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        check = r.get("check") or {}
+        state = {"stale": f"stale since `{check.get('since', '?')}`", "unrecorded": "not recorded"}.get(
+            check.get("state"), "recorded" if r.get("answers") else "recorded (no model call)")
+        machine = r.get("machine") or {}
+        lines.append(f"| [{r['notebook']}]({r['notebook']}.md) | {state} | `{str(r.get('commit', ''))[:7]}` | "
+                     f"{machine.get('cpu', '')}, {machine.get('cores', '')} cores | {r.get('date', '')} | "
+                     f"{'' if r.get('wall_s') is None else round(r['wall_s'])} | "
+                     f"{'' if r.get('calls') is None else r['calls']} | "
+                     f"{'' if r.get('backend_calls') is None else r['backend_calls']} |")
+    engines = {json.dumps(e, sort_keys=True): e for r in records for e in r.get("engines") or []}
+    if engines:
+        lines += ["", "Engines: " + "; ".join(", ".join(f"{k} {v}" for k, v in e.items() if v)
+                                              for e in engines.values())]
+    models = {(r.get("model"), json.dumps(r.get("weights_sha256") or {}, sort_keys=True)) for r in records if r.get("model")}
+    for m, w in sorted(models, key=str):
+        lines.append(f"- model `{m}`" + "".join(f"; `{k}` sha256 `{v}`" for k, v in json.loads(w).items()))
+    runs = prov.get("runs") or {}
+    if runs:
+        lines += ["", "## Recording runs", "",
+                  "Notebooks of one run ran side by side on one engine (`jobs` at a time), so their own wall times "
+                  "overlap: a run's elapsed time is the one below, not the sum of its notebooks'.", "",
+                  "| run | commit | machine | notebooks | jobs | elapsed min |", "|---|---|---|---|---|---|"]
+        for rid, r in sorted(runs.items()):
+            lines.append(f"| {rid} | `{str(r.get('commit', ''))[:7]}` | {(r.get('machine') or {}).get('cpu', '')} | "
+                         f"{' '.join(n[:2] for n in r.get('notebooks', []))} | {r.get('jobs', '')} | "
+                         f"{'' if r.get('wall_s') is None else round(r['wall_s'] / 60, 1)} |")
+    cannot = [(r["notebook"], c) for r in records for c in r.get("cannot_show") or []]
+    stale = [r for r in records if (r.get("check") or {}).get("state") in ("stale", "unrecorded")]
+    lines += ["", "## What this run cannot show", ""]
+    if not cannot and not stale:
+        lines.append("Every table shows something: no empty table, no row on n = 0, no zero-width interval.")
+    for r in stale:
+        check = r["check"]
+        lines.append(f"- [{r['notebook']}]({r['notebook']}.md): "
+                     + ("not recorded: no replay checks it" if check["state"] == "unrecorded" else
+                        f"stale since `{check.get('since')}`: " + "; ".join(check.get("differences", []))))
+    for nb, c in cannot:
+        lines.append(f"- [{nb}]({nb}.md): {c}")
+    for name, title in ((f"parse_rates_{profile}.md", "Parse rates of the last run"),
+                        (f"time_profile_{profile}.md", "Where the time of the last run went")):
+        f = out / name
         if f.exists():
             body = f.read_text(encoding="utf-8").strip().splitlines()
             lines += ["", f"## {title}", ""] + [x for x in body if not x.startswith("# ")]

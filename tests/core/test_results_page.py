@@ -1,40 +1,129 @@
-"""The results page make reproduce writes: one page per notebook with its own saved tables and figures, an index
-with the provenance."""
+"""The results page make reproduce writes: one page per notebook with its own saved tables, figures (with the data
+they plot) and recorded answers, an index with each notebook's provenance; a run of some notebooks keeps the
+others; the check that compares a replay with the page, and its stale marks."""
 
 import hashlib
 import json
+import time
 
-from sumjudge import reproduce
-from sumjudge.results_page import weights_sha256, write_results_page
+import pytest
+
+from sumjudge import reproduce, results_check
+from sumjudge.results_page import load_provenance, weights_sha256, write_results_page
 
 
-def test_the_page_holds_each_notebooks_tables_and_figures_and_the_index_its_provenance(tmp_path):
+def saved(figures, nb, bacc="0.55", answers=True):
+    d = figures / nb.stem
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "arena.md").write_text(f"| judge | bacc | wall_s |\n|---|---|---|\n| zero-shot | {bacc} | 3.1 |\n")
+    (d / "arena.csv").write_text(f"judge,bacc,wall_s\nzero-shot,{bacc},3.1\n")
+    time.sleep(0.01)
+    (d / "pareto.png").write_bytes(b"\x89PNG fake")
+    (d / "pareto.plot.json").write_text(json.dumps([{"lines": [{"x": [1], "y": [float(bacc)]}]}]))
+    if answers:
+        (d / "answers.jsonl").write_text('{"type": "format", "version": 1}\n')
+
+
+def test_the_page_holds_each_notebooks_tables_figures_and_answers_and_the_index_its_provenance(tmp_path):
     figures = tmp_path / "figures"
     nb = reproduce.notebooks("50")[0]
-    (figures / nb.stem).mkdir(parents=True)
-    (figures / nb.stem / "arena.md").write_text("| judge | bacc |\n|---|---|\n| zero-shot | 0.55 |\n")
-    (figures / nb.stem / "arena.csv").write_text("judge,bacc\nzero-shot,0.55\n")
-    (figures / nb.stem / "pareto.png").write_bytes(b"\x89PNG fake")
+    start = time.time() - 1
+    saved(figures, nb)
     (figures / "parse_rates_smoke.md").write_text("# Parse rates\n\n| method | first try |\n|---|---|\n| cot | 0.9 |\n")
-    walls = [{"notebook": nb.stem, "wall_s": 61.2, "status": "ok"}]
-    index = write_results_page("smoke", [nb], walls + [{"notebook": "51_your_own_judge", "wall_s": 58.8, "status": "ok"}],
-                               figures, time_rows=[{"notebook": nb.stem, "calls": 30, "backend_calls": 12},
-                                                   {"notebook": nb.stem, "calls": 5, "backend_calls": 0}],
-                               run={"wall_s": 90.0, "jobs": 3})
+    walls = [{"notebook": nb.stem, "wall_s": 61.2, "status": "ok", "start": start}]
+    index = write_results_page("smoke", [nb], walls, figures,
+                               time_rows=[{"notebook": nb.stem, "calls": 30, "backend_calls": 12},
+                                          {"notebook": nb.stem, "calls": 5, "backend_calls": 0}],
+                               run={"wall_s": 90.0, "jobs": 3}, recorded_commit="abc1234")
     text = index.read_text()
-    # the run's own wall time, not the sum of notebooks that ran side by side
-    assert "- wall time: 1.5 min for the whole run" in text and "3 notebooks at a time" in text
-    assert "add up to 2.0 min: they overlap" in text
-    assert f"[{nb.stem}]({nb.stem}.md) | 61 | ok | 35 | 12 |" in text and "response cache" not in text and "| cot | 0.9 |" in text and "- commit: `" in text
+    assert f"| [{nb.stem}]({nb.stem}.md) | recorded | `abc1234` |" in text and "| 61 | 35 | 12 |" in text
+    assert "| abc1234 |" not in text and "| 50 | 3 | 1.5 |" in text  # the run's elapsed time, not summed walls
+    assert "| cot | 0.9 |" in text and "Every table shows something" in text
     page = (index.parent / f"{nb.stem}.md").read_text()
     assert page.startswith("# 50 · Judge arena") and "| zero-shot | 0.55 |" in page
-    assert f"![pareto]({nb.stem}/pareto.png)" in page and (index.parent / nb.stem / "pareto.png").exists()
+    assert "> **State:** recorded at `abc1234`" in page
+    assert f"![pareto]({nb.stem}/pareto.png)" in page and (index.parent / nb.stem / "pareto.plot.json").exists()
+    assert (index.parent / nb.stem / "answers.jsonl.xz").exists()
     assert page.index("## arena") < page.index("## pareto")  # in the order the notebook saved them
     prov = json.loads((index.parent / "provenance.json").read_text())
-    assert prov["profile"] == "smoke" and prov["notebooks"][0]["backend_calls"] == 12 and prov["machine"]["cores"] >= 1
-    replay = write_results_page("smoke", [nb], walls, figures, time_rows=[{"notebook": nb.stem, "calls": 35,
-                                                                          "backend_calls": 0}])
-    assert "1 of 1 notebooks made no backend call" in replay.read_text()
+    assert prov["notebooks"][nb.stem]["backend_calls"] == 12 and prov["notebooks"][nb.stem]["commit"] == "abc1234"
+
+
+def test_a_run_of_one_notebook_rewrites_only_its_page_and_keeps_the_index_whole(tmp_path):
+    figures = tmp_path / "figures"
+    a, b = reproduce.notebooks("50")[0], reproduce.notebooks("51")[0]
+    for nb in (a, b):
+        saved(figures, nb)
+    t = time.time() - 1
+    write_results_page("smoke", [a, b], [{"notebook": n.stem, "wall_s": 5.0, "status": "ok", "start": t} for n in (a, b)],
+                       figures, recorded_commit="1111111")
+    saved(figures, b, bacc="0.6")
+    index = write_results_page("smoke", [b], [{"notebook": b.stem, "wall_s": 7.0, "status": "ok",
+                                               "start": time.time() - 1}], figures, recorded_commit="2222222")
+    text = index.read_text()
+    assert f"[{a.stem}]({a.stem}.md) | recorded | `1111111`" in text
+    assert f"[{b.stem}]({b.stem}.md) | recorded | `2222222`" in text
+    assert "| 0.55 |" in (index.parent / f"{a.stem}.md").read_text()
+    assert "| 0.6 |" in (index.parent / f"{b.stem}.md").read_text()
+
+
+def test_an_earlier_pages_provenance_is_read_as_not_recorded(tmp_path):
+    (tmp_path / "provenance.json").write_text(json.dumps({"profile": "smoke", "commit": "65847bc", "notebooks": [
+        {"notebook": "10_madisse_main", "wall_s": 3.0, "status": "ok"}]}))
+    prov = load_provenance(tmp_path)
+    assert prov["notebooks"]["10_madisse_main"]["check"] == {"state": "unrecorded"}
+    assert prov["notebooks"]["10_madisse_main"]["commit"] == "65847bc"
+
+
+@pytest.fixture
+def page_and_replay(tmp_path, monkeypatch):
+    """A recorded page of notebook 50, and a stand-in replay that writes the tables ``bacc`` gives."""
+    figures = tmp_path / "figures"
+    nb = reproduce.notebooks("50")[0]
+    saved(figures, nb)
+    write_results_page("smoke", [nb], [{"notebook": nb.stem, "wall_s": 5.0, "status": "ok", "start": time.time() - 1}],
+                       figures, recorded_commit="1111111")
+    replay = {"bacc": "0.55", "status": "ok"}
+
+    def fake_replay(nbs, profile, page, regenerated, jobs):
+        for n in nbs:
+            saved(regenerated, n, bacc=replay["bacc"], answers=False)
+        return {n.stem: replay["status"] for n in nbs}
+
+    monkeypatch.setattr(results_check, "replay_notebooks", fake_replay)
+    monkeypatch.setattr(results_check, "project_root", lambda: tmp_path)
+    return figures / "results-smoke", replay
+
+
+def test_the_check_verifies_a_page_and_fails_on_a_changed_number_until_the_page_says_it_is_stale(page_and_replay):
+    page, replay = page_and_replay
+    ok, report = results_check.check("smoke", "50", page=page)
+    assert ok and "verified" in report[0]
+    replay["bacc"] = "0.6"  # e.g. a metric computed otherwise
+    ok, report = results_check.check("smoke", "50", page=page)
+    assert not ok and "`arena`: 1 of 1 rows differ (first: zero-shot: bacc 0.55 on the page, 0.6 regenerated); figure `pareto` plots other data" in report[0]
+    ok, report = results_check.check("smoke", "50", page=page, mark=True)
+    text = (page / "50_judge_arena.md").read_text()
+    assert "> **State:** stale since `" in text and "bacc 0.55 on the page, 0.6 regenerated" in text
+    assert "stale since" in (page / "index.md").read_text()
+    ok, report = results_check.check("smoke", "50", page=page)
+    assert ok and "as its page says" in report[0]
+    replay["bacc"] = "0.7"  # stale for another reason than the page says
+    assert not results_check.check("smoke", "50", page=page)[0]
+
+
+def test_a_replay_that_stops_is_a_difference(page_and_replay):
+    page, replay = page_and_replay
+    replay["status"] = "FAILED: ReplayMiss: chat request 'first' was not recorded"
+    ok, report = results_check.check("smoke", "50", page=page)
+    assert not ok and "the replay stopped: FAILED: ReplayMiss" in report[0]
+
+
+def test_wall_time_columns_are_not_compared():
+    a = "| judge | bacc | wall_s_per_example |\n|---|---|---|\n| z | 0.5 | 3.1 |"
+    b = "| judge | bacc | wall_s_per_example |\n|---|---|---|\n| z | 0.5 | 9.9 |"
+    assert results_check.table_difference("t", a, b) is None
+    assert results_check.table_difference("t", a, b.replace("0.5", "0.4")) is not None
 
 
 def test_weights_are_named_by_their_sha256(tmp_path):

@@ -197,8 +197,12 @@ class Recording:
     notebook: str = ""
 
     @classmethod
-    def load(cls, path: str | Path, notebook: str = "") -> "Recording":
+    def load(cls, path: str | Path, notebook: str = "", missing_ok: bool = False) -> "Recording":
+        """``missing_ok``: no file is a recording of no engine (a notebook that called no model records nothing;
+        one that does call a model then stops on its first request)."""
         path = Path(path)
+        if not path.exists() and missing_ok:
+            return cls(path=path, engines=[], answers={}, tokens={}, notebook=notebook)
         if not path.exists():
             raise ConfigError(f"no recorded answers at {path}: record them with a real run "
                               f"(`make reproduce NOTEBOOKS={notebook[:2] or '<notebook>'}`)")
@@ -340,9 +344,16 @@ class ReplayBackend:
     def _count(self, what: tuple) -> int:
         n = self.recording.tokens.get(self.engine, {}).get(prompt_digest(what))
         if n is None:
-            text = what[1] if what[0] == "t" else " ".join(c for _, c in what[1])
-            raise ReplayMiss(f"notebook {self.recording.notebook or self.recording.path}: the token count of "
-                             f"{text[:120]!r}... was not recorded: a prompt differs from the recorded run")
+            where = f"replay of notebook {self.recording.notebook or self.recording.path}"
+            if what[0] == "m":  # a prompt being fitted: say how it differs from the nearest recorded one
+                asked = {"messages": [{"role": r, "content": c} for r, c in what[1]]}
+                near = self.recording.nearest(self.engine, "chat", asked, None)
+                diff = difference({"messages": near.request["messages"]}, asked) if near else "no prompt was recorded"
+                what_ = (f"the prompt being fitted was not recorded; nearest recorded ({near.run if near else '-'} / "
+                         f"{near.scope if near else '-'}, {near.request.get('tag', '') if near else ''!r}): {diff}")
+            else:
+                what_ = f"the token count of the text {what[1][:80]!r}... was not recorded (an input differs)"
+            raise ReplayMiss(f"{where}: {what_}", what=what_, where=where)
         return n
 
     def count_tokens(self, text: str) -> int:

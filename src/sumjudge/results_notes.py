@@ -1,0 +1,97 @@
+"""What a table cannot show, said in words: read from the tables a notebook saved (``figures/<notebook>/*.csv``).
+
+A cell that shows nothing looks like a result: a table with no rows, a row resting on n = 0, an interval of zero
+width (a judge that gave one label to every example has BAcc 50 [50, 50]), every row of a grid alike, a balanced
+accuracy whose whole interval lies under chance. ``notes`` names each such cell; the results page prints them at
+the top of the notebook's page and the index gathers them under "What this run cannot show".
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+LABEL_COLUMNS = ("experiment", "evaluator", "judge", "detector", "method", "setting", "dataset", "level", "aspect",
+                 "metric", "protocol")
+VALUE_COLUMNS = ("reproduced", "bacc", "BAcc", "mean_bacc", "value")
+_CI = re.compile(r"^\[\s*(-?[\d.eE+-]+|nan),\s*(-?[\d.eE+-]+|nan)\]$")
+
+
+def _float(v: str | None) -> float | None:
+    try:
+        f = float(v) if v not in (None, "") else None
+    except ValueError:
+        return None
+    return None if f is None or f != f else f
+
+
+def _label(row: dict[str, str]) -> str:
+    parts = [row[c] for c in LABEL_COLUMNS if row.get(c)]
+    return " / ".join(parts) or next((v for v in row.values() if v), "a row")
+
+
+def _interval(row: dict[str, str]) -> tuple[float, float] | None:
+    for col in ("95% CI", "ci", "bacc_ci", "95% CI (BAcc)"):
+        m = _CI.match((row.get(col) or "").strip())
+        if m:
+            lo, hi = _float(m.group(1)), _float(m.group(2))
+            if lo is not None and hi is not None:
+                return lo, hi
+    return None
+
+
+def _is_bacc(row: dict[str, str], column: str) -> bool:
+    return "bacc" in column.lower() or "bacc" in (row.get("metric") or "").lower()
+
+
+def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> list[str]:
+    """Sentences naming the cells of one table that show nothing (none: every cell shows something)."""
+    if not rows:
+        return [f"`{name}` is empty: no row was computed"]
+    notes = []
+    value_col = next((c for c in VALUE_COLUMNS if c in columns), None)
+    if "n" in columns:
+        zero = [r for r in rows if _float(r.get("n")) == 0]
+        if zero:
+            notes.append(f"`{name}`: {len(zero)} of {len(rows)} rows rest on n = 0 (e.g. {_label(zero[0])}): "
+                         "nothing was measured there")
+    flat = []
+    for r in rows:
+        ci = _interval(r)
+        if ci is not None and ci[0] == ci[1]:
+            flat.append((r, ci))
+    if flat:
+        r, ci = flat[0]
+        notes.append(f"`{name}`: {len(flat)} interval{'s' if len(flat) > 1 else ''} of zero width (e.g. {_label(r)}: "
+                     f"[{ci[0]:g}, {ci[1]:g}]): every resampling gives the same value, as when a judge gives one label "
+                     "to every example")
+    if value_col:
+        for r in rows:
+            ci = _interval(r)
+            v = _float(r.get(value_col))
+            if v is None or ci is None or not _is_bacc(r, value_col):
+                continue
+            chance = 50.0 if max(abs(v), abs(ci[1])) > 1.0 else 0.5
+            if ci[1] < chance:
+                notes.append(f"`{name}`: {_label(r)} is worse than chance (BAcc {v:g}, interval [{ci[0]:g}, "
+                             f"{ci[1]:g}] wholly under {chance:g}): check the labels' direction")
+        groups: dict[str, list[str]] = {}
+        for r in rows:
+            groups.setdefault(r.get("metric") or "", []).append(r.get(value_col) or "")
+        for metric, vals in groups.items():
+            if len(vals) >= 3 and len(set(vals)) == 1 and vals[0] not in ("", "nan"):
+                notes.append(f"`{name}`: every one of its {len(vals)} rows{f' ({metric})' if metric else ''} has the "
+                             f"same value ({vals[0]}): the table cannot tell its rows apart")
+    return notes
+
+
+def notes(folder: str | Path) -> list[str]:
+    """Every table of a notebook's output folder (``figures/<notebook>/``), in name order."""
+    out = []
+    for f in sorted(Path(folder).glob("*.csv")):
+        with f.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            rows = list(reader)
+            out += table_notes(f.stem, rows, list(reader.fieldnames or []))
+    return out
