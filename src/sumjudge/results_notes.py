@@ -32,6 +32,10 @@ def _label(row: dict[str, str]) -> str:
 
 
 def _interval(row: dict[str, str]) -> tuple[float, float] | None:
+    for low, high in (("bacc_ci_low", "bacc_ci_high"), ("ci_low", "ci_high")):
+        lo, hi = _float(row.get(low)), _float(row.get(high))
+        if lo is not None and hi is not None:
+            return lo, hi
     for col in ("95% CI", "ci", "bacc_ci", "95% CI (BAcc)"):
         m = _CI.match((row.get(col) or "").strip())
         if m:

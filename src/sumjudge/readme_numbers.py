@@ -1,0 +1,111 @@
+"""The README's numbers, generated from the committed results page (never typed): the blocks between
+``<!-- generated: NAME -->`` and ``<!-- end generated -->`` are written by ``python -m sumjudge.readme_numbers
+--write`` and checked by a test (``check``), so the README cannot contradict the page."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Callable
+
+from .paths import project_root
+
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+
+
+def _page_table(page: Path, notebook: str, section: str) -> tuple[list[str], list[list[str]]]:
+    from .results_check import parse_sections, table_rows
+
+    f = page / f"{notebook}.md"
+    if not f.exists():
+        return [], []
+    return table_rows(parse_sections(f.read_text(encoding="utf-8").splitlines()).get(section, ""))
+
+
+def _record(page: Path, notebook: str) -> dict:
+    from .results_page import load_provenance
+
+    return load_provenance(page)["notebooks"].get(notebook, {})
+
+
+def arena(page: Path) -> str:
+    """The judge arena's table as the page has it: each judge's mean BAcc over the datasets, its interval on each
+    dataset, n, prompt tokens per example; with the page's commit and state."""
+    head, rows = _page_table(page, "50_judge_arena", "arena")
+    if not rows:
+        return "The judge arena has no table on the results page yet.\n"
+    col = {h: i for i, h in enumerate(head)}
+    judges: dict[str, list[list[str]]] = {}
+    for r in rows:
+        judges.setdefault(r[col["judge"]], []).append(r)
+    rec = _record(page, "50_judge_arena")
+    state = (rec.get("check") or {}).get("state", "recorded")
+    datasets = sorted({r[col["dataset"]] for r in rows})
+    lines = [f"From the results page ([notebook 50](figures/results-smoke/50_judge_arena.md), commit "
+             f"`{str(rec.get('commit', '?'))[:7]}`, {state}): {len(judges)} judges on {', '.join(datasets)}.", "",
+             "| judge | mean BAcc | BAcc and 95% interval per dataset | n | prompt tokens per example |",
+             "|---|---|---|---|---|"]
+
+    def num(x: str) -> float | None:
+        try:
+            v = float(x)
+        except ValueError:
+            return None
+        return None if v != v else v
+
+    table = []
+    for judge, rs in judges.items():
+        baccs = [num(r[col["bacc"]]) for r in rs]
+        known = [b for b in baccs if b is not None]
+        mean = sum(known) / len(known) if known else None
+        per = "; ".join(f"{r[col['bacc']]} [{r[col['bacc_ci_low']]}, {r[col['bacc_ci_high']]}]" for r in rs)
+        n = sum(int(float(r[col["n"]])) for r in rs if num(r[col["n"]]) is not None)
+        tokens = [num(r[col["prompt_tokens_per_example"]]) for r in rs]
+        tok = sum(t for t in tokens if t is not None) / max(1, len([t for t in tokens if t is not None]))
+        table.append((mean if mean is not None else -1.0, f"| {judge} | {'' if mean is None else f'{mean:.3f}'} | "
+                                                          f"{per} | {n} | {tok:,.0f} |"))
+    lines += [t for _, t in sorted(table, key=lambda x: -x[0])]
+    return "\n".join(lines) + "\n"
+
+
+def states(page: Path) -> str:
+    """Each notebook's state on the page (recorded at a commit, stale, not recorded)."""
+    from .results_page import load_provenance
+
+    prov = load_provenance(page)
+    out = []
+    for nb, r in sorted(prov["notebooks"].items()):
+        check = r.get("check") or {}
+        state = {"stale": f"stale since `{check.get('since')}`", "unrecorded": "not recorded (no replay checks it)"}.get(
+            check.get("state"), f"recorded at `{str(r.get('commit', '?'))[:7]}`")
+        out.append(f"[{nb[:2]}](figures/results-smoke/{nb}.md) {state}")
+    return "Notebooks on the committed page: " + "; ".join(out) + ".\n"
+
+
+BLOCKS: dict[str, Callable[[Path], str]] = {"arena": arena, "page-states": states}
+
+
+def render(text: str, page: Path) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + BLOCKS[m.group("name")](page) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m sumjudge.readme_numbers")
+    p.add_argument("--write", action="store_true", help="rewrite the README's generated blocks from the page")
+    a = p.parse_args(argv)
+    readme = project_root() / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    new = render(text, project_root() / "figures" / "results-smoke")
+    if a.write:
+        readme.write_text(new, encoding="utf-8")
+        return 0
+    if new != text:
+        print("README.md's generated blocks differ from the results page: python -m sumjudge.readme_numbers --write")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
