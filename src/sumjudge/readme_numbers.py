@@ -67,6 +67,10 @@ def arena(page: Path) -> str:
         table.append((mean if mean is not None else -1.0, f"| {judge} | {'' if mean is None else f'{mean:.3f}'} | "
                                                           f"{per} | {n} | {tok:,.0f} |"))
     lines += [t for _, t in sorted(table, key=lambda x: -x[0])]
+    flat = [j for j, rs in judges.items() if all(r[col["bacc_ci_low"]] == r[col["bacc_ci_high"]] for r in rs)]
+    if flat:
+        lines += ["", f"{', '.join(flat)}: an interval of zero width on every dataset: one label for every example "
+                  "(their 0.5 is no measurement of what they can tell apart)."]
     return "\n".join(lines) + "\n"
 
 

@@ -298,6 +298,11 @@ def write_index(out: Path, profile: str) -> Path:
                      f"{'' if r.get('wall_s') is None else round(r['wall_s'])} | "
                      f"{'' if r.get('calls') is None else r['calls']} | "
                      f"{'' if r.get('backend_calls') is None else r['backend_calls']} |")
+    cached = [r["notebook"] for r in records if r.get("calls") and r.get("backend_calls") == 0]
+    if cached:
+        lines += ["", f"{', '.join(cached)} made no backend call when recorded: every answer came from the response "
+                  "cache (computed by an earlier run on that machine, or by another notebook with the same settings); "
+                  "their wall times are a cache replay's."]
     engines = {json.dumps(e, sort_keys=True): e for r in records for e in r.get("engines") or []}
     if engines:
         lines += ["", "Engines: " + "; ".join(", ".join(f"{k} {v}" for k, v in e.items() if v)
