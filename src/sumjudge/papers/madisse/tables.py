@@ -296,3 +296,32 @@ def debate_html(result: dict[str, Any], max_chars: int = 600) -> str:
                          f"{esc(a['explanation'][:max_chars])}</p>")
     parts.append("</div>")
     return "".join(parts)
+
+
+def agent_label_rows(run_dir) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Where each debate's label came from (the first session of each example): the human label, the debate's,
+    how it was reached (consensus, majority, adjudication), and each agent's imposed stance with its final label, how
+    that label was read (``parsed``; ``carried``: unreadable, so the agent keeps its previous one, its stance after
+    round 1) and how often it was asked (2: its first answer contradicted its stance); then the counts of final
+    labels by stance and source. A debate whose labels are its stances carried over says nothing about the summary."""
+    from ...report import read_results
+
+    rows, counts = [], {}
+    for r in read_results(run_dir):
+        j = r["judgement"]
+        sessions = (j.get("details") or {}).get("sessions") or []
+        if not sessions:
+            continue
+        s = sessions[0]
+        final = s["rounds"][-1] if s.get("rounds") else []
+        agents = []
+        for stance, t in zip(s.get("stances") or [None] * len(final), final):
+            agents.append(f"{stance or 'none'}: {t.get('label')} ({t.get('source')}, asked {t.get('attempts', 1)}x)")
+            key = (stance or "none", t.get("label"), t.get("source"))
+            counts[key] = counts.get(key, 0) + 1
+        rows.append({"example": r["example"]["id"], "human": r["example"]["label"], "debate": j.get("label"),
+                     "reached_by": s.get("label_source"), "agents (stance: final label)": "; ".join(agents),
+                     "adjudicators": ", ".join(str(a.get("label")) for a in s.get("adjudication") or []) or "-"})
+    summary = [{"stance": k[0], "final label": k[1], "read as": k[2], "agents": v}
+               for k, v in sorted(counts.items(), key=lambda kv: tuple(str(x) for x in kv[0]))]
+    return rows, summary
