@@ -33,6 +33,8 @@ def _record(page: Path, notebook: str) -> dict:
 def arena(page: Path) -> str:
     """The judge arena's table as the page has it: each judge's mean BAcc over the datasets, its interval on each
     dataset, n, prompt tokens per example; with the page's commit and state."""
+    from .results_notes import number as num
+
     head, rows = _page_table(page, "50_judge_arena", "arena")
     if not rows:
         return "The judge arena has no table on the results page yet.\n"
@@ -47,13 +49,6 @@ def arena(page: Path) -> str:
              f"`{str(rec.get('commit', '?'))[:7]}`, {state}): {len(judges)} judges on {', '.join(datasets)}.", "",
              "| judge | mean BAcc | BAcc and 95% interval per dataset | n | prompt tokens per example |",
              "|---|---|---|---|---|"]
-
-    def num(x: str) -> float | None:
-        try:
-            v = float(x)
-        except ValueError:
-            return None
-        return None if v != v else v
 
     table = []
     for judge, rs in judges.items():

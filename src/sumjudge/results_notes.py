@@ -18,7 +18,8 @@ VALUE_COLUMNS = ("reproduced", "bacc", "BAcc", "mean_bacc", "value")
 _CI = re.compile(r"^\[\s*(-?[\d.eE+-]+|nan),\s*(-?[\d.eE+-]+|nan)\]$")
 
 
-def _float(v: str | None) -> float | None:
+def number(v: str | None) -> float | None:
+    """A table cell as a number (None for an empty cell, text or NaN)."""
     try:
         f = float(v) if v not in (None, "") else None
     except ValueError:
@@ -33,13 +34,13 @@ def _label(row: dict[str, str]) -> str:
 
 def _interval(row: dict[str, str]) -> tuple[float, float] | None:
     for low, high in (("bacc_ci_low", "bacc_ci_high"), ("ci_low", "ci_high")):
-        lo, hi = _float(row.get(low)), _float(row.get(high))
+        lo, hi = number(row.get(low)), number(row.get(high))
         if lo is not None and hi is not None:
             return lo, hi
     for col in ("95% CI", "ci", "bacc_ci", "95% CI (BAcc)"):
         m = _CI.match((row.get(col) or "").strip())
         if m:
-            lo, hi = _float(m.group(1)), _float(m.group(2))
+            lo, hi = number(m.group(1)), number(m.group(2))
             if lo is not None and hi is not None:
                 return lo, hi
     return None
@@ -56,7 +57,7 @@ def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> li
     notes = []
     value_col = next((c for c in VALUE_COLUMNS if c in columns), None)
     if "n" in columns:
-        zero = [r for r in rows if _float(r.get("n")) == 0]
+        zero = [r for r in rows if number(r.get("n")) == 0]
         if zero:
             notes.append(f"`{name}`: {len(zero)} of {len(rows)} rows rest on n = 0 (e.g. {_label(zero[0])}): "
                          "nothing was measured there")
@@ -73,7 +74,7 @@ def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> li
     if value_col:
         for r in rows:
             ci = _interval(r)
-            v = _float(r.get(value_col))
+            v = number(r.get(value_col))
             if v is None or ci is None or not _is_bacc(r, value_col):
                 continue
             chance = 50.0 if max(abs(v), abs(ci[1])) > 1.0 else 0.5

@@ -78,10 +78,9 @@ def engines(runs: Path, profile: str) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def provenance(profile: str, model: str | None, walls: list[dict[str, Any]],
-               run: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The index's record. ``run``: the whole command's wall time (``wall_s``, model load and reports included)
-    and how many notebooks ran at a time (``jobs``); the notebooks' own times overlap when ``jobs`` > 1."""
+def provenance(profile: str, model: str | None) -> dict[str, Any]:
+    """What a run's notebook records share: the commit, the model and its weights, the engines, the machine, the
+    date."""
     from .llm.models import resolve_model
 
     weights: dict[str, str] = {}
@@ -95,8 +94,7 @@ def provenance(profile: str, model: str | None, walls: list[dict[str, Any]],
             "engines": engines(project_root() / "build" / "runs", profile),
             "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "system": platform.platform(),
                         "python": platform.python_version()},
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "notebooks": walls, "run": run or {}, "wall_s_notebooks_summed": round(sum(w["wall_s"] for w in walls), 1)}
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def notebook_title(nb: Path) -> str:
@@ -238,7 +236,7 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
         c[1] += r.get("backend_calls") or 0
     prov = load_provenance(out)
     prov["profile"] = profile
-    base = provenance(profile, model, walls, run)
+    base = provenance(profile, model)
     if recorded_commit:
         base["commit"] = recorded_commit
     run_id = base["date"]

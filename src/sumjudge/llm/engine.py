@@ -480,15 +480,18 @@ class LLM(Calls):
                 u.prompt_tokens += resp.prompt_tokens
                 u.completion_tokens += resp.completion_tokens
         ctx = via.context
-        if self.recorder is not None:
-            self.recorder.answered(self, kind, key, req_json or req.to_json(), resp_json or resp.to_json(),
-                                   resp.cache_hit, ctx.log.path.parent.name if ctx.log else None, via.scope_name)
         if ctx.progress:
             ctx.progress(1)
+        if ctx.log is None and self.recorder is None:
+            return
+        req_json, resp_json = req_json or req.to_json(), resp_json or resp.to_json()
+        if self.recorder is not None:
+            self.recorder.answered(self, kind, key, req_json, resp_json, resp.cache_hit,
+                                   ctx.log.path.parent.name if ctx.log else None, via.scope_name)
         if ctx.log:
             ctx.log.write({"event": kind, "key": key, "scope": via.scope_name, "tag": req.tag,
-                           "cache_hit": resp.cache_hit, "request": req_json or req.to_json(),
-                           "response": resp_json or resp.to_json(), "time": time.time()})
+                           "cache_hit": resp.cache_hit, "request": req_json, "response": resp_json,
+                           "time": time.time()})
 
     async def _count_tokens(self, what: tuple) -> int | None:
         """Tokens of a text (``("t", text)``) or of chat messages (``("m", ((role, content), ...))``), cached;

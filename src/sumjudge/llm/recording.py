@@ -136,13 +136,7 @@ class Recorder:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         text = "".join(json.dumps(x, ensure_ascii=False, sort_keys=True) + "\n" for x in self.lines())
-        tmp = path.with_name(path.name + ".tmp")
-        if path.suffix == ".xz":
-            tmp.write_bytes(lzma.compress(text.encode("utf-8"), preset=6))
-        else:
-            tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return _write_bytes(path, text.encode("utf-8"))
 
     def __len__(self) -> int:
         return len(self.answers)
@@ -177,13 +171,16 @@ class MemoryCache:
 
 def compress(src: str | Path, dest: str | Path) -> Path:
     """A plain recording as xz (what the results page keeps)."""
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    data = Path(src).read_bytes()
-    tmp = dest.with_name(dest.name + ".tmp")
-    tmp.write_bytes(lzma.compress(data, preset=6))
-    tmp.replace(dest)
-    return dest
+    return _write_bytes(Path(dest), Path(src).read_bytes())
+
+
+def _write_bytes(path: Path, data: bytes) -> Path:
+    """``data`` to ``path`` whole or not at all (a temporary file renamed), xz-compressed where it ends ``.xz``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(lzma.compress(data, preset=6) if path.suffix == ".xz" else data)
+    tmp.replace(path)
+    return path
 
 
 @dataclass
@@ -327,19 +324,14 @@ class ReplayBackend:
                 "notebook with a real run (`make reproduce NOTEBOOKS=...`), or mark its page stale")
         return ReplayMiss(f"{where}: {what}", what=what, where=where)
 
+    def _answers(self, kind: str, reqs: list, cls) -> list:
+        return [a if isinstance(a, Exception) else cls.from_json(a) for a in (self._answer(kind, r) for r in reqs)]
+
     async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
-        out: list[ChatResponse | Exception] = []
-        for r in reqs:
-            a = self._answer("chat", r)
-            out.append(a if isinstance(a, Exception) else ChatResponse.from_json(a))
-        return out
+        return self._answers("chat", reqs, ChatResponse)
 
     async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
-        out: list[OptionScores | Exception] = []
-        for r in reqs:
-            a = self._answer("options", r)
-            out.append(a if isinstance(a, Exception) else OptionScores.from_json(a))
-        return out
+        return self._answers("options", reqs, OptionScores)
 
     def _count(self, what: tuple) -> int:
         n = self.recording.tokens.get(self.engine, {}).get(prompt_digest(what))
