@@ -213,6 +213,15 @@ class Session:
             return None
         return self.recorder.write(figures_dir() / self.notebook / ANSWERS_PLAIN)
 
+    def step(self, name: str, fn: Callable[[], Any]) -> Any:
+        """A step of the notebook that calls no model through the engine but whose result its tables use (e.g.
+        fine-tuning a model: its losses): run and recorded by ``name`` (its result as JSON gives it back), or in a
+        replay the recorded result, without running it."""
+        if self.recording is not None:
+            return self.recording.step(name)
+        value = fn()
+        return self.recorder.step(name, value) if self.recorder is not None else value
+
     def describe(self) -> str:
         p = self.prof
         where = f" at {p.base_url}" if p.backend == "openai" else ""

@@ -112,3 +112,44 @@ def test_a_missing_recording_is_named_and_a_run_folder_by_its_name(tmp_path):
     (tmp_path / "sft-I-Binary-lora").mkdir()
     assert model_label(str(tmp_path / "sft-I-Binary-lora")) == "sft-I-Binary-lora"
     assert model_label("smoke") == "smoke" and model_label("meta-llama/Meta-Llama-3-8B") == "meta-llama/Meta-Llama-3-8B"
+
+
+def test_a_step_is_recorded_and_a_replay_takes_its_result_without_running_it(tmp_path, monkeypatch):
+    """A notebook step that calls no model (fine-tuning) is recorded by name; its replay never runs it."""
+    from sumjudge import notebook
+    from sumjudge.papers.factax.sft import steps
+
+    monkeypatch.setattr(notebook, "_RECORDERS", {})
+    monkeypatch.setattr(notebook, "_RECORDINGS", {})
+    trained = []
+
+    def fake_train(base, pairs, out, config, **overrides):
+        trained.append((base, out.name, overrides))
+        return {"losses": [2.5, 1.25], "gradient_accumulation_steps": 4, "precision": "fp32", "reused": False,
+                "base_model": base, "key": "k"}
+
+    monkeypatch.setattr(steps, "train", fake_train)
+    monkeypatch.setattr(steps, "base_model_for", lambda name, profile, out: (str(tmp_path / "models" / "m1"), False))
+
+    class Set:
+        pairs = [1, 2, 3]
+
+    s = notebook.Session("99_steps", profile="ci")
+    base, tiny = steps.base_model(s, "smoke")
+    assert base == str(tmp_path / "models" / "m1") and tiny is False
+    got = steps.fine_tune(s, base, {"I-Binary": Set()}, "lora", max_steps=2)
+    assert trained == [(base, "sft-I-Binary-lora", {"max_steps": 2})]
+    path = s.recorder.write(tmp_path / "page" / "99_steps" / "answers.jsonl.xz")
+    text = __import__("lzma").decompress(path.read_bytes()).decode()
+    assert str(tmp_path) not in text  # a machine's paths are not recorded: the base model by its folder's name
+
+    again = notebook.Session("99_steps", profile="ci", replay=tmp_path / "page")
+    monkeypatch.setattr(steps, "train", lambda *a, **k: pytest.fail("a replay trained a model"))
+    monkeypatch.setattr(steps, "base_model_for", lambda *a, **k: pytest.fail("a replay resolved a model"))
+    assert steps.base_model(again, "smoke") == ("m1", False)
+    replayed_ = steps.fine_tune(again, "m1", {"I-Binary": Set()}, "lora", max_steps=2)
+    assert replayed_["I-Binary"][1] == got["I-Binary"][1] == {
+        "pairs": 3, "gradient_accumulation_steps": 4, "losses": [2.5, 1.25], "precision": "fp32", "reused": False}
+    assert replayed_["I-Binary"][0].name == "sft-I-Binary-lora"
+    with pytest.raises(ReplayMiss, match=r"step 'fine-tune I-Taxonomy \(lora\)' was not recorded"):
+        steps.fine_tune(again, "m1", {"I-Taxonomy": Set()}, "lora", max_steps=2)

@@ -9,8 +9,11 @@ backend (a repeat that bypasses the cache) keeps every answer in order. ``Record
 calls a model: a request that was not recorded raises ``ReplayMiss``, which says which notebook, run and example
 asked, and what differs from the nearest recorded request (the prompt, a setting, or the model).
 
-The file is JSON lines: one ``engine`` line per engine, then one ``answer`` line per key and one ``tokens`` line
-per engine (digest -> count), sorted so that the same answers give the same bytes. Compressed with xz (a
+A notebook step that is not a model call but whose result its tables use (fine-tuning a model: its losses) is
+recorded by name with its JSON result (``Recorder.step``), and a replay takes the result instead of running it.
+
+The file is JSON lines: one ``engine`` line per engine, then one ``answer`` line per key, one ``tokens`` line
+per engine (digest -> count) and one ``step`` line per step, sorted so that the same answers give the same bytes. Compressed with xz (a
 notebook's prompts repeat the same documents far apart, beyond gzip's window).
 """
 
@@ -81,6 +84,7 @@ class Recorder:
     engines: list[EngineSpec] = field(default_factory=list)
     answers: dict[str, RecordedAnswer] = field(default_factory=dict)
     tokens: dict[int, dict[str, int]] = field(default_factory=dict)
+    steps: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _ids: dict[int, int] = field(default_factory=dict, repr=False)
 
@@ -121,6 +125,16 @@ class Recorder:
         with self._lock:
             self.tokens.setdefault(self.engine_of(llm), {})[digest] = n
 
+    def step(self, name: str, value: Any) -> Any:
+        """A step's result, as JSON gives it back (so a run and its replay see the same value)."""
+        try:
+            value = json.loads(json.dumps(value))
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"step {name!r}: its result cannot be recorded as JSON ({e})") from None
+        with self._lock:
+            self.steps[name] = value
+        return value
+
     def lines(self) -> list[dict[str, Any]]:
         with self._lock:
             out: list[dict[str, Any]] = [{"type": "format", "version": FORMAT}]
@@ -129,6 +143,7 @@ class Recorder:
                     for a in sorted(self.answers.values(), key=lambda a: (a.engine, a.key))]
             out += [{"type": "tokens", "engine": e, "counts": dict(sorted(c.items()))}
                     for e, c in sorted(self.tokens.items())]
+            out += [{"type": "step", "name": k, "value": v} for k, v in sorted(self.steps.items())]
         return out
 
     def write(self, path: str | Path) -> Path:
@@ -139,7 +154,7 @@ class Recorder:
         return _write_bytes(path, text.encode("utf-8"))
 
     def __len__(self) -> int:
-        return len(self.answers)
+        return len(self.answers) + len(self.steps)
 
 
 class MemoryCache:
@@ -192,6 +207,7 @@ class Recording:
     answers: dict[str, RecordedAnswer]
     tokens: dict[int, dict[str, int]]
     notebook: str = ""
+    steps: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | Path, notebook: str = "", missing_ok: bool = False) -> "Recording":
@@ -207,6 +223,7 @@ class Recording:
         engines: list[EngineSpec] = []
         answers: dict[str, RecordedAnswer] = {}
         tokens: dict[int, dict[str, int]] = {}
+        steps: dict[str, Any] = {}
         for lineno, line in enumerate(raw.splitlines(), 1):
             if not line.strip():
                 continue
@@ -222,9 +239,19 @@ class Recording:
                     answers[d["key"]] = RecordedAnswer(**d)
                 elif t == "tokens":
                     tokens[d["engine"]] = d["counts"]
+                elif t == "step":
+                    steps[d["name"]] = d["value"]
             except (KeyError, TypeError, ValueError) as e:
                 raise ConfigError(f"{path} line {lineno}: not a recorded answer ({e})") from None
-        return cls(path=path, engines=engines, answers=answers, tokens=tokens, notebook=notebook)
+        return cls(path=path, engines=engines, answers=answers, tokens=tokens, notebook=notebook, steps=steps)
+
+    def step(self, name: str) -> Any:
+        """A recorded step's result; a ``ReplayMiss`` naming the step where it was not recorded."""
+        if name not in self.steps:
+            raise ReplayMiss(f"replay of notebook {self.notebook or self.path}: step {name!r} was not recorded "
+                             f"(recorded: {', '.join(map(repr, sorted(self.steps))) or 'none'}). Re-record the "
+                             "notebook with a real run (`make reproduce NOTEBOOKS=...`), or mark its page stale")
+        return self.steps[name]
 
     def engine_for(self, backend: str, model: str | None, base_url: str | None, options: dict[str, Any]) -> int:
         """The recorded engine asked for as now; a ``ReplayMiss`` naming what differs where none is."""
