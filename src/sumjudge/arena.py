@@ -126,7 +126,8 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     within each gold class), alpha, ROC-AUC where the judgements carry graded scores, the unreadable share, and
     what it cost per example (a score judge's held-out run apart). ``calibration``: a score judge's threshold
     (``calibrate``): BAcc and alpha are then those of the thresholded labels."""
-    from .metrics import balanced_accuracy, krippendorff_alpha, readable_bacc_ci, roc_auc
+    from .metrics import balanced_accuracy, krippendorff_alpha, labels_said, readable_bacc_ci, roc_auc
+    from .run_metrics import said_column
 
     readable = [(p["gold"], p["label"]) for p in preds if p["label"] is not None]
     scored = [(p["gold"], p["score"]) for p in preds if p.get("score") is not None]
@@ -139,7 +140,8 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     n = max(1, len(preds))
     cost = metrics["cost"]
     return {"dataset": cell.dataset, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),
-            "bacc_ci_low": ci[0], "bacc_ci_high": ci[1], "k_alpha": metrics.get("k_alpha"),
+            "bacc_ci_low": ci[0], "bacc_ci_high": ci[1], **said_column(labels_said([p["label"] for p in preds])),
+            "k_alpha": metrics.get("k_alpha"),
             "roc_auc": roc_auc([g for g, _ in scored], [v for _, v in scored]) if graded else None,
             **{k: (calibration or {}).get(k) for k in ("threshold", "held_out_n", "threshold_from")},
             "unreadable_share": sum(p["label"] is None for p in preds) / n,
@@ -269,10 +271,24 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
     return {"arena": table, "predictions": preds, "paired": paired, "fidelity": fidelity}
 
 
+def split_names(items: list[str]) -> list[str]:
+    """Names given with spaces or commas (``zero-shot factax`` or ``zero-shot,factax``, as lm-evaluation-harness's
+    ``--tasks``): an item is split at the commas before its first ``:``, so a judge's settings keep theirs
+    (``cot,madisse:rounds=2``; a judge with settings stands last in its item)."""
+    out = []
+    for item in items:
+        names, colon, settings = item.partition(":")
+        parts = [p.strip() for p in names.split(",")]
+        parts[-1] += colon + settings
+        out += [p for p in parts if p]
+    return out
+
+
 def parse_cells(methods: list[str], datasets: list[str]) -> list[Cell]:
     """``method`` or ``method:key=value;key=value`` (the method's settings, checked by its config) x every
-    dataset."""
+    dataset; either list may be written with commas (``split_names``)."""
     cells = []
+    methods, datasets = split_names(methods), split_names(datasets)
     for spec in methods:
         name, _, rest = spec.partition(":")
         settings = []

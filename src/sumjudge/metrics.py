@@ -347,6 +347,12 @@ def best_threshold(y_true: Sequence[int], scores: Sequence[float]) -> tuple[floa
     return best
 
 
+def labels_said(y_pred: Sequence[int | None]) -> dict[str, int]:
+    """How many readable predictions say 1 and how many 0: a judge that says one label to every example (whose
+    BAcc is 50 by construction) shows here."""
+    return {"1": sum(p == 1 for p in y_pred if p is not None), "0": sum(p == 0 for p in y_pred if p is not None)}
+
+
 def readable_bacc_ci(y_true: Sequence[int], y_pred: Sequence[int | None], seed: int = 0
                      ) -> tuple[float, float] | None:
     """``balanced_accuracy_ci`` over the examples with a readable label (those BAcc is computed on); None where it

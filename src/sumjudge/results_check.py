@@ -124,10 +124,14 @@ def expected_state(record: dict[str, Any], differences: list[str], at: str) -> d
 
 
 def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool = False,
-          page: Path | None = None) -> tuple[bool, list[str]]:
-    """(page true, report lines). ``mark``: write the stale marks this check finds instead of failing on them."""
+          page: Path | None = None, render: bool = False) -> tuple[bool, list[str]]:
+    """(page true, report lines). ``mark``: write the stale marks this check finds instead of failing on them.
+    ``render``: rewrite each page that differs from its replay with the replay's tables (its answers kept); a
+    notebook whose replay stops (a request its answers do not hold) is marked stale instead."""
     from .reproduce import notebooks
-    from .results_page import commit, load_provenance, rewrite_state, state_lines, write_index
+    from .results_page import commit, load_provenance, render_notebook_page, rewrite_state, state_lines, write_index
+
+    mark = mark or render
 
     page = page or figures_dir() / f"results-{profile}"
     prov = load_provenance(page)
@@ -158,6 +162,10 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
                 verdict += " (its stale mark can go: --mark)"
                 if mark:
                     rec["check"], changed = {"state": "recorded"}, True
+        elif render and status.get(nb.stem) == "ok":
+            rec = prov["notebooks"][nb.stem] = render_notebook_page(nb, regenerated / nb.stem, page, rec, at)
+            changed = True
+            verdict = "rendered from its answers: " + "; ".join(diffs)
         elif state == "stale" and rec["check"].get("differences") == diffs:
             verdict = f"stale since {rec['check'].get('since')}, as its page says"
         elif mark:
@@ -187,10 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--notebooks", default="", help="prefixes, e.g. '00 10' (default: every page)")
     p.add_argument("--jobs", default="", help="notebooks replayed at a time (default 2)")
     p.add_argument("--mark", action="store_true", help="mark the pages that differ as stale (and unmark the others)")
+    p.add_argument("--render", action="store_true", help="rewrite the pages that differ with the tables their "
+                   "recorded answers give now (a change of how tables are computed; no model); mark stale those "
+                   "whose replay stops")
     a = p.parse_args(argv)
-    ok, report = check(a.profile, a.notebooks, int(a.jobs) if a.jobs else 2, a.mark)
+    ok, report = check(a.profile, a.notebooks, int(a.jobs) if a.jobs else 2, a.mark, render=a.render)
     print("\n".join(report), flush=True)
-    return 0 if ok or a.mark else 1
+    return 0 if ok or a.mark or a.render else 1
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """What a table cannot show, said in words: read from the tables a notebook saved (``figures/<notebook>/*.csv``).
 
-A cell that shows nothing looks like a result: a table with no rows, a row resting on n = 0, an interval of zero
-width (a judge that gave one label to every example has BAcc 50 [50, 50]), every row of a grid alike, a balanced
+A cell that shows nothing looks like a result: a table with no rows, a row resting on n = 0, a judge that said one
+label to every example (its ``labels said`` column, ``run_metrics.said_column``), an interval of zero width (such a
+judge has BAcc 50 [50, 50]), every row of a grid alike, a balanced
 accuracy whose whole interval lies under chance. ``notes`` names each such cell; the results page prints them at
 the top of the notebook's page and the index gathers them under "What this run cannot show".
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 LABEL_COLUMNS = ("experiment", "evaluator", "judge", "detector", "method", "setting", "dataset", "level", "aspect",
                  "metric", "protocol")
 VALUE_COLUMNS = ("reproduced", "bacc", "BAcc", "mean_bacc", "value")
+_SAID = re.compile(r"^(\d+) × 1, (\d+) × 0$")
 _CI = re.compile(r"^\[\s*(-?[\d.eE+-]+|nan),\s*(-?[\d.eE+-]+|nan)\]$")
 
 
@@ -61,6 +63,16 @@ def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> li
         if zero:
             notes.append(f"`{name}`: {len(zero)} of {len(rows)} rows rest on n = 0 (e.g. {_label(zero[0])}): "
                          "nothing was measured there")
+    said = {}
+    for r in rows:  # a judge's rows of several metrics say the same: named once
+        m = _SAID.match((r.get("labels said") or "").strip())
+        if m and (int(m.group(1)) == 0) != (int(m.group(2)) == 0):
+            said.setdefault(" / ".join(r[c] for c in LABEL_COLUMNS if r.get(c) and c != "metric") or _label(r),
+                            "1" if int(m.group(1)) else "0")
+    if said:
+        first, label = next(iter(said.items()))
+        notes.append(f"`{name}`: {len(said)} judge{'s' if len(said) > 1 else ''} said one label to every readable "
+                     f"example (e.g. {first}: all {label}): its BAcc is 50 by construction, whatever the examples")
     flat = []
     for r in rows:
         ci = _interval(r)

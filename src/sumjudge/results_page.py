@@ -131,24 +131,48 @@ def sections(src: Path) -> dict[str, str]:
     return out
 
 
+PAPER_ONLY = "(paper only)"  # how a row the paper prints and this run does not compute names its experiment
+
+
+def split_paper_only(md: str) -> tuple[str, str]:
+    """(the table without its paper-only rows, a table of those rows alone; either "" where it has none)."""
+    lines = md.rstrip().splitlines()
+    if len(lines) < 2 or not lines[0].startswith("|"):
+        return md.rstrip(), ""
+    head, rows = lines[:2], lines[2:]
+    only = [r for r in rows if any(c.strip().endswith(PAPER_ONLY) for c in r.strip().strip("|").split("|"))]
+    rest = [r for r in rows if r not in only]
+    return ("\n".join(head + rest) if rest or not only else ""), ("\n".join(head + only) if only else "")
+
+
 def page_body(nb: Path, src: Path, dest: Path | None) -> list[str]:
     """A notebook page's sections: its tables inline, its figures as images (copied, with their plotted data, to
-    ``dest/<notebook>/`` when ``dest`` is given)."""
+    ``dest/<notebook>/`` when ``dest`` is given). The rows the paper prints and the run does not compute
+    (``PAPER_ONLY``) go to an appendix at the end of the page, each table's under its name."""
     lines: list[str] = []
+    appendix: list[str] = []
     files = section_files(src)
     if not files:
         lines.append("This notebook saved no table or figure under this profile.")
     for f in files:
-        lines += [f"## {f.stem.replace('_', ' ')}", ""]
+        title = f.stem.replace("_", " ")
         if f.suffix == ".md":
-            lines += [f.read_text(encoding="utf-8").rstrip(), ""]
-        else:
-            if dest is not None:
-                (dest / nb.stem).mkdir(parents=True, exist_ok=True)
-                for kept in (f, f.with_name(f.stem + ".plot.json")):
-                    if kept.exists():
-                        shutil.copyfile(kept, dest / nb.stem / kept.name)
-            lines += [f"![{f.stem}]({nb.stem}/{f.name})", ""]
+            table, only = split_paper_only(f.read_text(encoding="utf-8"))
+            if table:
+                lines += [f"## {title}", "", table, ""]
+            if only:
+                appendix += [f"## appendix: {title.removesuffix(' paper only')}, the paper's rows only", "", only, ""]
+            continue
+        if dest is not None:
+            (dest / nb.stem).mkdir(parents=True, exist_ok=True)
+            for kept in (f, f.with_name(f.stem + ".plot.json")):
+                if kept.exists():
+                    shutil.copyfile(kept, dest / nb.stem / kept.name)
+        lines += [f"## {title}", "", f"![{f.stem}]({nb.stem}/{f.name})", ""]
+    if appendix:
+        lines += ["## Appendix: what the paper prints and this run does not compute", "",
+                  "The paper's rows for evaluators, models or datasets this profile does not run, as printed, for "
+                  "reference beside the reproduced rows above.", ""] + appendix
     return lines
 
 
@@ -165,8 +189,12 @@ def state_lines(record: dict[str, Any]) -> list[str]:
                  f"`{record.get('commit', '?')}`), so no replay can check it; re-record it with `make reproduce "
                  f"NOTEBOOKS={record['notebook'][:2]}`."]
     else:
+        rendered = record.get("rendered_at")
         lines = [f"{STATE_HEADING} recorded at `{record.get('commit', '?')}` on {record.get('machine', {}).get('cpu', '?')} "
-                 f"({record.get('date', '?')}); `make reproduce REPLAY=1` regenerates these tables from "
+                 f"({record.get('date', '?')})"
+                 + (f"; its tables computed again from those answers at `{rendered}` (`make render-page`)"
+                    if rendered else "")
+                 + "; `make reproduce REPLAY=1` regenerates these tables from "
                  f"[its recorded answers]({record['notebook']}/answers.jsonl.xz) without the model"
                  + (" (it called no model: nothing to record)" if not record.get("answers") else "") + "."]
     cannot = record.get("cannot_show") or []
@@ -186,6 +214,23 @@ def write_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any]) 
     page = out / f"{nb.stem}.md"
     page.write_text("\n".join(lines), encoding="utf-8")
     return page
+
+
+def render_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any], at: str) -> dict[str, Any]:
+    """Rewrite a recorded notebook's page from its replay's tables and figures (``src``), computed at commit ``at``
+    from the answers it recorded: the answers and their provenance (commit, machine, date, wall time, calls) stay;
+    the tables, figures and what they cannot show are the replay's. For a change of how tables are computed or
+    laid out, which needs no model; a changed prompt is a request the answers do not hold, and needs a real run."""
+    from .results_notes import notes
+
+    keep = out / nb.stem
+    for old in keep.glob("*"):  # the figures go; the answers stay
+        if old.suffix in (".png", ".json") and old.name.endswith(KEPT_FILES):
+            old.unlink()
+    record = {**record, "check": {"state": "recorded"}, "cannot_show": notes(src),
+              "rendered_at": at}
+    write_notebook_page(nb, src, out, record)
+    return record
 
 
 def rewrite_state(out: Path, nb_stem: str, record: dict[str, Any]) -> None:

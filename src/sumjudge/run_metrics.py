@@ -49,13 +49,13 @@ def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
 
 
 def binary_metrics(y: list[int], judgements: list[Judgement]) -> dict[str, Any]:
-    from .metrics import binary_report, krippendorff_alpha, readable_bacc_ci
+    from .metrics import binary_report, krippendorff_alpha, labels_said, readable_bacc_ci
 
     def report(p: list[int | None]) -> dict[str, Any]:
         rep = binary_report(y, p)
         ci = readable_bacc_ci(y, p)
         return {"bacc": rep.bacc, "bacc_ci": list(ci) if ci else None, "k_alpha": krippendorff_alpha(y, p),
-                "fpr": rep.fpr, "fnr": rep.fnr, "n": rep.n,
+                "fpr": rep.fpr, "fnr": rep.fnr, "n": rep.n, "said": labels_said(p),
                 "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn}}
 
     out = {**report([j.label for j in judgements]), "label_sources": count_by(j.label_source for j in judgements)}
@@ -135,6 +135,16 @@ def _mean(values: list[float]) -> float:
 
 # a kind's metrics; a method may bring its own (``MethodSpec.metrics``)
 METRICS_BY_KIND = {"faithfulness": faithfulness_metrics, "ambiguity": ambiguity_metrics, "rated": rated_metrics}
+
+
+SAID_COLUMN = "labels said"
+
+
+def said_column(said: dict[str, int] | None) -> dict[str, Any]:
+    """How many readable examples a judge labelled 1 and 0 (``metrics["said"]``, ``metrics.labels_said``) as a table
+    column, ``"15 × 1, 5 × 0"``: a judge that says one label to everything shows there (``results_notes`` says so
+    in words)."""
+    return {SAID_COLUMN: None if said is None else f"{said.get('1', 0)} × 1, {said.get('0', 0)} × 0"}
 
 
 def parse_columns(metrics: dict[str, Any]) -> dict[str, Any]:

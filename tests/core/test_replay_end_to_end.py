@@ -79,3 +79,17 @@ def test_a_recorded_page_replays_and_a_planted_change_is_caught_unless_marked_st
     assert "> **State:** stale since `" in text and "stale since" in (page / "index.md").read_text()
     rc, out = check(env)
     assert rc == 0 and "as its page says" in out, out[-3000:]
+
+    # the same metric change accepted: the page rendered from its answers (kept), then verified without a mark
+    answers = (page / "00_quickstart" / "answers.jsonl.xz").read_bytes()
+    before = json.loads((page / "provenance.json").read_text())["notebooks"]["00_quickstart"]
+    rc, out = check(env, "--render")
+    assert rc == 0 and "rendered from its answers" in out, out[-3000:]
+    text = (page / "00_quickstart.md").read_text()
+    assert "stale since" not in text and "computed again from those answers at `" in text
+    after = json.loads((page / "provenance.json").read_text())["notebooks"]["00_quickstart"]
+    assert (page / "00_quickstart" / "answers.jsonl.xz").read_bytes() == answers
+    assert {k: after[k] for k in ("commit", "date", "machine", "answers")} == \
+        {k: before[k] for k in ("commit", "date", "machine", "answers")}
+    rc, out = check(env)
+    assert rc == 0 and "00_quickstart: verified: the replay gives this page" in out, out[-3000:]

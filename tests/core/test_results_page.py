@@ -3,8 +3,10 @@ they plot) and recorded answers, an index with each notebook's provenance; a run
 others; the check that compares a replay with the page, and its stale marks."""
 
 import hashlib
+import os
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +132,22 @@ def test_weights_are_named_by_their_sha256(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     (tmp_path / "config.json").write_text("{}")
     assert weights_sha256(tmp_path) == {"model.safetensors": hashlib.sha256(b"weights").hexdigest()}
+
+
+def test_the_papers_rows_alone_go_to_an_appendix_at_the_end_of_the_page(tmp_path):
+    from sumjudge.results_page import page_body
+
+    src = tmp_path / "figures" / "20_x"
+    src.mkdir(parents=True)
+    head = "| experiment | evaluator | paper | reproduced |\n|:--|:--|--:|--:|\n"
+    (src / "table1.md").write_text(head + "| Table 1 | G-Eval | 0.5 | 0.1 |\n| Table 1 (paper only) | BERTScore | 0.2 |  |\n")
+    (src / "table9_paper_only.md").write_text(head + "| Table 9 (paper only) | X | 0.3 |  |\n")
+    (src / "endings.md").write_text("| a |\n|--|\n| 1 |\n")
+    for i, f in enumerate(("table1.md", "table9_paper_only.md", "endings.md")):  # the order they were saved in
+        os.utime(src / f, (time.time() + i, time.time() + i))
+    text = "\n".join(page_body(Path("20_x.ipynb"), src, None))
+    heads = [x for x in text.splitlines() if x.startswith("## ")]
+    assert heads == ["## table1", "## endings", "## Appendix: what the paper prints and this run does not compute",
+                     "## appendix: table1, the paper's rows only", "## appendix: table9, the paper's rows only"]
+    main = text.split("## endings")[0]
+    assert "G-Eval" in main and "BERTScore" not in main

@@ -30,7 +30,8 @@ from typing import Any
 from ...data.aggrefact import SOTA_SOURCES, sota_source
 from ...notebook import run_name
 from ...report import paper_results, paper_value, read_results, scaled_ci
-from ...run_metrics import parse_columns
+from ...metrics import labels_said
+from ...run_metrics import parse_columns, said_column
 
 ORIGIN_DOMAIN = {"cnndm": "CNN/DM", "xsum": "XSum"}
 DOMAINS: dict[str, str | None] = {
@@ -269,7 +270,8 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                          # one run: its interval over the examples; several: their spread (sd, min, max) instead
                          "ci": scaled_ci(p.ci()) if len(by_name) == 1 else None,
                          "n": len(p.gold) if p.name != ds else m["n"], "unparsed": m["unparsed"] if p.name == ds else
-                         sum(x is None for x in p.pred), **parse_columns(m), "domain": p.domain, "column": p.column,
+                         sum(x is None for x in p.pred), **said_column(None if p.scored else labels_said(p.pred)),
+                         **parse_columns(m), "domain": p.domain, "column": p.column,
                          "model": model, "label_sources": m.get("label_sources"), "note": p.note})
         doms_per_run = []
         for parts in per_run:
@@ -338,7 +340,8 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
                      "metric": "BAcc %", "paper": None, "reproduced": 100 * m["bacc"] if m["bacc"] == m["bacc"] else None,
                      "ci": scaled_ci(m.get("bacc_ci")),
                      "mean_windows": statistics.fmean(r["judgement"]["details"]["n_windows"] for r in res) if res else None,
-                     "n": m["n"], "unparsed": m["unparsed"], **parse_columns(m), "calls": m["cost"]["calls_total"]})
+                     "n": m["n"], "unparsed": m["unparsed"], **said_column(m.get("said")), **parse_columns(m),
+                     "calls": m["cost"]["calls_total"]})
     return rows
 
 

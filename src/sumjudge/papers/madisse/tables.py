@@ -13,7 +13,7 @@ from typing import Any
 
 from ...notebook import run_name
 from ...report import ci_text, paper_results, paper_value, read_results, scaled_ci
-from ...run_metrics import parse_columns
+from ...run_metrics import parse_columns, said_column
 
 # (paper row, method, settings, variant of the run's metrics or None)
 EVALUATORS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
@@ -78,8 +78,8 @@ def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str
         cell = paper_value("madisse", table, row, col) or [None, None]
         rates = (paper_value("madisse", "table35", row, col) if level == "summary" else None) or [None, None]
         common = {"evaluator": ROW_NAMES[row], "dataset": dataset, "level": level, "model": model,
-                  "n": m["n_examples"], "unparsed": m.get("unparsed"), **parse_columns(m),
-                  "calls_per_example": round(m["cost"]["calls_per_example"], 1),
+                  "n": m["n_examples"], "unparsed": m.get("unparsed"), **said_column(m.get("said")),
+                  **parse_columns(m), "calls_per_example": round(m["cost"]["calls_per_example"], 1),
                   "note": note if row.startswith("madisse") and row != "madisse-no-init" else None}
         pct = (lambda v: None if v is None else 100 * v)
         rows += [{**common, "metric": "BAcc (%)", "paper": cell[0], "reproduced": pct(m.get("bacc")),
@@ -104,7 +104,8 @@ def printed_vs_run_rows(as_run: dict[str, dict[str, Any]], printed: dict[str, di
                          "paper_bacc": cell[0], "bacc": None if m.get("bacc") is None else 100 * m["bacc"],
                          "bacc_95%_ci": ci_text(scaled_ci(m.get("bacc_ci"))),
                          "paper_k_alpha": cell[1], "k_alpha": m.get("k_alpha"),
-                         "n": m["n_examples"], "unparsed": m.get("unparsed"), **parse_columns(m), "model": model})
+                         "n": m["n_examples"], "unparsed": m.get("unparsed"), **said_column(m.get("said")),
+                         **parse_columns(m), "model": model})
     return rows
 
 
@@ -126,7 +127,7 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
     import random
 
     from ...data import registry
-    from ...metrics import binary_report, readable_bacc_ci
+    from ...metrics import binary_report, labels_said, readable_bacc_ci
 
     debate = {"rounds": rounds, "faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
               "adjudicators": adjudicators}
@@ -145,20 +146,22 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
             y = [0 if e.ambiguity.ambiguous else 1 for e in exs]  # flipped: positive (0) = ambiguous
             coin = [rng.randint(0, 1) for _ in exs]
             rows.append({"detector": name, "paper": TABLE4[name], "reproduced": 100 * binary_report(y, coin).bacc,
-                         "ci": scaled_ci(readable_bacc_ci(y, coin)), "n": len(exs), "unparsed": 0})
+                         "ci": scaled_ci(readable_bacc_ci(y, coin)), "n": len(exs), "unparsed": 0,
+                         **said_column(labels_said(coin))})
             continue
         metrics, _ = runs[method]
         m = metrics["variants"][variant] if variant else metrics
         rows.append({"detector": name, "paper": TABLE4[name],
                      "reproduced": None if m["bacc"] is None else 100 * m["bacc"],
-                     "ci": scaled_ci(m.get("bacc_ci")), "n": metrics["n_examples"], "unparsed": m["unparsed"]})
+                     "ci": scaled_ci(m.get("bacc_ci")), "n": metrics["n_examples"], "unparsed": m["unparsed"],
+                     **said_column(m.get("said"))})
     return rows
 
 
 def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
     """Figure 3 / 6: each evaluator's BAcc, K-alpha, FPR, FNR on all sentences and on those the human
     annotators did not mark ambiguous (the same run, re-scored)."""
-    from ...metrics import binary_report, krippendorff_alpha, readable_bacc_ci
+    from ...metrics import binary_report, krippendorff_alpha, labels_said, readable_bacc_ci
 
     rows = []
     for row, m in results.items():
@@ -172,7 +175,8 @@ def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
             rep = binary_report(y, p)
             rows.append({"evaluator": ROW_NAMES[row], "subset": subset, "n": len(sel), "bacc": 100 * rep.bacc,
                          "bacc_95%_ci": ci_text(scaled_ci(readable_bacc_ci(y, p))),
-                         "k_alpha": krippendorff_alpha(y, p), "fpr": 100 * rep.fpr, "fnr": 100 * rep.fnr})
+                         "k_alpha": krippendorff_alpha(y, p), "fpr": 100 * rep.fpr, "fnr": 100 * rep.fnr,
+                         **said_column(labels_said(p))})
     return rows
 
 
@@ -203,8 +207,8 @@ def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], r
                      "paper_bacc": paper[0], "bacc": pct(m["bacc"]), "bacc_95%_ci": ci_text(scaled_ci(m.get("bacc_ci"))),
                      "paper_k_alpha": paper[1], "k_alpha": m["k_alpha"],
                      "paper_fpr": paper[2], "fpr": pct(m["fpr"]), "paper_fnr": paper[3], "fnr": pct(m["fnr"]),
-                     "n": metrics["n_examples"], "calls_per_example": metrics["cost"]["calls_per_example"],
-                     "same_dataset_as_paper": col == "mediasum"})
+                     "n": metrics["n_examples"], **said_column(m.get("said")),
+                     "calls_per_example": metrics["cost"]["calls_per_example"], "same_dataset_as_paper": col == "mediasum"})
     return rows
 
 
@@ -242,7 +246,8 @@ def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, 
             rows.append({"rounds": r, "sessions": m, "vote": vote, "bacc": None if v["bacc"] is None else 100 * v["bacc"],
                          "bacc_95%_ci": ci_text(scaled_ci(v.get("bacc_ci"))), "k_alpha": v["k_alpha"], "calls_per_example": metrics["cost"]["calls_per_example"],
                          "tokens_per_example": metrics["cost"]["prompt_tokens_per_example"]
-                         + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"]})
+                         + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"],
+                         **said_column(v.get("said"))})
     return rows
 
 
@@ -266,7 +271,7 @@ def faithfulness_rows(experiment: str, method: str, metrics: dict[str, Any], **c
     p_bacc, p_alpha = madisse_reported(method, metrics["dataset"], metrics["level"])
     bacc = metrics.get("bacc")
     common = {"experiment": experiment, "dataset": metrics["dataset"], "level": metrics["level"], **context,
-              "n": metrics["n_examples"], "unparsed": metrics.get("unparsed")}
+              "n": metrics["n_examples"], "unparsed": metrics.get("unparsed"), **said_column(metrics.get("said"))}
     return [{**common, "metric": "BAcc (%)", "paper": p_bacc, "reproduced": None if bacc is None else 100 * bacc,
              "ci": scaled_ci(metrics.get("bacc_ci"))},
             {**common, "metric": "K-alpha", "paper": p_alpha, "reproduced": metrics.get("k_alpha")}]

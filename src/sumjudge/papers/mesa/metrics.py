@@ -20,7 +20,7 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
       the mean human rating over the same summaries (Table 5, signed: positive = the LLM rates the impact
       higher); on yes/no-only data these are reported as unavailable;
     - always: mean impact rating (Table 2's quantity). A type without any human label is unavailable."""
-    from ...metrics import binary_report, point_biserial, readable_bacc_ci
+    from ...metrics import binary_report, labels_said, point_biserial, readable_bacc_ci
 
     types = list(dict.fromkeys(k for j in judgements for k in j.scores))
     per: dict[str, Any] = {}
@@ -40,7 +40,8 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
         rep = binary_report([y for y, _ in det], [d for _, d in det])
         per[t] = {"available": True, "n": len(labelled), "errors": sum(y for y, _, _ in labelled),
                   "point_biserial": {"r": r, "p": p, "n": n}, "bacc": rep.bacc,
-                  "bacc_ci": readable_bacc_ci([y for y, _ in det], [d for _, d in det]), "detected_n": rep.n, **common}
+                  "bacc_ci": readable_bacc_ci([y for y, _ in det], [d for _, d in det]), "detected_n": rep.n,
+                  "said": labels_said([d for _, d in det]), **common}
     q = [j.details.get("quality") for j in judgements if j.details.get("quality") is not None]
     return {"types": per, "unparsed": sum(v is None for j in judgements for v in j.scores.values()),
             "mean_quality": sum(q) / len(q) if q else None, "transcript": transcript_stats(judgements),

@@ -19,7 +19,7 @@ from ...llm.engine import RunContext, run_sync
 from ...notebook import run_name
 from ...metrics import fisher_ci, sd_interval, t_interval
 from ...report import paper_value, read_results, scaled_ci
-from ...run_metrics import parse_columns
+from ...run_metrics import parse_columns, said_column
 from .metrics import transcript_columns
 
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
@@ -216,7 +216,8 @@ def table1_rows(single: dict[str, Any], three: dict[str, Any], model: str) -> li
             rows.append({"experiment": "Table 1", "evaluator": label, "aspect": code, "metric": "BAcc %",
                          "paper": paper_value("mesa", "table1", label, paper_code(code)),
                          "reproduced": None if bacc is None or bacc != bacc else 100 * bacc,
-                         "ci": scaled_ci(t.get("bacc_ci")), "n": t.get("detected_n"), "errors": t.get("errors"), **parse_columns(m), **transcript_columns(m), "model": model,
+                         "ci": scaled_ci(t.get("bacc_ci")), "n": t.get("detected_n"), "errors": t.get("errors"),
+                         **said_column(t.get("said")), **parse_columns(m), **transcript_columns(m), "model": model,
                          "note": None if t.get("available") else t.get("reason")})
     return rows
 
@@ -323,7 +324,7 @@ def aspect_rows(single: dict[str, Any], multi: dict[str, Any], model: str) -> li
                                     ("r_pb", pb.get("r"), fisher_ci(pb.get("r"), pb.get("n")))):
                 rows.append({"experiment": "Section 2.2", "evaluator": label, "aspect": code, "metric": metric,
                              "paper": None, "reproduced": val, "ci": ci, "model": model, "n": t.get("scored"),
-                             **transcript_columns(m)})
+                             **said_column(t.get("said") if metric == "BAcc" else None), **transcript_columns(m)})
     return rows
 
 
