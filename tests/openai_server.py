@@ -11,7 +11,8 @@ test retries; ``fault_next(kind, n)`` injects faults a real server shows: ``null
 ``empty_choices``, ``malformed_json`` (a 200 whose body is not JSON), ``retry_after`` (429 asking for a
 one-second wait), ``hang`` (an answer that comes after ``hang_s`` seconds) and ``early_length`` (the
 answer's first characters with ``finish_reason=length`` after one token, far below ``max_tokens``);
-``slow_tokenize = (marker, seconds)`` makes ``/tokenize`` of a text holding the marker take that long.
+``fault_mix(share, kinds, seed)`` injects one of ``kinds`` into that share of model calls, drawn by a seeded
+generator (a server that fails at random); ``slow_tokenize = (marker, seconds)`` makes ``/tokenize`` of a text holding the marker take that long.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class LocalOpenAIServer:
         self.requests: list[dict] = []
         self._fail: list[int] = []
         self._faults: list[str] = []
+        self._mix: tuple[float, tuple[str, ...], object] | None = None
         self.hang_s = 3.0
         self.slow_tokenize: tuple[str, float] = ("", 0.0)  # (text marker, seconds): a /tokenize that takes its time
         self._lock = threading.Lock()
@@ -75,6 +77,13 @@ class LocalOpenAIServer:
     def fault_next(self, kind: str, n: int = 1) -> None:
         with self._lock:
             self._faults += [kind] * n
+
+    def fault_mix(self, share: float, kinds: tuple[str, ...], seed: int = 0) -> None:
+        """From now on, ``share`` of the model calls get one of ``kinds`` (drawn by a generator seeded ``seed``)."""
+        import random
+
+        with self._lock:
+            self._mix = (share, tuple(kinds), random.Random(seed))
 
     def __enter__(self):
         self.thread.start()
@@ -229,6 +238,11 @@ class LocalOpenAIServer:
                         server.requests.append(body)
                         status = server._fail.pop(0) if server._fail else None
                         fault = server._faults.pop(0) if server._faults and not status else None
+                        if server._mix is not None and not status and fault is None:
+                            share, kinds, rng = server._mix
+                            fault = rng.choice(kinds) if rng.random() < share else None
+                            status = 503 if fault == "503" else None
+                            fault = None if status else fault
                 if fault == "retry_after":
                     return self._raw(429, b'{"error": {"message": "slow down"}}', {"Retry-After": "1"})
                 if fault == "malformed_json":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -46,6 +47,10 @@ def check_engine_flags(a) -> None:
     url = given["--base-url"]
     if url is not None:
         parts = urlsplit(url)
+        try:
+            parts.port  # a port out of 0-65535 or not a number raises here
+        except ValueError as e:
+            raise ConfigError(f"--base-url {url!r}: {e} (expected an http(s) URL such as http://host:8000/v1)") from None
         if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
             raise ConfigError(f"--base-url {url!r}: expected an http(s) URL such as http://host:8000/v1")
     cache = getattr(a, "cache", None)
@@ -254,10 +259,34 @@ def _cmd_bench(a) -> int:
     return bench_main(a)
 
 
+_ARGPARSE_MESSAGES = (  # argparse's wording -> one line that names the flag and what it accepts
+    (re.compile(r"^argument (?:cmd|\{[^}]*\}): invalid choice: '(?P<v>[^']*)' \(choose from (?P<c>.*)\)$"),
+     "unknown command '{v}' (commands: {c})"),
+    (re.compile(r"^argument (?P<f>[^:]+): invalid int value: '(?P<v>[^']*)'$"), "{f} expects a whole number, not '{v}'"),
+    (re.compile(r"^argument (?P<f>[^:]+): invalid float value: '(?P<v>[^']*)'$"), "{f} expects a number, not '{v}'"),
+    (re.compile(r"^argument (?P<f>[^:]+): invalid choice: '(?P<v>[^']*)' \(choose from (?P<c>.*)\)$"),
+     "{f} accepts {c}, not '{v}'"),
+    (re.compile(r"^argument (?P<f>[^:]+): (?P<rest>.*)$"), "{f}: {rest}"),
+)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line: what is wrong, naming the flag and what it accepts,
+    and where the usage is (``--help``), in place of argparse's usage block; exit status 2 as argparse's."""
+
+    def error(self, message: str):
+        for pattern, text in _ARGPARSE_MESSAGES:
+            m = pattern.match(message)
+            if m:
+                message = text.format(**{k: v.replace("'", "") if k == "c" else v for k, v in m.groupdict().items()})
+                break
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .papers import add_paper_commands
 
-    p = argparse.ArgumentParser(prog="sumjudge", description=__doc__)
+    p = OneLineParser(prog="sumjudge", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("run", help="run a method on a dataset into a run folder")
@@ -294,8 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ar = sub.add_parser("arena", help="judges of every paper on the same examples: BAcc with CIs, cost, paired tests")
     ar.add_argument("--methods", nargs="+", required=True,
-                    help="judges, each a method or method:key=value;key=value (its settings)")
-    ar.add_argument("--datasets", nargs="+", required=True, help="binary faithfulness datasets")
+                    help="judges, each a method or method:key=value;key=value (its settings); spaces or commas "
+                         "between judges")
+    ar.add_argument("--datasets", nargs="+", required=True, help="binary faithfulness datasets (spaces or commas)")
     ar.add_argument("--limit", type=int, help="examples per dataset (a seeded subset, the same for every judge)")
     ar.add_argument("--level", choices=("sentence", "summary"))
     ar.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))

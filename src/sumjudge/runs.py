@@ -25,7 +25,7 @@ from typing import Any
 
 from . import __version__
 from .data import registry as data_registry
-from .llm import BackendRequestError, ConfigError, OptionScoringError, SumjudgeError, make_llm
+from .llm import BackendRequestError, ConfigError, OptionScoringError, PromptTooLongError, SumjudgeError, make_llm
 from .llm.engine import LLM, Calls
 from .judges import get_method, make_config
 from .judges.base import Judgement
@@ -189,6 +189,11 @@ async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int 
             scope = llm.scoped(ex.id)
             try:
                 j = await spec.judge(ex, scope, cfg)
+            except PromptTooLongError as e:  # the run stops: say where the example came from
+                origin = example_origin(ex)
+                if origin:
+                    e.args = (f"{origin}: {e}",)
+                raise
             except EXAMPLE_FAILURES as e:
                 j = Judgement(example_id=ex.id, label=None, parsed=False, label_source="failed",
                               details={"error": f"{type(e).__name__}: {e}"})
@@ -206,6 +211,15 @@ async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int 
         return list(await asyncio.gather(*(one(ex) for ex in examples)))
     finally:
         bar.close()
+
+
+def example_origin(ex) -> str | None:
+    """Where a user's example came from: its file and row (the readers of your own files keep both in ``meta``),
+    or None."""
+    meta = getattr(ex, "meta", None) or {}
+    if meta.get("row") is None or not meta.get("file"):
+        return None
+    return f"{meta['file']}, row {meta['row']} (example {ex.id})"
 
 
 def failure_summary(judgements: list[Judgement]) -> dict[str, Any]:
@@ -295,15 +309,68 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
     """Execute one run into ``out``; returns the metrics. Rerunning into the same folder with the same
     config resumes (finished calls come from the cache); a different config is refused. ``budget`` (an
     ``llm.budget.Budget``) caps the backend calls and tokens: past it the run stops with ``BudgetExhausted``."""
+    before = FolderState.of(Path(out))
     r = prepare(rc, out)
-    with RunLock(r.out):
-        claim_folder(r)
-        if llm is None:
-            llm = make_llm(rc.backend, rc.model, base_url=rc.base_url, no_cache=no_cache, cache=cache,
-                           **(backend_options or {}))
-        if budget is not None:
-            llm.budget = budget
-        return execute(r, llm, progress=progress)
+    try:
+        with RunLock(r.out):
+            claim_folder(r)
+            if llm is None:
+                llm = make_llm(rc.backend, rc.model, base_url=rc.base_url, no_cache=no_cache, cache=cache,
+                               **(backend_options or {}))
+            if budget is not None:
+                llm.budget = budget
+            return execute(r, llm, progress=progress)
+    except BaseException:
+        if before.nothing_answered(r.out):  # stopped before its first answer: the folder is left as it was
+            before.restore(r.out)
+        raise
+
+
+@dataclass
+class FolderState:
+    """What a run folder held before a run started: a run that stops before its first model call puts it back
+    (a new folder is removed, a resumed one gets its files back as they were), so that nothing of a run that
+    never ran is left in ``--out``."""
+
+    existed: bool
+    files: dict[str, bytes | None]  # the run's own files: their bytes before, None where absent
+
+    OWN = ("config.json", "calls.jsonl", LOCK_NAME)
+
+    @classmethod
+    def of(cls, out: Path) -> "FolderState":
+        existed = out.is_dir()
+        return cls(existed, {n: (out / n).read_bytes() if existed and (out / n).is_file() else None for n in cls.OWN})
+
+    def nothing_answered(self, out: Path) -> bool:
+        """Whether the run logged no answered call since (only events: a process start, a failure); a call's
+        line carries its cache ``key``."""
+        log = out / "calls.jsonl"
+        if not log.is_file():
+            return True
+        new = log.read_bytes()[len(self.files["calls.jsonl"] or b""):]
+        for line in new.splitlines():
+            try:
+                if "key" in json.loads(line):
+                    return False
+            except ValueError:
+                return False  # a line cut by the failure: assume it was a call
+        return True
+
+    def restore(self, out: Path) -> None:
+        for name, data in self.files.items():
+            p = out / name
+            if data is None:
+                p.unlink(missing_ok=True)
+            else:
+                p.write_bytes(data)
+        for tmp in out.glob("*.tmp*"):
+            tmp.unlink(missing_ok=True)
+        if not self.existed:
+            try:
+                out.rmdir()  # only when nothing else is in it
+            except OSError:
+                pass
 
 
 def claim_folder(r: Run) -> None:

@@ -84,3 +84,42 @@ def test_cli_exits_3_with_one_line_and_no_run_folder(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "d.jsonl, row 1, field 'document': expected text, found dict" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_an_empty_or_nan_label_names_row_and_column(tmp_path):
+    f = tmp_path / "nan.jsonl"
+    f.write_text(json.dumps(GOOD) + "\n" + '{"document": "d", "summary": "s", "label": NaN}\n')
+    with pytest.raises(DataFormatError, match=r"nan.jsonl, row 2, field 'label': the label is empty \(a blank or NaN"):
+        registry.load(f"file:{f}")
+    c = tmp_path / "blank.csv"
+    c.write_text("document,summary,verdict\nd,s,1\nd,s,\n")
+    with pytest.raises(DataFormatError, match=r"blank.csv, row 3, field 'verdict': empty"):
+        registry.load(f"file:{c}?label=verdict")
+
+
+def test_a_nul_byte_names_the_column_as_the_file_writes_it(tmp_path):
+    f = _jsonl(tmp_path / "nul.jsonl", [{"doc": "The council\x00 met.", "summ": "The council met.", "label": 1}])
+    with pytest.raises(DataFormatError, match=r"nul.jsonl, row 1, field 'doc': a NUL byte at character 12"):
+        registry.load(f"file:{f}?document=doc&summary=summ")
+
+
+def test_a_document_no_served_model_reads_names_file_and_row_and_leaves_out_untouched(tmp_path, capsys,
+                                                                                       tiny_backend):
+    from openai_server import LocalOpenAIServer
+
+    from sumjudge.llm.openai import MAX_PROMPT_CHARS_UNKNOWN_CONTEXT
+
+    f = _jsonl(tmp_path / "big.jsonl", [{**GOOD, "document": "word " * (MAX_PROMPT_CHARS_UNKNOWN_CONTEXT // 4)}])
+    out = tmp_path / "run"
+    with LocalOpenAIServer(tiny_backend, vllm_routes=False) as plain:  # states no context
+        code = cli.main(["run", "zero-shot", "--dataset", f"file:{f}", "--backend", "openai", "--model", "tiny-llama3",
+                         "--base-url", plain.base_url, "--out", str(out), "--cache", str(tmp_path / "c.sqlite")])
+    err = capsys.readouterr().err
+    assert code == 5 and f"{f}, row 1 (example big-1)" in err and "does not state its context" in err, err
+    assert not out.exists()  # no call was made: nothing of the run is left
+    (out).mkdir()
+    (out / "notes.txt").write_text("mine")
+    with LocalOpenAIServer(tiny_backend, vllm_routes=False) as plain:
+        code = cli.main(["run", "zero-shot", "--dataset", f"file:{f}", "--backend", "openai", "--model", "tiny-llama3",
+                         "--base-url", plain.base_url, "--out", str(out), "--cache", str(tmp_path / "c.sqlite")])
+    assert code != 0 and sorted(p.name for p in out.iterdir()) == ["notes.txt"]

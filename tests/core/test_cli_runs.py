@@ -130,7 +130,7 @@ def test_bad_arguments_get_one_clear_message(args, code, message, tmp_path, caps
 def test_unknown_backend_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["run", "zero-shot", "--dataset", "x", "--backend", "nope", "--out", str(tmp_path)])
-    assert e.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
+    assert e.value.code == 2 and "--backend accepts hf, openai, scripted, not 'nope'" in capsys.readouterr().err
 
 
 def test_unreachable_server_exits_4_and_leaves_no_result(tmp_path, capsys):

@@ -523,3 +523,36 @@ def test_async_requests_go_through_aiohttp_and_its_dropped_connections_are_retri
         return n
 
     assert run_sync(go()) > 5 and be.retries == 1
+
+
+def test_a_server_that_states_no_context_and_fails_at_random_gives_the_fault_free_run(tiny_backend, tmp_path):
+    """22% of the calls faulted (early length cuts among them) on a server that states no context: a short length
+    finish is asked again with the same seed before it counts as a cut, so every run equals the fault-free one,
+    and the cache holds no faulted answer."""
+    from sumjudge.llm import ResponseCache
+
+    reqs = [ChatRequest(messages=msg(f"Lying server {i}?"), max_new_tokens=10, temperature=0.7 if i % 2 else 0.0,
+                        seed=i, tag=f"e{i}") for i in range(10)]
+    with LocalOpenAIServer(tiny_backend, vllm_routes=False) as plain:
+        assert backend(plain).context_length is None
+        clean = [(r.text, r.finish_reason) for r in run_sync(LLM(backend(plain), cache=NullCache()).chat_many(reqs))]
+        kinds = ("early_length", "null_content", "empty_choices", "malformed_json", "503")
+        for run in range(8):
+            plain.fault_mix(0.22, kinds, seed=run)
+            cache = ResponseCache(tmp_path / f"c{run}.sqlite")
+            be = backend(plain, max_retries=20)
+            got = run_sync(LLM(be, cache=cache).chat_many(reqs))
+            assert [(r.text, r.finish_reason) for r in got] == clean, f"run {run}"
+            again = run_sync(LLM(backend(plain), cache=cache).chat_many(reqs))
+            assert all(r.cache_hit for r in again) and [(r.text, r.finish_reason) for r in again] == clean
+        plain.fault_mix(0.0, kinds)
+
+
+def test_a_real_cut_at_an_unstated_context_is_asked_once_more_and_kept(tiny_backend):
+    with LocalOpenAIServer(tiny_backend, vllm_routes=False) as plain:
+        be = backend(plain)
+        n = len(tiny_backend.encode(msg("Cut me")))
+        plain.max_model_len = n + 3  # the server cuts the answer at its context, which it does not state
+        out = run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("Cut me"), max_new_tokens=12)))
+        assert out.finish_reason == "length" and out.completion_tokens < 12
+        assert be.retries == 1 and len(plain.requests) == 2  # asked twice, the same cut both times

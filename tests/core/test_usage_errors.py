@@ -122,7 +122,8 @@ def test_meeting_error_statistics_read_the_transcripts_the_runs_read():
 
 
 @needs_mirror
-def test_a_run_refused_for_a_long_prompt_leaves_its_folder_to_the_suggested_rerun(tmp_path, capsys):
+def test_a_run_refused_for_a_long_prompt_before_any_call_leaves_no_folder_and_takes_the_suggested_rerun(tmp_path,
+                                                                                                         capsys):
     from sumjudge.llm.models import TINY_SHAPE, build_tiny_model
 
     model = build_tiny_model(tmp_path / "short-ctx", shape={**TINY_SHAPE, "max_position_embeddings": 1024})
@@ -132,13 +133,11 @@ def test_a_run_refused_for_a_long_prompt_leaves_its_folder_to_the_suggested_reru
     code = cli.main(args)  # a MeetingBank transcript is over this model's 1,024 tokens
     err = capsys.readouterr().err
     assert code == 5 and "truncate" in err
-    assert (out / "config.json").exists()
+    assert not out.exists()  # stopped before its first call: nothing of it is left in --out
     code = cli.main([*args, "--set", "truncate=truncate"])  # what the message suggests, into the same folder
     err = capsys.readouterr().err
     assert code == 0, err
     assert json.loads((out / "config.json").read_text())["method_config"]["truncate"] == "truncate"
-    assert (out / "config.failed.json").exists() and (out / "calls.failed.jsonl").exists()
-    assert json.loads((out / "config.failed.json").read_text())["method_config"]["truncate"] == "error"
     code = cli.main([*args, "--set", "truncate=truncate", "--set", "max_new_tokens=5"])  # a finished run: refused
     assert code == 2 and "different configuration" in capsys.readouterr().err
 
@@ -156,3 +155,35 @@ def test_no_temp_file_survives_a_finished_run(tmp_path, capsys, tiny_model_dir):
     assert cli.main(args) == 0
     capsys.readouterr()
     assert sorted(p.name for p in out.glob("*.tmp")) == []
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["bogus"], "sumjudge: error: unknown command 'bogus' (commands: run, "),
+    (["run", "zero-shot", "--dataset", "d", "--out", "o", "--limit", "abc"], "--limit expects a whole number, not 'abc'"),
+    (["run", "zero-shot", "--dataset", "d", "--out", "o", "--seed", "abc"], "--seed expects a whole number, not 'abc'"),
+    (["run", "zero-shot", "--dataset", "d", "--out", "o", "--level", "bogus"],
+     "--level accepts sentence, summary, not 'bogus'"),
+    (["arena", "--methods", "zero-shot", "--datasets", "d", "--out", "o", "--timeout", "x"], "unrecognized arguments"),
+])
+def test_argparse_errors_are_one_line_naming_the_flag(capsys, argv, says):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and says in err and "--help" in err and len(err.strip().splitlines()) == 1, err
+    assert "usage:" not in err
+
+
+def test_a_port_out_of_range_names_base_url(tmp_path, capsys):
+    code, err = _run(tmp_path, capsys, "--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:99999/v1")
+    assert code == 2 and "--base-url 'http://127.0.0.1:99999/v1': Port out of range" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_arena_judges_and_datasets_may_be_comma_separated():
+    from sumjudge.arena import parse_cells, split_names
+
+    assert split_names(["zero-shot,factax", "cot"]) == ["zero-shot", "factax", "cot"]
+    assert split_names(["cot,madisse:rounds=2;stances=1,2"]) == ["cot", "madisse:rounds=2;stances=1,2"]
+    cells = parse_cells(["zero-shot,factax"], ["a,b"])
+    assert [(c.judge, c.dataset) for c in cells] == [("zero-shot", "a"), ("zero-shot", "b"), ("factax", "a"),
+                                                     ("factax", "b")]

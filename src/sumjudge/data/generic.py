@@ -88,10 +88,13 @@ def load_table(path: str | Path, *, dataset: str, document: str = "document", su
         # an empty label cell is a value only where the map names it ("" or a default: AggreFact's "no error")
         value = field(r, label, path, i, nonempty="" not in label_map and default is None)
         raw = "" if value is None or value != value else str(value).strip().lower()  # None / NaN: empty
+        if raw == "" and "" not in label_map and default is None:
+            raise DataFormatError(path, i, label, "the label is empty (a blank or NaN cell); give it a label, drop the "
+                                                  "row, or map empty cells with labels=:0")
         if raw not in label_map and default is None:
             raise DataFormatError(path, i, label, f"unknown label {raw!r}; known: {sorted(label_map)} "
                                                   "(map others with labels=value:1,value:0, or *:0 for the rest)")
-        meta = {"row": i, **{c: r[c] for c in extra if c in r}}
+        meta = {"row": i, "file": str(path), **{c: r[c] for c in extra if c in r}}
         if id:
             meta["doc_id"] = doc_id
         if group:

@@ -88,6 +88,9 @@ def text(row: dict, name: str, path: Path, i: int | str) -> str:
     v = field(row, name, path, i)
     if not isinstance(v, str):
         raise DataFormatError(path, i, name, f"expected text, found {type(v).__name__} ({str(v)[:40]!r})")
+    if "\x00" in v:
+        raise DataFormatError(path, i, name, f"a NUL byte at character {v.index(chr(0)) + 1} (binary data in a text "
+                                             "column?); fix or drop this row")
     return v
 
 

@@ -612,16 +612,27 @@ class OpenAIBackend:
         if msg is None or not isinstance(getattr(msg, "content", None), str):
             raise MalformedAnswer("the answer's message content is null")
 
-    def _check_cut(self, resp, max_tokens: int) -> None:
+    def _check_cut(self, resp, max_tokens: int, cuts: list | None = None) -> None:
         """``finish_reason=length`` means the answer reached ``max_tokens`` or the model's context. One that
         stopped short of both (per the server's own usage) was ended by the server: a fault, retried and never
         cached. Where the server does not say its context, a short length finish may be a real cut at the
-        context and is kept as an answer (cut answers are read only as far as the method allows)."""
+        context or a fault: the same request (same seed) is asked again, and the cut is kept as an answer only
+        when the server gives the same cut twice in a row (a real cut is cut again; a fault's retry gives the
+        fault-free answer). ``cuts``: the short cuts this request got so far."""
         ch = resp.choices[0]
         usage = getattr(resp, "usage", None)
         done = getattr(usage, "completion_tokens", None)
-        if ch.finish_reason != "length" or done is None or done >= max_tokens or not self.context_length:
+        if ch.finish_reason != "length" or done is None or done >= max_tokens:
             return
+        if not self.context_length:
+            cut = (ch.message.content, done)
+            if cuts is not None and cuts and cuts[-1] == cut:
+                return  # the same cut twice in a row: a real cut at a context the server does not state
+            if cuts is not None:
+                cuts.append(cut)
+            raise MalformedAnswer(f"the server ended the answer at {done} of {max_tokens} tokens with "
+                                  "finish_reason=length and states no context: asked again, to tell a cut from a "
+                                  "fault")
         prompt = getattr(usage, "prompt_tokens", None) or 0
         if prompt + done >= self.context_length:
             return  # the context is full: a real cut
@@ -629,9 +640,11 @@ class OpenAIBackend:
                               "finish_reason=length (neither max_tokens nor the context was reached)")
 
     def _check_answer(self, max_tokens: int):
+        cuts: list = []  # this request's short cuts (a server that states no context)
+
         def check(resp) -> None:
             self._check_chat(resp)
-            self._check_cut(resp, max_tokens)
+            self._check_cut(resp, max_tokens, cuts)
         return check
 
     @staticmethod

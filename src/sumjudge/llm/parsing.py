@@ -126,9 +126,19 @@ def _label_value(body: str, tag: str) -> int:
     raise ParseError(f"<{tag}> holds {shown!r}, not 0 or 1")
 
 
-def _strip_fences(text: str) -> str:
-    m = re.search(r"```(?:json|JSON)?\s*(.*?)```", text, re.S)
-    return m.group(1) if m else text
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+
+
+def _answer_fence(text: str) -> str:
+    """The fenced block that holds the answer (the whole text where there is none): the last one stated to be
+    the answer ("My answer: ```json ...```"), else the first not introduced as an example, else the first."""
+    fences = list(_FENCE.finditer(text))
+    if not fences:
+        return text
+    before = [text[max(0, f.start() - 120):f.start()] for f in fences]
+    stated = [f for f, b in zip(fences, before) if _ANSWER_INTRO.search(b)]
+    plain = [f for f, b in zip(fences, before) if not _EXAMPLE_INTRO.search(b)]
+    return (stated[-1] if stated else plain[0] if plain else fences[0]).group(1)
 
 
 def _balanced(text: str, start: int) -> str | None:
@@ -172,24 +182,28 @@ def lenient_json(text: str) -> Any:
     """The JSON value an answer consists of: the whole reply, a fenced block, or the first top-level JSON
     value standing on its own in prose (single quotes, Python literals and trailing commas forgiven). A value
     introduced as an example, a template or the format ("Use this format:", "For example:") gives way to a
-    later one: quoting the format before answering is common; it is read only when no answer follows.
+    later one: quoting the format before answering is common; it is read only when no answer follows. A value
+    stated to be the answer ("My answer:", "Final answer:") is the answer, wherever an other value stands; of
+    fenced blocks, the one so stated, else the first that is not introduced as an example.
 
     Unreadable (``ParseError``) rather than guessed: a value that is cut (unbalanced brackets: nothing inside
     a truncated object is read), one glued to other symbols (``x([]*`` is not an empty list), and a value
     inside a bracketed chunk that does not parse (its inner lists are not answers of their own).
     """
-    body = _strip_fences(text)
+    body = _answer_fence(text)
     pos = 0
     example: Any = _NO_VALUE
+    first: Any = _NO_VALUE  # the first value not introduced as an example: the answer unless one is stated later
+    stated: Any = _NO_VALUE
     while True:
         m = _OPENING.search(body, pos)
         if m is None:
-            if example is not _NO_VALUE:
-                return example  # only what was introduced as a format: it is the answer after all
-            raise ParseError("no parseable JSON object in output")
+            break
         start = m.start()
         chunk = _balanced(body, start)
         if chunk is None:
+            if first is not _NO_VALUE:
+                break  # a cut value after the answer: the answer stands
             raise ParseError("the JSON value is cut before its end (truncated answer?)")
         end = start + len(chunk)
         prev, nxt = body[start - 1: start], body[end: end + 1]
@@ -197,14 +211,26 @@ def lenient_json(text: str) -> Any:
         if standalone:
             value = _json_value(chunk)
             if value is not _NO_VALUE:
-                if not _EXAMPLE_INTRO.search(body[max(0, start - 120):start]):
-                    return value
-                if example is _NO_VALUE:
+                before = body[max(0, start - 120):start]
+                if _ANSWER_INTRO.search(before):
+                    stated = value  # stated to be the answer: the last such statement counts
+                elif not _EXAMPLE_INTRO.search(before):
+                    if first is _NO_VALUE:
+                        first = value
+                elif example is _NO_VALUE:
                     example = value  # an example or template: the answer is a later value, if there is one
         pos = end  # never read a value nested inside a chunk that is not itself the answer
+    for value in (stated, first, example):  # an example only where nothing else is: the answer after all
+        if value is not _NO_VALUE:
+            return value
+    raise ParseError("no parseable JSON object in output")
 
 
 _NO_VALUE = object()
+# what states that the value after it is the answer ("My answer:", "Final answer:", "Here is my answer:", a line
+# that opens with "Answer:"); "for your answer:" (a format being quoted) is not
+_ANSWER_INTRO = re.compile(r"(?:\b(?:my|final|the)[ \t]+(?:final[ \t]+|own[ \t]+)?answer(?:[ \t]+is)?|^[ \t>*#]*answer)"
+                           r"[ \t*]*[:=]?[ \t*]*(?:\n[ \t]*)?\Z", re.I | re.M)
 # what introduces a quoted example or template rather than the answer ("Use this format:", "For example:")
 _EXAMPLE_INTRO = re.compile(r"(?:\bfor\s+(?:example|instance)|\be\.g\.|\bexample(?:\s+\w+){0,2}|\btemplate|\bschema|"
                             r"\bformat|\blooks?\s+like|\bsuch\s+as|\blike\s+this)[^\n\w]*(?:\n[ \t]*)?$", re.I)
@@ -315,20 +341,39 @@ def scale_score(text: str, lo: float, hi: float, aspect: str | None = None) -> f
     return value
 
 
+# another quality than the one asked for (consistency): a star count given for it is not the answer
+_OTHER_ASPECT = (r"(?:fluency|fluent|coherence|coherent|relevance|relevant|grammar|grammaticality|style|readability|"
+                 r"informativeness|conciseness|concise|clarity|length|structure|completeness|coverage|writing)")
+_FOR_ASPECT = re.compile(rf"[^\S\n]*(?:for|on|in)[^\S\n]+(?:the[^\S\n]+|its[^\S\n]+)?{_OTHER_ASPECT}\b", re.I)
+_ASPECT_BEFORE = re.compile(rf"\b{_OTHER_ASPECT}\b[^\n]{{0,25}}$", re.I)
+_OVERALL_STARS = re.compile(rf"\boverall\b[^\S\n]*(?:rating|score|stars?)?[^\S\n]*(?:is|:|=|of|,)?[^\S\n]*(?:\*\*)?{_VAL}{_DEN}"
+                      r"(?![^\S\n]*(?:-|–|to|or)[^\S\n]*\d)", re.I)
+
+
 def star_rating(text: str, lo: float = 1, hi: float = 5) -> float:
     """Stars an answer states (``4 stars``, ``4 out of 5 stars``, ``★★★★``, ``Stars: 4``); the last statement
     counts. A range (``3 or 4 stars``), a negated mention (``not 5 stars``) or an off-scale count is
-    unreadable; without a stars statement, ``scale_score`` reads ``Stars: 4``/``4/5``/a bare number."""
+    unreadable; without a stars statement, ``scale_score`` reads ``Stars: 4``/``4/5``/a bare number. A count
+    given for another quality (``1 star for fluency``, ``Fluency: 1 star``) is not the answer: the overall one is
+    (``but overall 4``), and with none the answer is unreadable."""
     found = []
+    other = []  # counts given for another aspect
     for m in re.finditer(rf"(?<![\w.]){_VAL}{_DEN}[^\S\n]*(?:\*\*)?[^\S\n]*-?[^\S\n]*stars?\b", text, re.I):
         clause = _clause_before(text, m.start())
         if _SCORE_NEGATORS.search(clause[-40:]) or _DEFINES.match(text, m.end()):
             continue  # "not 5 stars"; "five stars means perfect consistency" (the scale, not a rating)
+        if (_FOR_ASPECT.match(text, m.end()) or _ASPECT_BEFORE.search(clause)) and "overall" not in clause.lower():
+            other.append(m.group(0).strip())
+            continue
         ranged = re.search(r"(?:\d|one|two|three|four|five)\s*(?:-|–|to|or|and)\s*$", text[:m.start()], re.I)
         found.append((m.start(), f"a range of stars ({m.group(0).strip()!r})" if ranged
                       else _statement_value(m.group("v"), m.group("d"), lo, hi)))
     for m in re.finditer(r"★+", text):
         found.append((m.start(), _statement_value(str(len(m.group(0))), None, lo, hi)))
+    if other:
+        found += [(m.start(), _statement_value(m.group("v"), m.group("d"), lo, hi)) for m in _OVERALL_STARS.finditer(text)]
+        if not found:
+            raise ParseError(f"stars given for another aspect ({other[0]!r} ...), none overall")
     if not found:
         return scale_score(text, lo, hi, "stars")
     value = max(found)[1]
