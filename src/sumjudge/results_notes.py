@@ -71,8 +71,9 @@ def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> li
                             "1" if int(m.group(1)) else "0")
     if said:
         first, label = next(iter(said.items()))
-        notes.append(f"`{name}`: {len(said)} judge{'s' if len(said) > 1 else ''} said one label to every readable "
-                     f"example (e.g. {first}: all {label}): its BAcc is 50 by construction, whatever the examples")
+        notes.append(f"`{name}`: in {len(said)} cell{'s' if len(said) > 1 else ''} a judge said one label to every "
+                     f"readable example (e.g. {first}: all {label}): BAcc there is 50 by construction, whatever the "
+                     "examples")
     flat = []
     for r in rows:
         ci = _interval(r)

@@ -33,7 +33,7 @@ def test_each_empty_cell_is_named():
     said = table_notes("t", r, cols)
     assert any("1 of 4 rows rest on n = 0 (e.g. A / BAcc %)" in s for s in said)
     # the judge of two metric rows is named once, with the label it said
-    assert any("1 judge said one label to every readable example (e.g. B: all 1)" in s for s in said)
+    assert any("in 1 cell a judge said one label to every readable example (e.g. B: all 1)" in s for s in said)
     assert any("1 interval of zero width (e.g. B / BAcc %: [50, 50])" in s for s in said)
     assert any("C / BAcc % is worse than chance" in s and "check the labels' direction" in s for s in said)
 
@@ -55,5 +55,5 @@ def test_label_counts_come_with_every_binary_metric_and_read_back_from_a_saved_t
         w = csv.DictWriter(f, fieldnames=list(row))
         w.writeheader()
         w.writerow(row)
-    assert notes(tmp_path) == ["`table3`: 1 judge said one label to every readable example (e.g. always-1: all 1): "
-                               "its BAcc is 50 by construction, whatever the examples"]
+    assert notes(tmp_path) == ["`table3`: in 1 cell a judge said one label to every readable example (e.g. always-1: "
+                               "all 1): BAcc there is 50 by construction, whatever the examples"]
