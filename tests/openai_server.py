@@ -11,8 +11,9 @@ test retries; ``fault_next(kind, n)`` injects faults a real server shows: ``null
 ``empty_choices``, ``malformed_json`` (a 200 whose body is not JSON), ``retry_after`` (429 asking for a
 one-second wait), ``hang`` (an answer that comes after ``hang_s`` seconds) and ``early_length`` (the
 answer's first characters with ``finish_reason=length`` after one token, far below ``max_tokens``);
-``fault_mix(share, kinds, seed)`` injects one of ``kinds`` into that share of model calls, drawn by a seeded
-generator (a server that fails at random); ``slow_tokenize = (marker, seconds)`` makes ``/tokenize`` of a text holding the marker take that long.
+``fault_mix(share, kinds, seed)`` injects one of ``kinds`` into that share of model calls, drawn from the seed,
+the request and how often it was asked before (a server that fails at random, the same way whatever the order
+requests arrive in); ``slow_tokenize = (marker, seconds)`` makes ``/tokenize`` of a text holding the marker take that long.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class LocalOpenAIServer:
         self.requests: list[dict] = []
         self._fail: list[int] = []
         self._faults: list[str] = []
-        self._mix: tuple[float, tuple[str, ...], object] | None = None
+        self._mix: tuple[float, tuple[str, ...], int] | None = None
         self.hang_s = 3.0
         self.slow_tokenize: tuple[str, float] = ("", 0.0)  # (text marker, seconds): a /tokenize that takes its time
         self._lock = threading.Lock()
@@ -79,11 +80,11 @@ class LocalOpenAIServer:
             self._faults += [kind] * n
 
     def fault_mix(self, share: float, kinds: tuple[str, ...], seed: int = 0) -> None:
-        """From now on, ``share`` of the model calls get one of ``kinds`` (drawn by a generator seeded ``seed``)."""
-        import random
-
+        """From now on, ``share`` of the model calls get one of ``kinds`` (drawn from ``seed``, the request and its
+        attempt)."""
         with self._lock:
-            self._mix = (share, tuple(kinds), random.Random(seed))
+            self._mix = (share, tuple(kinds), seed)
+            self._asked: dict[str, int] = {}
 
     def __enter__(self):
         self.thread.start()
@@ -239,7 +240,12 @@ class LocalOpenAIServer:
                         status = server._fail.pop(0) if server._fail else None
                         fault = server._faults.pop(0) if server._faults and not status else None
                         if server._mix is not None and not status and fault is None:
-                            share, kinds, rng = server._mix
+                            import random
+
+                            share, kinds, seed = server._mix
+                            key = json.dumps(body, sort_keys=True)
+                            server._asked[key] = attempt = server._asked.get(key, 0) + 1
+                            rng = random.Random(f"{seed}:{attempt}:{key}")
                             fault = rng.choice(kinds) if rng.random() < share else None
                             status = 503 if fault == "503" else None
                             fault = None if status else fault

@@ -274,7 +274,7 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
 def split_names(items: list[str]) -> list[str]:
     """Names given with spaces or commas (``zero-shot factax`` or ``zero-shot,factax``, as lm-evaluation-harness's
     ``--tasks``): an item is split at the commas before its first ``:``, so a judge's settings keep theirs
-    (``cot,madisse:rounds=2``; a judge with settings stands last in its item)."""
+    (``zero-shot,cot:temperature=0.7``; a judge with settings stands last in its item)."""
     out = []
     for item in items:
         names, colon, settings = item.partition(":")

@@ -548,11 +548,11 @@ def test_a_server_that_states_no_context_and_fails_at_random_gives_the_fault_fre
         plain.fault_mix(0.0, kinds)
 
 
-def test_a_real_cut_at_an_unstated_context_is_asked_once_more_and_kept(tiny_backend):
+def test_a_real_cut_at_an_unstated_context_is_asked_again_and_kept(tiny_backend):
     with LocalOpenAIServer(tiny_backend, vllm_routes=False) as plain:
         be = backend(plain)
         n = len(tiny_backend.encode(msg("Cut me")))
         plain.max_model_len = n + 3  # the server cuts the answer at its context, which it does not state
         out = run_sync(LLM(be, cache=NullCache()).chat(ChatRequest(messages=msg("Cut me"), max_new_tokens=12)))
         assert out.finish_reason == "length" and out.completion_tokens < 12
-        assert be.retries == 1 and len(plain.requests) == 2  # asked twice, the same cut both times
+        assert be.retries == 2 and len(plain.requests) == 3  # asked three times, the same cut each time

@@ -98,14 +98,14 @@ def test_json_list_rows_are_numbered_from_1_like_jsonl_and_csv(tmp_path):
         registry.load(f"file:{f}")
 
 
-def test_a_nul_byte_in_a_document_is_refused_naming_the_example(tmp_path):
+def test_a_nul_byte_in_a_document_is_refused_naming_file_row_and_column(tmp_path):
     from sumjudge.data import registry
     from sumjudge.data.sources import DataFormatError
 
     f = tmp_path / "rows.jsonl"
     f.write_text(json.dumps({"id": "a", "document": "fine", "summary": "s", "label": 1}) + "\n" +
                  json.dumps({"id": "b", "document": "bin\u0000ary", "summary": "s", "label": 0}) + "\n")
-    with pytest.raises(DataFormatError, match=r"row rows-2, field 'document': a NUL byte at character 4"):
+    with pytest.raises(DataFormatError, match=r"rows.jsonl, row 2, field 'document': a NUL byte at character 4"):
         registry.load(f"file:{f}")
 
 
@@ -183,7 +183,7 @@ def test_arena_judges_and_datasets_may_be_comma_separated():
     from sumjudge.arena import parse_cells, split_names
 
     assert split_names(["zero-shot,factax", "cot"]) == ["zero-shot", "factax", "cot"]
-    assert split_names(["cot,madisse:rounds=2;stances=1,2"]) == ["cot", "madisse:rounds=2;stances=1,2"]
+    assert split_names(["cot,self-consistency:samples=3;seeds=1,2"]) == ["cot", "self-consistency:samples=3;seeds=1,2"]
     cells = parse_cells(["zero-shot,factax"], ["a,b"])
     assert [(c.judge, c.dataset) for c in cells] == [("zero-shot", "a"), ("zero-shot", "b"), ("factax", "a"),
                                                      ("factax", "b")]

@@ -51,6 +51,9 @@ OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
 TOKEN_CACHE_IDS = 1_000_000
 
 # A prompt over this many characters (about a million tokens, more than any served context) is not sent to a
+# a short finish_reason=length from a server that states no context counts as a real cut once asked again this many
+# times with the same seed and cut the same way each time (a fault's retry gives the fault-free answer)
+CUT_CONFIRMATIONS = 2
 # server that does not state its context: a 10 MB document is a mistake, not a request.
 MAX_PROMPT_CHARS_UNKNOWN_CONTEXT = 4_000_000
 
@@ -617,8 +620,9 @@ class OpenAIBackend:
         stopped short of both (per the server's own usage) was ended by the server: a fault, retried and never
         cached. Where the server does not say its context, a short length finish may be a real cut at the
         context or a fault: the same request (same seed) is asked again, and the cut is kept as an answer only
-        when the server gives the same cut twice in a row (a real cut is cut again; a fault's retry gives the
-        fault-free answer). ``cuts``: the short cuts this request got so far."""
+        when the server gives the same cut ``CUT_CONFIRMATIONS`` + 1 times in a row (a real cut is cut again; a
+        fault's retry gives the fault-free answer, and the same fault that many times running is unlikely).
+        ``cuts``: the short cuts this request got so far."""
         ch = resp.choices[0]
         usage = getattr(resp, "usage", None)
         done = getattr(usage, "completion_tokens", None)
@@ -626,8 +630,9 @@ class OpenAIBackend:
             return
         if not self.context_length:
             cut = (ch.message.content, done)
-            if cuts is not None and cuts and cuts[-1] == cut:
-                return  # the same cut twice in a row: a real cut at a context the server does not state
+            before = (cuts or [])[-CUT_CONFIRMATIONS:]
+            if len(before) == CUT_CONFIRMATIONS and all(c == cut for c in before):
+                return  # the same cut again and again: a real cut at a context the server does not state
             if cuts is not None:
                 cuts.append(cut)
             raise MalformedAnswer(f"the server ended the answer at {done} of {max_tokens} tokens with "
