@@ -272,7 +272,7 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
 
 
 def split_names(items: list[str]) -> list[str]:
-    """Names given with spaces or commas (``zero-shot factax`` or ``zero-shot,factax``, as lm-evaluation-harness's
+    """Names given with spaces or commas (``zero-shot cot`` or ``zero-shot,cot``, as lm-evaluation-harness's
     ``--tasks``): an item is split at the commas before its first ``:``, so a judge's settings keep theirs
     (``zero-shot,cot:temperature=0.7``; a judge with settings stands last in its item)."""
     out = []
