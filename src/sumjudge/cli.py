@@ -8,78 +8,8 @@ import re
 import sys
 from pathlib import Path
 
-EXIT_USAGE, EXIT_DATA, EXIT_BACKEND, EXIT_RUN, EXIT_BUDGET, EXIT_INTERRUPTED = 2, 3, 4, 5, 6, 130
-
-
-def parse_sets(sets: list[str] | None) -> dict[str, str]:
-    """``--set key=value`` options as a mapping (values converted and checked by the method's config)."""
-    out = {}
-    for s in sets or []:
-        if "=" not in s:
-            raise ValueError(f"--set {s!r}: expected key=value")
-        k, v = s.split("=", 1)
-        out[k.strip()] = v
-    return out
-
-
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def check_engine_flags(a) -> None:
-    """Engine flags that do not apply to the backend, contradict each other or are out of range: one
-    ``ConfigError`` naming the flag (exit 2), before anything is loaded or written."""
-    from urllib.parse import urlsplit
-
-    from .llm import ConfigError
-
-    backend = getattr(a, "backend", None)
-    given = {flag: getattr(a, attr, None) for flag, attr in (("--token-budget", "token_budget"), ("--dtype", "dtype"),
-             ("--base-url", "base_url"), ("--timeout", "timeout"), ("--max-retry-time", "max_retry_time"),
-             ("--server-name", "server_name"), ("--tokenizer", "tokenizer"), ("--concurrency", "concurrency"))}
-    for flag, only in (("--token-budget", "hf"), ("--dtype", "hf"), ("--base-url", "openai"), ("--timeout", "openai"),
-                       ("--max-retry-time", "openai"), ("--server-name", "openai"), ("--tokenizer", "openai"),
-                       ("--concurrency", "openai")):
-        if given[flag] is not None and backend != only:
-            raise ConfigError(f"{flag} applies to --backend {only} only (this run uses --backend {backend})")
-    for flag in ("--token-budget", "--timeout", "--max-retry-time", "--concurrency"):
-        if given[flag] is not None and not given[flag] > 0:
-            raise ConfigError(f"{flag} {given[flag]}: expected a number above 0")
-    url = given["--base-url"]
-    if url is not None:
-        parts = urlsplit(url)
-        try:
-            parts.port  # a port out of 0-65535 or not a number raises here
-        except ValueError as e:
-            raise ConfigError(f"--base-url {url!r}: {e} (expected an http(s) URL such as http://host:8000/v1)") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
-            raise ConfigError(f"--base-url {url!r}: expected an http(s) URL such as http://host:8000/v1")
-    cache = getattr(a, "cache", None)
-    if cache is not None:
-        if getattr(a, "no_cache", False):
-            raise ConfigError(f"--no-cache and --cache {cache}: choose one "
-                              "(--no-cache neither reads nor writes a cache)")
-        cache = Path(cache)
-        if cache.is_dir():
-            raise ConfigError(f"--cache {cache}: is a folder; name the cache file (e.g. {cache / 'llm_cache.sqlite'})")
-        if cache.is_file() and cache.stat().st_size:
-            with open(cache, "rb") as f:
-                if f.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-                    raise ConfigError(f"--cache {cache}: not a sumjudge cache (not an SQLite file); name another file")
-
-
-def budget_of(a):
-    """The cost guard of ``--max-calls`` / ``--max-tokens`` (None when neither is given)."""
-    from .llm.budget import Budget
-
-    return Budget(a.max_calls, a.max_tokens) if a.max_calls is not None or a.max_tokens is not None else None
-
-
-def add_budget_flags(p) -> None:
-    p.add_argument("--max-calls", type=int, help="stop before more than this many backend calls (cache hits are free); "
-                   f"exit {EXIT_BUDGET}, and the same command with a larger budget resumes")
-    p.add_argument("--max-tokens", type=int, help="stop before a call whose prompt and answer cap would take the "
-                   "prompt + completion tokens of this process's backend calls past this many; exit "
-                   f"{EXIT_BUDGET}, resumable")
+from .cli_flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE,  # noqa: F401
+                        add_budget_flags, budget_of, check_engine_flags, parse_sets)
 
 
 def _cmd_run(a) -> int:

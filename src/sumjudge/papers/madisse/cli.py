@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...cli import check_engine_flags, parse_sets
+from ...cli_flags import check_engine_flags, parse_sets
 
 
 def _cmd_learn(a) -> int:
