@@ -21,18 +21,13 @@ from .llm.engine import LLM
 from .llm.recording import Recorder, Recording
 from .paths import figures_dir, project_root
 from .replay import ANSWERS, ANSWERS_PLAIN, model_label, replay_from_env, replay_llm
+from .runs import run_name  # noqa: F401  (the notebooks name their runs with it)
 from .plan import PlanSetting, planning_llm
 from .profiles import Profile
 
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text.rsplit("/", 1)[-1]).strip("-").lower() or "model"
-
-
-def run_name(method: str, settings: dict[str, Any], dataset: str, level: str | None = None) -> str:
-    """A readable run-folder name: method, its non-default settings, dataset, level."""
-    vals = {k: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else v for k, v in sorted(settings.items())}
-    return "-".join([method, *(f"{k}{v}" for k, v in vals.items()), dataset, *([level] if level else [])])
 
 
 _RECORDERS: dict[str, Recorder] = {}  # notebook -> what its sessions in this process were answered

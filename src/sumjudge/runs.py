@@ -61,6 +61,12 @@ class RunConfig:
         return d
 
 
+def run_name(method: str, settings: dict[str, Any], dataset: str, level: str | None = None) -> str:
+    """A readable run-folder name: method, its non-default settings, dataset, level."""
+    vals = {k: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else v for k, v in sorted(settings.items())}
+    return "-".join([method, *(f"{k}{v}" for k, v in vals.items()), dataset, *([level] if level else [])])
+
+
 LOCK_NAME = ".lock"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ...metrics import wilson_ci
-from ...notebook import run_name
+from ...runs import run_name
 from ...prompts import load as load_template
 from ...report import paper_results, paper_value, read_results
 from ...run_metrics import parse_columns

@@ -11,7 +11,7 @@ import html
 import json
 from typing import Any
 
-from ...notebook import run_name
+from ...runs import run_name
 from ...report import ci_text, paper_results, paper_value, read_results, scaled_ci
 from ...run_metrics import parse_columns, said_column
 
