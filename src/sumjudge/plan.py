@@ -277,7 +277,7 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
 
     from .paths import project_root
     from .profiles import load
-    from .reproduce import execute, notebooks
+    from .notebook_jobs import execute, notebooks
 
     model = model or load(profile).model
     rows: list[dict] = []

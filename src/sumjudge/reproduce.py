@@ -18,41 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from .notebook_jobs import execute, notebook_parameters, notebooks, run_workers  # noqa: F401
 from .paths import project_root
-
-
-def notebooks(selection: str = "") -> list[Path]:
-    nbs = sorted((project_root() / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    if selection:
-        wanted = [s.strip() for s in selection.replace(",", " ").split() if s.strip()]
-        nbs = [nb for nb in nbs if any(nb.name.startswith(w) for w in wanted)]
-    return nbs
-
-
-def notebook_parameters(nb: Path) -> set[str]:
-    """Names assigned in the notebook's ``parameters`` cell."""
-    import re
-
-    import nbformat
-
-    cells = [c for c in nbformat.read(nb, as_version=4).cells
-             if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
-    return {m.group(1) for c in cells for m in re.finditer(r"^([A-Za-z_]\w*)\s*=", c.source, re.M)}
-
-
-def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
-    import papermill as pm
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    from . import profiles
-
-    out = out_dir / nb.name
-    declared = notebook_parameters(nb)
-    preset = {k: v for k, v in profiles.load(profile, notebook=nb.stem).parameters.items() if k in declared}
-    parameters = {"profile": profile, **preset, **{k: v for k, v in params.items() if v not in (None, "")}}
-    pm.execute_notebook(str(nb), str(out), parameters=parameters, cwd=str(nb.parent), progress_bar=False,
-                        kernel_name="python3", log_output=False)
-    return out
 
 
 TIME_COLUMNS = ("notebook", "wall_s", "model", "calls", "cache_hits", "backend_calls", "waves", "rows_per_wave",
@@ -154,37 +121,6 @@ def engine_totals(url: str) -> dict:
         return get_json(url, "/stats")
     except Exception:  # noqa: BLE001 - a report line, not a reason to fail the run
         return {}
-
-
-def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Path) -> list[dict]:
-    """Each notebook in a worker process (``--worker``, its output in ``logs/<notebook>.log``), ``jobs`` at a
-    time, in the given order; one wall record per notebook, in the given order."""
-    import subprocess
-
-    logs.mkdir(parents=True, exist_ok=True)
-    queue, running, done = list(nbs), {}, {}
-    while queue or running:
-        while queue and len(running) < jobs:
-            nb = queue.pop(0)
-            cmd = [sys.executable, "-m", "sumjudge.reproduce", *argv, "--notebooks", nb.stem, "--worker"]
-            log = logs / f"{nb.stem}.log"
-            with log.open("w") as fh:
-                running[nb] = (subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env), time.time(), log)
-        time.sleep(0.5)
-        for nb, (proc, t0, log) in list(running.items()):
-            if proc.poll() is None:
-                continue
-            out = log.read_text(errors="replace")
-            line = next((x for x in reversed(out.splitlines()) if x.startswith(nb.name)), "")
-            status = line.split("s  ", 1)[1].strip() if "s  " in line else f"FAILED: worker exit {proc.returncode}"
-            if proc.returncode and status == "ok":
-                status = f"FAILED: worker exit {proc.returncode}"
-            if status != "ok":
-                print(out[-3000:], flush=True)
-            print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
-            done[nb] = {"notebook": nb.stem, "wall_s": round(time.time() - t0, 1), "status": status, "start": t0}
-            del running[nb]
-    return [done[nb] for nb in nbs]
 
 
 def longest_first(nbs: list[Path], hint: list[str] | None = None) -> list[Path]:

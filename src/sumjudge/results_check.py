@@ -103,7 +103,7 @@ def notebook_differences(nb: Path, page: Path, regenerated: Path, record: dict[s
 def replay_notebooks(nbs: list[Path], profile: str, page: Path, regenerated: Path, jobs: int) -> dict[str, str]:
     """Each notebook executed against the page's recorded answers (a worker process each, ``jobs`` at a time);
     its status (``ok`` or why it stopped)."""
-    from .reproduce import run_workers
+    from .notebook_jobs import run_workers
     from .replay import REPLAY_ENV
 
     if regenerated.exists():
@@ -128,7 +128,7 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
     """(page true, report lines). ``mark``: write the stale marks this check finds instead of failing on them.
     ``render``: rewrite each page that differs from its replay with the replay's tables (its answers kept); a
     notebook whose replay stops (a request its answers do not hold) is marked stale instead."""
-    from .reproduce import notebooks
+    from .notebook_jobs import notebooks
     from .results_page import commit, load_provenance, render_notebook_page, rewrite_state, state_lines, write_index
 
     mark = mark or render

@@ -156,11 +156,11 @@ def test_a_notebook_is_planned_with_the_context_its_profile_gives_it(monkeypatch
     none plans with 131,072."""
     import os
 
-    from sumjudge import reproduce
+    from sumjudge import notebook_jobs
     from sumjudge.plan import PLAN_ENV, plan_notebooks
 
     seen: list[int] = []
-    monkeypatch.setattr(reproduce, "execute", lambda nb, profile, out, n=None: seen.append(
+    monkeypatch.setattr(notebook_jobs, "execute", lambda nb, profile, out, n=None: seen.append(
         json.loads(os.environ[PLAN_ENV])["context_length"]))
     plan_notebooks("00 30", profile="smoke", model="m")
     plan_notebooks("00", profile="smoke", model="m", context_length=4096)

@@ -328,7 +328,7 @@ class LLM(Calls):
         "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult several models (a discussion among
         different models). Its calls are batched by its own backend and logged in the caller's context."""
         if spec not in self.companions:
-            from . import make_backend
+            from .backends import make_backend
 
             backend, _, rest = spec.partition(":")
             model, _, url = rest.partition("@")
