@@ -69,9 +69,9 @@ def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend:
     for c in cells:
         spec = get_method(c.method)
         if spec.kind != "faithfulness":
-            from .judges import METHODS
+            from .judges import methods
 
-            judges = sorted(n for n, m in METHODS.items() if m.kind == "faithfulness")
+            judges = sorted(n for n, m in methods().items() if m.kind == "faithfulness")
             raise ConfigError(f"arena: {c.method} is a {spec.kind} judge; the arena compares binary faithfulness "
                               f"judges: {', '.join(judges)}")
         if registry.get(c.dataset).kind != "faithfulness":

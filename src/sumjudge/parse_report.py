@@ -33,11 +33,11 @@ def run_folders(runs_root: Path, profile: str, since: float | None = None) -> li
 
 def role_events(run: Path, method: str) -> dict[str, list[tuple[bool, int]]]:
     """(ok, attempts) of the parse events of the run's last process, by role (the method's ``roles``)."""
-    from .judges import METHODS
+    from .judges import methods
 
     out: dict[str, list[tuple[bool, int]]] = defaultdict(list)
     calls = run / "calls.jsonl"
-    spec = METHODS.get(method)
+    spec = methods().get(method)
     role_of = spec.roles if spec is not None else None
     if role_of is None or not calls.exists():
         return out

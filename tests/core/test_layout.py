@@ -72,3 +72,78 @@ def test_every_paper_folder_holds_its_own_parts():
         for part in ("README.md", "results.yaml", "protocol.py", "tables.py"):
             assert (d / part).is_file(), f"papers/{paper}/{part}"
         assert any((d / "prompts").glob("*.txt")), f"papers/{paper}/prompts"
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module of the package -> the package's modules it imports (at the top or inside a function; imports
+    under ``if TYPE_CHECKING:`` aside). ``from .x import y`` points at the module ``x.y`` where there is one, else
+    at ``x``; a package is its ``__init__``."""
+    modules = {}
+    for f in PKG.rglob("*.py"):
+        rel = f.relative_to(PKG.parent).with_suffix("")
+        name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        modules[name] = f
+    graph = {}
+    for name, f in modules.items():
+        is_pkg = f.name == "__init__.py"
+        package = name.split(".") if is_pkg else name.split(".")[:-1]
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                for n in ast.walk(node)}
+        deps = set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                for a in node.names:
+                    deps.add(f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod)
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names}
+        graph[name] = {d for d in deps if d in modules and d != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    import sys
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_among_the_packages_modules():
+    graph = _module_graph()
+    assert len(graph) > 60 and "sumjudge.judges.base" in graph["sumjudge.judges"]
+    assert _circles(graph) == []
+
+
+def test_the_circle_finder_sees_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -70,6 +70,22 @@ class MethodSpec:
 
 
 METHODS: dict[str, MethodSpec] = {}
+# the packages whose import registers methods beyond the shared judges: every paper's folder. Found by name on the
+# first lookup (``methods``, ``get_method``), as lm-evaluation-harness finds its tasks: nothing below the entry
+# points imports a paper, and a paper imports the judges it builds on without a circle.
+PLUGIN_PACKAGES = ("sumjudge.papers",)
+_discovered: list[str] = []
+
+
+def methods() -> dict[str, MethodSpec]:
+    """Every registered method: the shared judges and, imported on first use, every plug-in package's."""
+    import importlib
+
+    for package in PLUGIN_PACKAGES:
+        if package not in _discovered:
+            _discovered.append(package)  # before the import: a package that looks a method up while loading
+            importlib.import_module(package)
+    return METHODS
 
 
 def register(spec: MethodSpec) -> MethodSpec:
@@ -78,6 +94,8 @@ def register(spec: MethodSpec) -> MethodSpec:
 
 
 def get_method(name: str) -> MethodSpec:
+    if name not in METHODS:
+        methods()
     if name not in METHODS:
         raise ConfigError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
     return METHODS[name]
