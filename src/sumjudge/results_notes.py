@@ -13,8 +13,8 @@ import csv
 import re
 from pathlib import Path
 
-LABEL_COLUMNS = ("experiment", "evaluator", "judge", "detector", "method", "setting", "dataset", "level", "aspect",
-                 "metric", "protocol")
+LABEL_COLUMNS = ("experiment", "evaluator", "judge", "detector", "method", "setting", "stances", "prompts", "subset",
+                 "dataset", "level", "aspect", "rounds", "sessions", "vote", "metric", "protocol")
 VALUE_COLUMNS = ("reproduced", "bacc", "BAcc", "mean_bacc", "value")
 _SAID = re.compile(r"^(\d+) × 1, (\d+) × 0$")
 _CI = re.compile(r"^\[\s*(-?[\d.eE+-]+|nan),\s*(-?[\d.eE+-]+|nan)\]$")
@@ -29,8 +29,11 @@ def number(v: str | None) -> float | None:
     return None if f is None or f != f else f
 
 
-def _label(row: dict[str, str]) -> str:
-    parts = [row[c] for c in LABEL_COLUMNS if row.get(c)]
+NAMED_COLUMNS = ("rounds", "sessions")  # a bare number says nothing: named ("rounds 2")
+
+
+def _label(row: dict[str, str], skip: tuple[str, ...] = ()) -> str:
+    parts = [f"{c} {row[c]}" if c in NAMED_COLUMNS else row[c] for c in LABEL_COLUMNS if row.get(c) and c not in skip]
     return " / ".join(parts) or next((v for v in row.values() if v), "a row")
 
 
@@ -67,8 +70,7 @@ def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> li
     for r in rows:  # a judge's rows of several metrics say the same: named once
         m = _SAID.match((r.get("labels said") or "").strip())
         if m and (int(m.group(1)) == 0) != (int(m.group(2)) == 0):
-            said.setdefault(" / ".join(r[c] for c in LABEL_COLUMNS if r.get(c) and c != "metric") or _label(r),
-                            "1" if int(m.group(1)) else "0")
+            said.setdefault(_label(r, skip=("metric",)), "1" if int(m.group(1)) else "0")
     if said:
         first, label = next(iter(said.items()))
         notes.append(f"`{name}`: in {len(said)} cell{'s' if len(said) > 1 else ''} a judge said one label to every "
