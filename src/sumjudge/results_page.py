@@ -225,7 +225,7 @@ def render_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any],
 
     keep = out / nb.stem
     for old in keep.glob("*"):  # the figures go; the answers stay
-        if old.suffix in (".png", ".json") and old.name.endswith(KEPT_FILES):
+        if old.name.endswith(KEPT_FILES):
             old.unlink()
     record = {**record, "check": {"state": "recorded"}, "cannot_show": notes(src),
               "rendered_at": at}

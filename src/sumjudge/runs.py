@@ -339,14 +339,17 @@ class FolderState:
     never ran is left in ``--out``."""
 
     existed: bool
-    files: dict[str, bytes | None]  # the run's own files: their bytes before, None where absent
+    files: dict[str, bytes | None]  # the small files (config, lock): their bytes before, None where absent
+    log_size: int | None  # calls.jsonl's length before (it may be large: only read from there), None where absent
 
-    OWN = ("config.json", "calls.jsonl", LOCK_NAME)
+    SMALL = ("config.json", LOCK_NAME)
 
     @classmethod
     def of(cls, out: Path) -> "FolderState":
         existed = out.is_dir()
-        return cls(existed, {n: (out / n).read_bytes() if existed and (out / n).is_file() else None for n in cls.OWN})
+        log = out / "calls.jsonl"
+        return cls(existed, {n: (out / n).read_bytes() if existed and (out / n).is_file() else None for n in cls.SMALL},
+                   log.stat().st_size if existed and log.is_file() else None)
 
     def nothing_answered(self, out: Path) -> bool:
         """Whether the run logged no answered call since (only events: a process start, a failure); a call's
@@ -354,13 +357,14 @@ class FolderState:
         log = out / "calls.jsonl"
         if not log.is_file():
             return True
-        new = log.read_bytes()[len(self.files["calls.jsonl"] or b""):]
-        for line in new.splitlines():
-            try:
-                if "key" in json.loads(line):
-                    return False
-            except ValueError:
-                return False  # a line cut by the failure: assume it was a call
+        with log.open("rb") as fh:
+            fh.seek(self.log_size or 0)
+            for line in fh:
+                try:
+                    if "key" in json.loads(line):
+                        return False
+                except ValueError:
+                    return False  # a line cut by the failure: assume it was a call
         return True
 
     def restore(self, out: Path) -> None:
@@ -370,6 +374,12 @@ class FolderState:
                 p.unlink(missing_ok=True)
             else:
                 p.write_bytes(data)
+        log = out / "calls.jsonl"
+        if self.log_size is None:
+            log.unlink(missing_ok=True)
+        elif log.is_file():
+            with log.open("r+b") as fh:
+                fh.truncate(self.log_size)
         for tmp in out.glob("*.tmp*"):
             tmp.unlink(missing_ok=True)
         if not self.existed:

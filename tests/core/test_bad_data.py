@@ -123,3 +123,24 @@ def test_a_document_no_served_model_reads_names_file_and_row_and_leaves_out_unto
         code = cli.main(["run", "zero-shot", "--dataset", f"file:{f}", "--backend", "openai", "--model", "tiny-llama3",
                          "--base-url", plain.base_url, "--out", str(out), "--cache", str(tmp_path / "c.sqlite")])
     assert code != 0 and sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_a_resumed_folder_gets_its_files_back_when_the_run_stops_before_an_answer(tmp_path):
+    from sumjudge.runs import FolderState
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.json").write_text('{"run": 1}')
+    (out / "calls.jsonl").write_text('{"event": "chat", "key": "k1"}\n')
+    before = FolderState.of(out)
+    (out / "config.json").write_text('{"run": 2}')
+    with (out / "calls.jsonl").open("a") as fh:
+        fh.write('{"event": "process_start"}\n{"event": "run_failed"}\n')
+    assert before.nothing_answered(out)
+    before.restore(out)
+    assert (out / "config.json").read_text() == '{"run": 1}'
+    assert (out / "calls.jsonl").read_text() == '{"event": "chat", "key": "k1"}\n'
+    assert sorted(p.name for p in out.iterdir()) == ["calls.jsonl", "config.json"]
+    with (out / "calls.jsonl").open("a") as fh:
+        fh.write('{"event": "chat", "key": "k2"}\n')
+    assert not before.nothing_answered(out)

@@ -15,14 +15,10 @@ from .train import base_model_for, train
 def base_model(session, name: str) -> tuple[str, bool]:
     """(the model to fine-tune, whether it is the tiny stand-in), as ``base_model_for`` resolves it. Recorded as
     its folder's name (a path differs between machines; the engine names a local model by its folder)."""
-    def resolve() -> list[Any]:
-        path, tiny = base_model_for(name, session.prof.name, session.runs_dir())
-        return [path, tiny]
-
-    if session.recording is not None:
-        path, tiny = session.step("base model", resolve)
-        return path, tiny
-    path, tiny = resolve()
+    if session.recording is not None:  # a replay: the recorded folder name; nothing is resolved or converted
+        label, tiny = session.recording.step("base model")
+        return label, tiny
+    path, tiny = base_model_for(name, session.prof.name, session.runs_dir())
     session.step("base model", lambda: [model_label(path), tiny])
     return path, tiny
 
