@@ -9,12 +9,21 @@ from the limit is not counted at all (``certainly_fits``: a bound from its bytes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable
-
-if TYPE_CHECKING:
-    from .engine import Calls
+from typing import Awaitable, Callable, Protocol
 
 Messages = list[dict[str, str]]
+
+
+class Counts(Protocol):
+    """What fitting needs of the engine's calls (``engine.Calls`` is one): its context and a token count."""
+
+    @property
+    def context_length(self) -> int | None: ...
+
+    @property
+    def counts_tokens(self) -> bool: ...
+
+    async def fits(self, messages: Messages, reserve: int) -> bool: ...
 
 
 async def largest_fitting(fits: Callable[[int], Awaitable[bool]], size: int) -> int | None:
@@ -31,7 +40,7 @@ async def largest_fitting(fits: Callable[[int], Awaitable[bool]], size: int) -> 
     return lo
 
 
-async def fit_to_context(llm: "Calls", build: Callable[[int], Messages], size: int, reserve: int) -> int | None:
+async def fit_to_context(llm: Counts, build: Callable[[int], Messages], size: int, reserve: int) -> int | None:
     """The largest ``k`` in ``0..size`` whose prompt ``build(k)`` leaves ``reserve`` tokens of the context free:
     ``size`` when everything fits or nothing can be counted (no context length or no tokenizer: the backend
     reports an overflow), ``None`` when not even ``build(0)`` fits."""
