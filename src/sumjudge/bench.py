@@ -87,11 +87,11 @@ def build_requests(cut, k: int, doc_tokens: int, max_new_tokens: int, salt: str 
     """4 agents per document, as a round of a stance-initialised debate; ``salt`` starts every prompt (a
     benchmark pass of its own against a server's prefix cache, with the same token count in every pass);
     ``long_docs`` more documents of ``long_doc_tokens`` (a batch of short rows beside long ones)."""
-    from .judges.baselines import ZeroShotConfig
+    from .judges import get_method
     from .llm import ChatRequest
     from .prompts import render
 
-    zero_shot = ZeroShotConfig.template  # the zero-shot judge's prompt
+    zero_shot = get_method("zero-shot").config_cls.template  # the zero-shot judge's prompt
     reqs = []
     for di, (doc, summ) in enumerate(_documents(k, doc_tokens, cut, long_docs, long_doc_tokens)):
         base = salt + render(zero_shot, doc=doc, summary=summ)

@@ -13,7 +13,7 @@ from sumjudge.llm import ConfigError, NullCache, ResponseCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.judges import make_config
-from sumjudge.judges.baselines import SelfConsistencyConfig, majority, self_consistency
+from sumjudge.papers.madisse.baselines import SelfConsistencyConfig, majority, self_consistency
 from sumjudge.papers.madisse.protocol import MadisseConfig, madisse
 
 EX = FaithExample(id="ex1", dataset="t", document="The council voted 5 to 2.", summary="The council voted.", label=1)
@@ -213,7 +213,7 @@ def test_label_follow_up_asks_an_agent_for_the_label_its_argument_left_out():
 def test_a_follow_up_fits_the_context_the_prompt_was_fitted_to():
     """label_retry=follow_up: the prompt leaves room for the follow-up turn too (it carries the first answer, up to
     max_new_tokens, and asks again), so a document cut to fit the first request never makes the follow-up overflow."""
-    from sumjudge.judges.baselines import ZeroShotConfig, zero_shot
+    from sumjudge.papers.madisse.baselines import ZeroShotConfig, zero_shot
 
     long = FaithExample(id="long", dataset="t", document=" ".join(["word"] * 4000), summary="The council voted.",
                         label=1)

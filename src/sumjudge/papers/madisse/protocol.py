@@ -51,7 +51,7 @@ from ...prompts import load as load_template
 from ...prompts import variant
 from ...judges.base import GREEDY_WARNING, AsPrinted, Judgement, MethodSpec, derive_seed, fit_fields, register, request, user
 from ...llm.fitting import fit_to_context
-from ...judges.baselines import answer_room, label_with_fallback
+from .baselines import answer_room, label_with_fallback
 
 FAITHFUL, UNFAITHFUL = 1, 0
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from ..data.records import FaithExample
-from ..llm.engine import LLM
-from ..llm.types import ChatRequest, ChatResponse
-from ..prompts import load as load_template
-from ..llm.parsing import binary_label, tag_bodies
-from ..prompts import variant
-from .base import GREEDY_WARNING, AsPrinted, Judgement, MethodSpec, derive_seed, fit_prompt, register, request
+from ...data.records import FaithExample
+from ...llm.engine import LLM
+from ...llm.types import ChatRequest, ChatResponse
+from ...prompts import load as load_template
+from ...llm.parsing import binary_label, tag_bodies
+from ...prompts import variant
+from ...judges.base import GREEDY_WARNING, AsPrinted, Judgement, MethodSpec, derive_seed, fit_prompt, register, request
 
 
 LABEL_RETRIES = ("resample", "follow_up")
