@@ -1,8 +1,7 @@
-"""Judges: the registry, the shared judge (G-Eval) and
-what every judge builds on. Importing this package registers the shared judges; every paper's judges are
-registered on the first lookup (``methods``, ``get_method``: ``base.PLUGIN_PACKAGES``)."""
+"""Judges: the registry and what every judge builds on, and the pieces the papers' judges share (G-Eval's
+aspect scoring, rated aspects, sentence windows). Every judge is registered by its paper, on the first lookup
+(``methods``, ``get_method``: ``base.PLUGIN_PACKAGES``)."""
 
 from .base import METHODS, Judgement, MethodSpec, get_method, make_config, methods
-from . import geval  # noqa: F401,E402  (importing registers the shared judges)
 
 __all__ = ["METHODS", "Judgement", "MethodSpec", "get_method", "make_config", "methods"]

@@ -1,45 +1,46 @@
-"""Rated aspects (SummEval, Topical-Chat): which predefined template scores which aspect on which scale,
-and the per-aspect fan-out every scoring method shares.
+"""Rated aspects (SummEval, Topical-Chat): which template scores which aspect on which scale, and the
+per-aspect fan-out every scoring method shares.
 
-The scale of an aspect is read from its template's front matter (``scale: 1-5``), so the prompt and
-the parser cannot disagree. Templates live under ``papers/debate/prompts/`` (Appendix G.2 and its format).
+The templates of a dataset's aspects are registered by the paper that prints them (``register_templates``;
+the plug-in packages are imported on first lookup). The scale of an aspect is read from its template's front
+matter (``scale: 1-5``), so the prompt and the parser cannot disagree.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable
 
 from ..data.records import RatedExample
 from ..llm import ConfigError
 from ..prompts import load as load_template
-from .base import Judgement
+from .base import Judgement, methods
 
-TEMPLATES: dict[str, dict[str, str]] = {
-    "summeval": {
-        "coherence": "debate/g2_summeval_coherence",
-        "consistency": "debate/g2_format_summeval_consistency",
-        "fluency": "debate/g2_format_summeval_fluency",
-        "relevance": "debate/g2_format_summeval_relevance",
-    },
-    "topical-chat": {
-        "naturalness": "debate/g2_format_topical_chat_naturalness",
-        "coherence": "debate/g2_format_topical_chat_coherence",
-        "engagingness": "debate/g2_format_topical_chat_engagingness",
-        "groundedness": "debate/g2_format_topical_chat_groundedness",
-    },
-}
-# template field -> RatedExample attribute; the first field is the one cut when a prompt must be shortened
+# dataset -> aspect -> template, in the order of the paper's table (``register_templates``)
+TEMPLATES: dict[str, dict[str, str]] = {}
+# template field -> example attribute; the first field is the one cut when a prompt must be shortened
 FIELDS: dict[str, dict[str, str]] = {
     "summeval": {"document": "source", "summary": "output"},
     "topical-chat": {"dialogue": "source", "fact": "context", "response": "output"},
-    "meeting-errors": {"transcript": "transcript", "summary": "summary"},  # MESA's G-Eval-4 (mesa_geval)
-    "faithfulness": {"document": "document", "summary": "summary"},  # FacTax's G-Eval baseline
+    "meeting-errors": {"transcript": "transcript", "summary": "summary"},  # a meeting summary's G-Eval prompt
+    "faithfulness": {"document": "document", "summary": "summary"},  # a binary faithfulness example
 }
-KIND: dict[str, str] = {"summeval": "summary", "topical-chat": "dialogue", "faithfulness": "summary"}  # what the Tie-breaker is told it reads
-# DEBATE and MultiAgent score SummEval fluency on 1-5 (DEBATE Table 2, Appendix H.1); G-Eval keeps its 1-3 prompt
-DEBATE_TEMPLATES: dict[str, dict[str, str]] = {"summeval": {"fluency": "debate/g2_format_summeval_fluency_1to5"}}
+KIND: dict[str, str] = {"summeval": "summary", "topical-chat": "dialogue", "faithfulness": "summary"}  # what a judge is told it reads
+
+
+def register_templates(dataset: str, templates: dict[str, str]) -> None:
+    """The templates that score ``dataset``'s aspects (aspect -> template name), as the paper that prints them
+    lists them."""
+    TEMPLATES[dataset] = dict(templates)
+
+
+def _templates(dataset: str) -> dict[str, str]:
+    if dataset not in TEMPLATES:
+        methods()  # the papers register their templates when they are imported
+    if dataset not in TEMPLATES:
+        raise ConfigError(f"no rated aspects are defined for dataset {dataset!r} (known: {', '.join(TEMPLATES)})")
+    return TEMPLATES[dataset]
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,11 @@ class Aspect:
         return next(k for k in FIELDS[self.dataset] if k in used)
 
 
-# G-Eval's SummEval consistency prompt over a binary faithfulness example's document and summary
-CONSISTENCY = Aspect(dataset="faithfulness", name="consistency", template="debate/g2_format_summeval_consistency",
-                     lo=1, hi=5)
+def consistency_aspect() -> Aspect:
+    """G-Eval's SummEval consistency prompt (the registered SummEval ``consistency`` aspect) over a binary
+    faithfulness example's document and summary."""
+    return replace(aspect("summeval", "consistency"), dataset="faithfulness")
+
 
 def thresholded(example_id: str, score: float | None, threshold: float, details: dict[str, Any]) -> Judgement:
     """A binary faithfulness judgement from a graded consistency score: faithful (1) when ``score >= threshold``;
@@ -87,11 +90,10 @@ def thresholded(example_id: str, score: float | None, threshold: float, details:
 
 def aspect(dataset: str, name: str, overrides: dict[str, dict[str, str]] | None = None) -> Aspect:
     """The aspect ``name`` of ``dataset``: its template (a method's ``overrides`` first) and scale."""
-    if dataset not in TEMPLATES:
-        raise ConfigError(f"no rated aspects are defined for dataset {dataset!r} (known: {', '.join(TEMPLATES)})")
-    if name not in TEMPLATES[dataset]:
-        raise ConfigError(f"unknown aspect {name!r} for {dataset}; known: {', '.join(TEMPLATES[dataset])}")
-    tmpl = load_template((overrides or {}).get(dataset, {}).get(name) or TEMPLATES[dataset][name])
+    templates = _templates(dataset)
+    if name not in templates:
+        raise ConfigError(f"unknown aspect {name!r} for {dataset}; known: {', '.join(templates)}")
+    tmpl = load_template((overrides or {}).get(dataset, {}).get(name) or templates[name])
     try:
         lo, hi = (int(x) for x in tmpl.meta["scale"].split("-"))
     except (KeyError, ValueError):
@@ -103,10 +105,9 @@ def aspects_for(dataset: str, names: str | list[str] | tuple[str, ...] | None,
                 overrides: dict[str, dict[str, str]] | None = None) -> list[Aspect]:
     """The aspects to score: ``None``/``"all"`` = every aspect of the dataset (Table 1 order); else a
     list or a comma-separated string of names."""
-    if dataset not in TEMPLATES:
-        raise ConfigError(f"no rated aspects are defined for dataset {dataset!r} (known: {', '.join(TEMPLATES)})")
+    templates = _templates(dataset)
     if names is None or names == "all" or names == ["all"]:
-        names = list(TEMPLATES[dataset])
+        names = list(templates)
     elif isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
     if not names:

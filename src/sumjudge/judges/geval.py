@@ -1,5 +1,5 @@
-"""G-Eval (Liu et al. 2023), the DEBATE paper's single-agent baseline: the form-filling prompt of the
-aspect (Appendix G.2 format) and a probability-weighted score.
+"""G-Eval (Liu et al. 2023), a single-agent baseline the papers share: the form-filling prompt of the
+aspect and a probability-weighted score.
 
 - ``mode=probs``: score = sum over the scale's points s of p(s) x s, p from the engine's option scoring
   (hf: from the logits; openai: exact on vLLM, first-token ``top_logprobs`` elsewhere), renormalised over
@@ -26,7 +26,7 @@ from ..llm import ChatRequest, OptionScoringError
 from ..llm.engine import LLM
 from ..llm.parsing import ParseError, scale_score
 from .aspects import Aspect, score_aspects
-from .base import MethodSpec, fit_prompt, register, user
+from .base import fit_prompt, user
 
 # protocol -> (temperature, max_new_tokens, the prompt's message role, what an unreadable sample counts as)
 PROTOCOLS: dict[str, tuple[float, int, str, float | None]] = {
@@ -94,6 +94,3 @@ async def geval_aspect(example: RatedExample, a: Aspect, llm: LLM, config: GEval
 async def g_eval(example: RatedExample, llm: LLM, config: GEvalConfig):
     return await score_aspects(example, config.aspects, lambda a: geval_aspect(example, a, llm, config))
 
-
-register(MethodSpec(name="g-eval", paper="debate", kind="rated", config_cls=GEvalConfig, judge=g_eval,
-                    description="G-Eval baseline: form-filling prompt, probability-weighted score (DEBATE Table 1)"))

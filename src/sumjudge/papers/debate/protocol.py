@@ -48,9 +48,11 @@ from ...llm.engine import LLM
 from ...llm.parsing import complete_lines, scale_score
 from ...llm.types import ChatRequest
 from ...prompts import load as load_template
-from ...judges.aspects import CONSISTENCY, DEBATE_TEMPLATES, KIND, Aspect, score_aspects, thresholded
+from ...judges.aspects import KIND, Aspect, consistency_aspect, score_aspects, thresholded
 from ...judges.base import AsPrinted, MethodSpec, fit_fields, register
+from ...judges.geval import GEvalConfig, g_eval
 from ...llm.fitting import fit_to_context
+from .aspects import DEBATE_TEMPLATES
 from .metrics import debate_metrics
 
 CRITICS: dict[str, dict[str, str]] = {
@@ -275,6 +277,8 @@ async def debate(example: RatedExample, llm: LLM, config: DebateConfig):
                                overrides=DEBATE_TEMPLATES)
 
 
+register(MethodSpec(name="g-eval", paper="debate", kind="rated", config_cls=GEvalConfig, judge=g_eval,
+                    description="G-Eval baseline: form-filling prompt, probability-weighted score (DEBATE Table 1)"))
 register(MethodSpec(name="debate", paper="debate", kind="rated", config_cls=DebateConfig, judge=debate,
                     metrics=debate_metrics,
                     description="DEBATE: Commander, Scorer and devil's-advocate Critic (Algorithm 1)"))
@@ -300,7 +304,7 @@ async def debate_consistency(example: FaithExample, llm: LLM, config: DebateCons
     (the document and summary of the example), its final 1-5 score thresholded. Not in the paper, which rates
     SummEval and Topical-Chat only: the adaptation the judge arena compares with the other papers' judges."""
     config.critic_template()
-    score, info = await debate_aspect(example, CONSISTENCY, llm, config)
+    score, info = await debate_aspect(example, consistency_aspect(), llm, config)
     return thresholded(example.id, score, config.threshold, {"aspects": {"consistency": info}})
 
 

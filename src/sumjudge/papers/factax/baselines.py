@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ...data.records import FaithExample
 from ...llm.engine import LLM
 from ...llm.parsing import complete_lines, star_rating, yes_no
-from ...judges.aspects import CONSISTENCY, thresholded
+from ...judges.aspects import consistency_aspect, thresholded
 from ...judges.base import AsPrinted, Judgement, MethodSpec, fit_prompt, register, request
 from ...judges.geval import GEvalConfig, geval_aspect
 
@@ -96,7 +96,7 @@ class GEvalConsistencyConfig(GEvalConfig):
 
 
 async def g_eval_consistency(example: FaithExample, llm: LLM, config: GEvalConsistencyConfig) -> Judgement:
-    score, info = await geval_aspect(example, CONSISTENCY, llm, config)
+    score, info = await geval_aspect(example, consistency_aspect(), llm, config)
     return thresholded(example.id, score, config.threshold, info)
 
 
