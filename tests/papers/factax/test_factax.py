@@ -9,9 +9,9 @@ from sumjudge.llm import NullCache, ParseError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.judges import get_method, make_config
-from sumjudge.judges.alignment import align, sentence_scores
+from sumjudge.papers.factax.alignment import align, sentence_scores
 from sumjudge.papers.factax.protocol import parse_factax
-from sumjudge.judges.windows import sentences, windows
+from sumjudge.papers.factax.windows import sentences, windows
 from sumjudge.metrics import (error_type_criteria, error_type_f1, length_buckets, pooled_balanced_accuracy)
 
 

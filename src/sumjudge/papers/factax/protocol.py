@@ -33,9 +33,9 @@ from ...data.factax_types import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, 
 from ...data.records import FaithExample
 from ...llm.engine import LLM
 from ...llm.parsing import ParseError, complete_lines
-from ...judges.alignment import align
+from .alignment import align
 from ...judges.base import Judgement, MethodSpec, fit_prompt, register, request
-from ...judges.windows import sentences, windows
+from .windows import sentences, windows
 from .metrics import factax_metrics
 
 TEMPLATE = "factax/fig3_factax"
