@@ -8,12 +8,12 @@ import sumjudge
 from sumjudge.papers import PAPERS
 
 PKG = Path(sumjudge.__file__).parent
-# The core: the engine, runs, metrics, reports, notebooks' helpers, the command line and what every judge
-# builds on. Not in it: papers/ (each paper's own), judges/ other than base and settings (the shared
-# judges name the paper whose prompt they send), data/ (loaders cite the papers that published the data)
-# and profiles/ (a profile sets each paper's runs by method name).
-CORE = sorted([*PKG.glob("*.py"), *PKG.glob("llm/*.py"), *PKG.glob("prompts/*.py"),
-               PKG / "judges" / "base.py", PKG / "judges" / "settings.py"])
+# The core: the engine, runs, metrics, reports, notebooks' helpers, the command line, the judges' registry and
+# the pieces judges share, and the profiles' code. Not in it: papers/ (each paper's own), the profiles' YAML files
+# (a profile sets each paper's runs by method name) and data/ (loaders cite the papers that published the data,
+# and convert its annotations to the taxonomies those papers define).
+CORE = sorted([*PKG.glob("*.py"), *PKG.glob("llm/*.py"), *PKG.glob("prompts/*.py"), *PKG.glob("judges/*.py"),
+               *PKG.glob("profiles/*.py")])
 # a paper named as such (any case of MADISSE, MESA, FacTax; DEBATE in capitals or as the method "debate")
 PAPER_NAME = re.compile(r"(?i:madisse|mesa|factax)|\bDEBATE\b|[\"']debate[\"'/]")
 

@@ -70,7 +70,7 @@ class Profile:
         return opts
 
     def for_notebook(self, notebook: str) -> "Profile":
-        """This profile as ``notebook`` (e.g. "10_madisse_main") runs it: its section's profile fields replace
+        """This profile as ``notebook`` (e.g. "51_your_own_judge") runs it: its section's profile fields replace
         the profile's, its other keys are notebook parameters added to ``parameters``."""
         own = {f.name for f in fields(self)} - {"name", "parameters", "notebooks", "method_settings"}
         prof = self
