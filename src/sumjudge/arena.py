@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .llm import ConfigError
+from .errors import ConfigError
 
 
 @dataclass(frozen=True)

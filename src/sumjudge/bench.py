@@ -455,7 +455,7 @@ def passed(result: dict) -> bool:
 def main(args) -> int:
     if getattr(args, "backend", "hf") == "openai":
         if not args.model or not args.base_url:
-            from .llm import ConfigError
+            from .errors import ConfigError
 
             raise ConfigError("bench --backend openai needs --base-url and --model (the name the server serves)")
         print(json.dumps(run_openai(args), indent=2))

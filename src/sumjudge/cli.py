@@ -76,7 +76,7 @@ def add_paper_runs_flags(p) -> None:
 
 
 def _cmd_plan(a) -> int:
-    from .llm import ConfigError
+    from .errors import ConfigError
     from .plan import Rates, plan, plan_notebooks
     from .scale import check_runs
 
@@ -365,7 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from .data.sources import DataFormatError, DataMissingError
     from .llm.budget import BudgetExhausted
-    from .llm.errors import BackendUnavailableError, ConfigError, SumjudgeError
+    from .llm.errors import BackendUnavailableError
+    from .errors import ConfigError, SumjudgeError
 
     args = build_parser().parse_args([str(a) for a in argv] if argv is not None else None)
     try:

@@ -27,7 +27,7 @@ def check_engine_flags(a) -> None:
     ``ConfigError`` naming the flag (exit 2), before anything is loaded or written."""
     from urllib.parse import urlsplit
 
-    from .llm import ConfigError
+    from .errors import ConfigError
 
     backend = getattr(a, "backend", None)
     given = {flag: getattr(a, attr, None) for flag, attr in (("--token-budget", "token_budget"), ("--dtype", "dtype"),

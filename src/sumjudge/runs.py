@@ -25,7 +25,8 @@ from typing import Any
 
 from . import __version__
 from .data import registry as data_registry
-from .llm import BackendRequestError, ConfigError, OptionScoringError, PromptTooLongError, SumjudgeError, make_llm
+from .llm import BackendRequestError, OptionScoringError, PromptTooLongError, make_llm
+from .errors import ConfigError, SumjudgeError
 from .llm.engine import LLM, Calls
 from .judges import get_method, make_config
 from .judges.base import Judgement

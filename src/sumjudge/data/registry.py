@@ -17,7 +17,7 @@ from . import (
     unieval,
 )
 from .records import Example, FaithExample, MeetingErrorExample, RatedExample
-from ..llm.errors import ConfigError
+from ..errors import ConfigError
 from .sources import DataFormatError
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable
 
 from ..data.records import RatedExample
-from ..llm import ConfigError
+from ..errors import ConfigError
 from ..prompts import load as load_template
 from .base import Judgement, methods
 

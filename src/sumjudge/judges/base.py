@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from ..llm import ChatRequest, ConfigError, PromptTooLongError
+from ..llm import ChatRequest, PromptTooLongError
+from ..errors import ConfigError
 from ..llm.engine import LLM, Calls
 from ..llm.fitting import fit_to_context
 from ..prompts import load as load_template

@@ -25,7 +25,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from ..llm import ConfigError
+from ..errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,9 @@
-"""Errors the engine and backends raise; each message names what went wrong and where."""
+"""Errors the engine and backends raise; each message names what went wrong and where. ``SumjudgeError`` and
+``ConfigError`` are the project's (``sumjudge.errors``), named here too for the engine's users."""
 
 from __future__ import annotations
 
-
-class SumjudgeError(Exception):
-    """Base class: the CLI prints these as one clear line and exits non-zero."""
+from ..errors import ConfigError, SumjudgeError
 
 
 class PromptTooLongError(SumjudgeError):
@@ -28,13 +27,13 @@ class BackendUnavailableError(SumjudgeError):
     pass
 
 
-class ConfigError(SumjudgeError):
-    pass
-
-
 class BackendRequestError(SumjudgeError):
     """The server answered but refused the request (bad model name, prompt over its context, auth)."""
 
 
 class OptionScoringError(SumjudgeError):
     """The backend cannot give probabilities for the requested options (no logprobs, options not in its top-k)."""
+
+
+__all__ = ["SumjudgeError", "ConfigError", "PromptTooLongError", "BackendUnavailableError", "BackendRequestError",
+           "OptionScoringError"]

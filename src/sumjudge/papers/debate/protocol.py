@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...data.records import FaithExample, RatedExample
-from ...llm import ConfigError
+from ...errors import ConfigError
 from ...llm.engine import LLM
 from ...llm.parsing import complete_lines, scale_score
 from ...llm.types import ChatRequest

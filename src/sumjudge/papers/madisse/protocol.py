@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ...data.records import FaithExample
-from ...llm import ConfigError
+from ...errors import ConfigError
 from ...llm.engine import LLM
 from ...llm.parsing import ParseError, xml_tag
 from ...prompts import load as load_template

@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...data.records import MeetingErrorExample
-from ...llm import ChatRequest, ConfigError, PromptTooLongError
+from ...llm import ChatRequest, PromptTooLongError
+from ...errors import ConfigError
 from ...llm.engine import LLM, Parsed
 from ...llm.fitting import certainly_fits, longest_prefix
 from ...llm.parsing import ParseError, json_number, lenient_json

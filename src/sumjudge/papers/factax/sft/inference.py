@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ....data.records import FaithExample
-from ....llm import ConfigError
+from ....errors import ConfigError
 from ....llm.engine import LLM
 from ....llm.parsing import ParseError, complete_lines
 from ....judges.base import Judgement, MethodSpec, fit_prompt, register, request

@@ -29,7 +29,7 @@ from typing import Any, Iterable
 
 from ....data.factax_types import FACTAX_TYPES, UNMAPPED_TYPES
 from ....data.records import FaithExample
-from ....llm import ConfigError
+from ....errors import ConfigError
 from ....prompts import render
 
 SETTINGS = ("I-Binary", "I-Taxonomy", "I&II-Taxonomy")

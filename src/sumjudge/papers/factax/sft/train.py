@@ -62,7 +62,7 @@ def fit_pair(tok, pair: Pair, budget: int) -> tuple[list[int], int]:
     """(prompt token ids within ``budget``, document words cut): the longest start of the document, in whole
     words, whose rendered prompt fits. A pair without its template (an old jsonl) or whose prompt does not fit
     even with an empty document is an error, never a prompt cut at its end."""
-    from ....llm import ConfigError
+    from ....errors import ConfigError
     from ....llm.engine import run_sync
     from ....llm.fitting import largest_fitting
     from ....prompts import render
@@ -121,7 +121,7 @@ def tokenize_pair(tok, pair: Pair, max_length: int) -> dict[str, list[int]]:
 def accumulation_steps(cfg: SFTConfig, world_size: int) -> int:
     """Gradient accumulation that brings ``per_device_batch_size`` x ``world_size`` devices to the effective
     batch (at least 1; an effective batch the devices cannot divide evenly is an error)."""
-    from ....llm import ConfigError
+    from ....errors import ConfigError
 
     per_step = cfg.per_device_batch_size * max(1, world_size)
     if cfg.effective_batch_size % per_step and cfg.effective_batch_size > per_step:
@@ -135,7 +135,7 @@ def base_model_for(base_model: str, profile: str, out_dir: str | Path) -> tuple[
     profile refuses (Appendix D fine-tunes Llama3-8B; a tiny random model would be no reproduction); other
     profiles build a tiny random model that shows the path. A name the engine knows (``smoke``, a local folder, a
     hub id) is resolved as the engine resolves it."""
-    from ....llm import ConfigError
+    from ....errors import ConfigError
     from ....llm.models import resolve_model
 
     if base_model:
