@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from .cli_flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE,  # noqa: F401
-                        add_budget_flags, budget_of, check_engine_flags, parse_sets)
+                        add_budget_flags, add_engine_flags, budget_of, check_engine_flags, parse_sets)
+from .llm.backends import backend_names
 
 
 def _cmd_run(a) -> int:
@@ -225,9 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--split")
     r.add_argument("--level", choices=("sentence", "summary"))
     r.add_argument("--limit", type=int, help="a seeded subset of N examples (label-stratified; whole groups for rated data)")
-    r.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
-    r.add_argument("--model", help="tiny | smoke | gemma-270m | a local model folder | a Hugging Face repo id | a served model name")
-    r.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://host:8000/v1 (vLLM)")
+    add_engine_flags(r)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="method setting (repeatable)")
     r.add_argument("--out", required=True, type=Path)
@@ -258,9 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     ar.add_argument("--datasets", nargs="+", required=True, help="binary faithfulness datasets (spaces or commas)")
     ar.add_argument("--limit", type=int, help="examples per dataset (a seeded subset, the same for every judge)")
     ar.add_argument("--level", choices=("sentence", "summary"))
-    ar.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
-    ar.add_argument("--model", help="as for run")
-    ar.add_argument("--base-url", help="OpenAI-compatible server")
+    add_engine_flags(ar, model_help="as for run")
     ar.add_argument("--held-out", type=int, help="held-out examples per dataset on which a score judge's threshold "
                     "is chosen (default: --limit); never judged by any cell")
     ar.add_argument("--as-printed", action="store_true", help="add, for each judge named that runs the authors' "
@@ -282,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("cache", help="response cache")
     c.add_argument("action", choices=("stats", "clear"))
     c.add_argument("--cache", type=Path)
-    c.add_argument("--backend", choices=("hf", "openai", "scripted"), help="clear: only this backend's entries")
+    c.add_argument("--backend", choices=backend_names(), help="clear: only this backend's entries")
     c.add_argument("--model", help="clear: only this model's entries (the name `cache stats` shows)")
     c.add_argument("--revision", help="clear: only this model revision's entries (as `cache stats` shows)")
     c.add_argument("--server", help="clear: only entries from this server (base URL)")
@@ -329,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--shape", default="tiny", choices=("tiny", "llama3-8b"))
     b.add_argument("--model", help="a real model instead of --shape: smoke | a local folder | a Hugging Face id; "
                                    "with --backend openai, the name the server serves")
-    b.add_argument("--backend", default="hf", choices=("hf", "openai"),
+    b.add_argument("--backend", default="hf", choices=backend_names(serving=True),
                    help="openai: the workload against the server at --base-url (one request at a time vs the engine)")
     b.add_argument("--base-url", help="with --backend openai, e.g. http://host:8000/v1")
     b.add_argument("--concurrency", type=int, default=32, help="with --backend openai: requests in flight at most")

@@ -64,6 +64,17 @@ def check_engine_flags(a) -> None:
                     raise ConfigError(f"--cache {cache}: not a sumjudge cache (not an SQLite file); name another file")
 
 
+def add_engine_flags(p, *, model_help: str = "tiny | smoke | gemma-270m | a local model folder | a Hugging Face "
+                     "repo id | a served model name") -> None:
+    """``--backend`` (the registered backends), ``--model`` and ``--base-url``: every command that runs a model."""
+    from .llm.backends import BACKENDS, backend_names
+
+    p.add_argument("--backend", default="hf", choices=backend_names(),
+                   help="; ".join(f"{b.name}: {b.about}" for b in BACKENDS.values()))
+    p.add_argument("--model", help=model_help)
+    p.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://host:8000/v1 (vLLM)")
+
+
 def budget_of(a):
     """The cost guard of ``--max-calls`` / ``--max-tokens`` (None when neither is given)."""
     from .llm.budget import Budget

@@ -147,3 +147,24 @@ def test_no_import_circle_among_the_packages_modules():
 
 def test_the_circle_finder_sees_a_circle():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_backends_are_named_in_one_registry():
+    """The command line's --backend choices, make_backend and the docs' list all read llm.backends.BACKENDS."""
+    import argparse
+
+    from sumjudge.cli import build_parser
+    from sumjudge.llm.backends import BACKENDS
+
+    choices = {}
+    for name, sp in next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices.items():
+        for act in sp._actions:
+            if "--backend" in act.option_strings:
+                choices[name] = tuple(act.choices)
+    assert {"run", "arena", "learn-guidelines", "mesa-feedback", "cache", "bench"} <= set(choices)
+    assert all(c == tuple(BACKENDS) for n, c in choices.items() if n != "bench")
+    assert choices["bench"] == tuple(n for n, b in BACKENDS.items() if b.serves_a_model)
+    engine_doc = (PKG.parent.parent / "docs" / "engine.md").read_text(encoding="utf-8")
+    assert f"backend ({' | '.join(BACKENDS)})" in engine_doc
+    source = "\n".join(f.read_text(encoding="utf-8") for f in PKG.rglob("*.py") if f.name != "backends.py")
+    assert '"hf", "openai"' not in source and "('hf', 'openai'" not in source  # no second list of the names

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...cli_flags import check_engine_flags, parse_sets
+from ...cli_flags import add_engine_flags, check_engine_flags, parse_sets
 
 
 def _cmd_learn(a) -> int:
@@ -37,9 +37,7 @@ def add_commands(sub) -> None:
     g.add_argument("--split")
     g.add_argument("--level", choices=("sentence", "summary"))
     g.add_argument("--limit", type=int, default=20)
-    g.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
-    g.add_argument("--model")
-    g.add_argument("--base-url")
+    add_engine_flags(g)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--set", action="append", metavar="KEY=VALUE", help="madisse setting (repeatable)")
     g.add_argument("--max-passes", type=int, default=3)

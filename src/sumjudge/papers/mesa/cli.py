@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...cli_flags import check_engine_flags, parse_sets
+from ...cli_flags import add_engine_flags, check_engine_flags, parse_sets
 
 
 def _cmd_mesa_feedback(a) -> int:
@@ -36,9 +36,7 @@ def add_commands(sub) -> None:
     f.add_argument("--split", default="train")
     f.add_argument("--limit", type=int)
     f.add_argument("--iterations", type=int, default=1)
-    f.add_argument("--backend", default="hf", choices=("hf", "openai", "scripted"))
-    f.add_argument("--model")
-    f.add_argument("--base-url")
+    add_engine_flags(f)
     f.add_argument("--judge", help="another model for the judge calls: backend:model[@base_url]")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--set", action="append", metavar="KEY=VALUE", help="mesa setting (repeatable)")
