@@ -162,8 +162,7 @@ def decode_without_eos(be) -> None:
 def forget_prefixes(be) -> None:
     """Empty the backend's prefix store, so that a pass computes every prompt as the first did (a later repeat
     would otherwise reuse the earlier one's keys/values: faster, and in reduced precision other rounding)."""
-    if getattr(be.decoder, "store", None) is not None:
-        be.decoder.store.clear()
+    be.decoder.forget_prefixes()
 
 
 def greedy_config(be, max_new_tokens: int, **extra):

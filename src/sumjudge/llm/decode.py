@@ -212,6 +212,11 @@ class BatchDecoder:
                       # the batch has held since it was last empty (rows finished and nothing queued took their place)
                       "decode_steps": 0, "row_steps": 0, "underfilled_s": 0.0}
 
+    def forget_prefixes(self) -> None:
+        """Empty the prefix store (where there is one): the next prompts are computed as the first were."""
+        if self.store is not None:
+            self.store.clear()
+
     def _left_pad(self, seqs: list[list[int]]):
         torch = self.torch
         width = max(len(s) for s in seqs)
