@@ -46,6 +46,8 @@ class Session:
     n: int | None = None
     seed: int | None = None
     replay: str | Path | None = None  # a results page folder: answer from its recorded answers, never a model
+    # ``sumjudge plan``'s setting (a PlanSetting, its fields or their JSON): every run on the planner, nothing recorded
+    planner: PlanSetting | dict | str | None = None
     prof: Profile = field(init=False)
     recorder: Recorder | None = field(default=None, init=False, repr=False)
     recording: Recording | None = field(default=None, init=False, repr=False)
@@ -55,13 +57,14 @@ class Session:
     def __post_init__(self) -> None:
         self.prof = profiles.load(self.profile, notebook=self.notebook, backend=self.backend, model=self.model, base_url=self.base_url,
                                   n=self.n, seed=self.seed)
+        self.planner = PlanSetting.of(self.planner)
         self.replay = self.replay or replay_from_env()
         if self.replay:
             path = Path(self.replay) / self.notebook / ANSWERS
             if path not in _RECORDINGS:
                 _RECORDINGS[path] = Recording.load(path, notebook=self.notebook, missing_ok=True)
             self.recording = _RECORDINGS[path]
-        elif PlanSetting.from_env() is None:  # a notebook's sessions (e.g. one per trained model) record together
+        elif self.planner is None:  # a notebook's sessions (e.g. one per trained model) record together
             self.recorder = _RECORDERS.setdefault(self.notebook, Recorder())
 
     def _engine(self, backend: str, model: str | None, base_url: str | None, options: dict[str, Any]) -> LLM:
@@ -76,12 +79,11 @@ class Session:
     @property
     def llm(self) -> LLM:
         """The engine, built on first use and shared by every run of the notebook; the planner when the notebook
-        is executed by ``sumjudge plan`` (``plan.PlanSetting``)."""
+        is executed by ``sumjudge plan`` (its ``planner``)."""
         if self._llm is None:
             p = self.prof
-            planning = PlanSetting.from_env()
-            if planning is not None:
-                self._llm = planning_llm(planning, p.parse_retries, measured_from=self.runs_dir(planned=False))
+            if self.planner is not None:
+                self._llm = planning_llm(self.planner, p.parse_retries, measured_from=self.runs_dir(planned=False))
             else:
                 self._llm = self._engine(p.backend, p.model, p.base_url, p.engine_options())
         return self._llm
@@ -92,7 +94,7 @@ class Session:
         from .judges import get_method
 
         engine = self.prof.engine_for(get_method(method).paper)
-        if engine == (self.prof.backend, self.prof.model, self.prof.base_url) or PlanSetting.from_env() is not None:
+        if engine == (self.prof.backend, self.prof.model, self.prof.base_url) or self.planner is not None:
             return self.llm
         if engine not in self._engines:
             # the profile's context cap and dtype are for its own (hf) model
@@ -103,7 +105,7 @@ class Session:
 
     def runs_dir(self, planned: bool = True) -> Path:
         """The notebook's run folders (``planned``: a planned notebook's, under the plan's own folder)."""
-        planning = PlanSetting.from_env() if planned else None
+        planning = self.planner if planned else None
         root = Path(planning.runs_dir) if planning is not None else project_root() / "build" / "runs"
         if self.replay and planned:  # a replay's runs never resume (or overwrite) a real run's folders
             root = project_root() / "build" / "replay" / "runs"

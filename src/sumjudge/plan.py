@@ -231,14 +231,12 @@ def plan(runs: list[str], *, profile: str = "paper", tokenizer: str | None = Non
 
 # ---- planning a notebook: executed as `make reproduce` would, its engine the planner -------------------------
 
-PLAN_ENV = "SUMJUDGE_PLAN"
-
-
 @dataclass(frozen=True)
 class PlanSetting:
-    """What a notebook executed for a plan reads from ``SUMJUDGE_PLAN`` (this, as JSON): ``notebook.Session`` then
-    runs every run on the planner, writes run folders under ``runs_dir``, and reads measured answers from the
-    profile's own run folders of the notebook when ``measured``."""
+    """What a notebook executed for a plan is given as its ``plan`` parameter (this, as JSON) and passes to its
+    ``notebook.Session(..., planner=plan)``: the session then runs every run on the planner, writes run folders
+    under ``runs_dir``, and reads measured answers from the profile's own run folders of the notebook when
+    ``measured``."""
 
     tokenizer: str | None
     model: str
@@ -247,11 +245,11 @@ class PlanSetting:
     measured: bool = True
 
     @classmethod
-    def from_env(cls) -> "PlanSetting | None":
-        import os
-
-        raw = os.environ.get(PLAN_ENV)
-        return cls(**json.loads(raw)) if raw else None
+    def of(cls, value: "PlanSetting | dict | str | None") -> "PlanSetting | None":
+        """A setting from itself, its fields or their JSON (a notebook's parameter); None/'' for no plan."""
+        if value is None or value == "" or isinstance(value, cls):
+            return value or None
+        return cls(**(json.loads(value) if isinstance(value, str) else value))
 
 
 def planning_llm(setting: PlanSetting, parse_retries: int, measured_from: Path | None):
@@ -288,12 +286,11 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
             context = context_length or load(profile, notebook=nb.stem).context_length or 131072
             setting = PlanSetting(tokenizer=tokenizer, model=model, context_length=context,
                                   runs_dir=str(Path(tmp) / "runs"), measured=measured)
-            saved = {k: os.environ.get(k) for k in (PLAN_ENV, "SUMJUDGE_FIGURES")}
-            os.environ[PLAN_ENV] = json.dumps(asdict(setting))
+            saved = {k: os.environ.get(k) for k in ("SUMJUDGE_FIGURES",)}
             os.environ["SUMJUDGE_FIGURES"] = str(Path(tmp) / "figures")
             error = ""
             try:
-                execute(nb, profile, Path(tmp) / "notebooks", n=limit)
+                execute(nb, profile, Path(tmp) / "notebooks", n=limit, plan=json.dumps(asdict(setting)))
             except Exception as e:  # noqa: BLE001 (reported in the plan: the notebook is not fully planned)
                 error = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
             finally:

@@ -90,13 +90,11 @@ def test_a_planned_notebook_runs_on_the_planner_in_its_own_folders(tmp_path, mon
         {"event": "chat", "request": req.to_json(), "response": {"completion_tokens": 7}}) + "\nnot json\n")
     setting = plan.PlanSetting(tokenizer=None, model="planned-model", context_length=8192,
                                runs_dir=str(tmp_path / "planned"))
-    monkeypatch.setenv(plan.PLAN_ENV, json.dumps(dataclasses.asdict(setting)))
     monkeypatch.setenv("SUMJUDGE_FIGURES", str(tmp_path / "figs"))
-    s = notebook.Session("00_quickstart", profile="ci")
+    s = notebook.Session("00_quickstart", profile="ci", planner=json.dumps(dataclasses.asdict(setting)))
     assert s.runs_dir().is_relative_to(tmp_path / "planned") and paths.figures_dir() == tmp_path / "figs"
     assert s.llm.backend.info.name == "plan" and s.llm_for("mesa") is s.llm
     assert s.llm.backend.measured == {plan.answer_key(req): 7}
-    monkeypatch.delenv(plan.PLAN_ENV)
     monkeypatch.delenv("SUMJUDGE_FIGURES")
     assert notebook.Session("00_quickstart", profile="ci").runs_dir() == real
     assert paths.figures_dir() == paths.project_root() / "figures"
@@ -157,12 +155,28 @@ def test_a_notebook_is_planned_with_the_context_its_profile_gives_it(monkeypatch
     import os
 
     from sumjudge import notebook_jobs
-    from sumjudge.plan import PLAN_ENV, plan_notebooks
+    from sumjudge.plan import plan_notebooks
 
     seen: list[int] = []
-    monkeypatch.setattr(notebook_jobs, "execute", lambda nb, profile, out, n=None: seen.append(
-        json.loads(os.environ[PLAN_ENV])["context_length"]))
+    monkeypatch.setattr(notebook_jobs, "execute", lambda nb, profile, out, n=None, plan=None: seen.append(
+        json.loads(plan)["context_length"]))
     plan_notebooks("00 30", profile="smoke", model="m")
     plan_notebooks("00", profile="smoke", model="m", context_length=4096)
     plan_notebooks("00", profile="paper", model="m")
     assert seen == [1024, 5376, 4096, 131072]
+
+
+def test_every_session_of_a_notebook_is_given_the_plan():
+    """The planner reaches a notebook only as its ``plan`` parameter: each notebook that opens a Session declares
+    it and passes it to every Session it opens (no setting read from the environment)."""
+    import re
+
+    from sumjudge.notebook_jobs import notebook_parameters, notebooks
+
+    for nb in notebooks(""):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        opened = re.findall(r"notebook\.Session\((?:[^()]|\([^()]*\))*\)", code)
+        if opened:
+            assert "plan" in notebook_parameters(nb), nb.name
+            assert all("planner=plan" in s for s in opened), (nb.name, [s for s in opened if "planner" not in s])
