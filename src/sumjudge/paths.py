@@ -7,12 +7,13 @@ CLI run from the root share one cache, one model folder and one data folder.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from .environment import read
 
 
 def project_root() -> Path:
-    env = os.environ.get("SUMJUDGE_HOME")
+    env = read("SUMJUDGE_HOME")
     if env:
         return Path(env).resolve()
     here = Path(__file__).resolve().parents[2]
@@ -26,17 +27,17 @@ def data_dir() -> Path:
 
 
 def cache_path() -> Path:
-    return Path(os.environ.get("SUMJUDGE_CACHE") or data_dir() / "cache" / "llm_cache.sqlite")
+    return Path(read("SUMJUDGE_CACHE") or data_dir() / "cache" / "llm_cache.sqlite")
 
 
 def models_dir() -> Path:
-    return Path(os.environ.get("SUMJUDGE_MODELS") or data_dir() / "models")
+    return Path(read("SUMJUDGE_MODELS") or data_dir() / "models")
 
 
 def raw_dir() -> Path:
-    return Path(os.environ.get("SUMJUDGE_DATA_RAW") or data_dir() / "raw")
+    return Path(read("SUMJUDGE_DATA_RAW") or data_dir() / "raw")
 
 
 def figures_dir() -> Path:
     """Where notebooks write their tables and figures (``SUMJUDGE_FIGURES``: elsewhere, e.g. a planned notebook's)."""
-    return Path(os.environ.get("SUMJUDGE_FIGURES") or project_root() / "figures")
+    return Path(read("SUMJUDGE_FIGURES") or project_root() / "figures")

@@ -273,6 +273,7 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
     each notebook (where prompts are cut to fit, as the smoke profile's are), else 131,072."""
     import os
 
+    from .environment import read
     from .paths import project_root
     from .profiles import load
     from .notebook_jobs import execute, notebooks
@@ -286,7 +287,7 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
             context = context_length or load(profile, notebook=nb.stem).context_length or 131072
             setting = PlanSetting(tokenizer=tokenizer, model=model, context_length=context,
                                   runs_dir=str(Path(tmp) / "runs"), measured=measured)
-            saved = {k: os.environ.get(k) for k in ("SUMJUDGE_FIGURES",)}
+            saved = {"SUMJUDGE_FIGURES": read("SUMJUDGE_FIGURES")}  # the notebook's kernel writes its figures there
             os.environ["SUMJUDGE_FIGURES"] = str(Path(tmp) / "figures")
             error = ""
             try:

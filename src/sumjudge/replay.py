@@ -8,9 +8,10 @@ under ``build/replay/figures/`` (``SUMJUDGE_FIGURES``), where ``results_check`` 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
+
+from .environment import read
 
 ANSWERS = "answers.jsonl.xz"  # beside a notebook's results page
 ANSWERS_PLAIN = "answers.jsonl"  # what a notebook writes under figures/<notebook>/ as it runs
@@ -20,7 +21,7 @@ REPLAY_ENV = "SUMJUDGE_REPLAY"
 def replay_from_env() -> str | None:
     """The results page a replayed notebook answers from (``SUMJUDGE_REPLAY``, set by ``make reproduce
     REPLAY=1`` for the notebooks it executes), or None."""
-    return os.environ.get(REPLAY_ENV) or None
+    return read(REPLAY_ENV)
 
 
 def model_label(model: str | None) -> str:

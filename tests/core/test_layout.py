@@ -168,3 +168,21 @@ def test_the_backends_are_named_in_one_registry():
     assert f"backend ({' | '.join(BACKENDS)})" in engine_doc
     source = "\n".join(f.read_text(encoding="utf-8") for f in PKG.rglob("*.py") if f.name != "backends.py")
     assert '"hf", "openai"' not in source and "('hf', 'openai'" not in source  # no second list of the names
+
+
+def test_environment_variables_are_listed_and_read_in_one_place():
+    """Every SUMJUDGE_* name the package uses is listed in environment.VARIABLES with its purpose, only
+    environment.py reads os.environ for one (a command may set one for the notebooks it starts), and docs/command-line.md lists them as the module says."""
+    from sumjudge.environment import VARIABLES
+
+    used, readers = set(), []
+    for f in PKG.rglob("*.py"):
+        text = f.read_text(encoding="utf-8")
+        used |= set(re.findall(r"SUMJUDGE_[A-Z_]+", text))
+        if f.name != "environment.py" and re.search(r"environ\.get\(\s*[\"']SUMJUDGE_|environ\[\s*[\"']SUMJUDGE_\w+[\"']\](?!\s*=)|getenv\(",
+                                                     text):
+            readers.append(str(f.relative_to(PKG)))
+    assert used == set(VARIABLES) and readers == []
+    doc = (PKG.parent.parent / "docs" / "command-line.md").read_text(encoding="utf-8")
+    assert all(f"| `{k}` | {v} |" in doc for k, v in VARIABLES.items())
+    assert set(re.findall(r"\| `(SUMJUDGE_[A-Z_]+)` \|", doc)) == set(VARIABLES)

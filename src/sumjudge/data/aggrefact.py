@@ -15,9 +15,9 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from ..environment import read
 from ..paths import raw_dir
 from .generic import load_table
 from .records import FaithExample
@@ -28,7 +28,7 @@ LLM_AGGREFACT_HF = "lytang/LLM-AggreFact"
 # The revision to download: a commit pins it (SUMJUDGE_LLM_AGGREFACT_REVISION); by default the current main is
 # resolved to its commit at download time and that commit is both downloaded and recorded beside the file
 # (``<split>.jsonl.source.json``) and in every run's config.json.
-LLM_AGGREFACT_REVISION = os.environ.get("SUMJUDGE_LLM_AGGREFACT_REVISION") or None
+LLM_AGGREFACT_REVISION = read("SUMJUDGE_LLM_AGGREFACT_REVISION")
 LLM_AGGREFACT_SUBSETS = {"cnn": "AggreFact-CNN", "xsum": "AggreFact-XSum", "mediasum": "TofuEval-MediaS",
                          "meetingbank": "TofuEval-MeetB"}
 AGGREFACT_SOTA = "aggrefact/aggre_fact_sota.csv"

@@ -16,6 +16,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..environment import read
 from ..paths import project_root, raw_dir
 
 
@@ -171,7 +172,7 @@ RESOURCES: dict[str, tuple[str, ...]] = {
 
 
 def mirror_dir() -> Path | None:
-    env = os.environ.get("SUMJUDGE_DATA_MIRROR")
+    env = read("SUMJUDGE_DATA_MIRROR")
     if env:
         return Path(env)
     cand = project_root().parent / "shared" / "data"

@@ -32,6 +32,7 @@ import weakref
 from dataclasses import asdict, replace
 from typing import Any
 
+from ..environment import read
 from .backend import SOURCE_COUNTERS, Capabilities
 from .errors import BackendUnavailableError
 from .loops import on_loop_close
@@ -196,7 +197,7 @@ MATCHED = ("dtype", "token_budget")  # hf options a client must ask for as the s
 def shared_engine_for(model: str, options: dict[str, Any]) -> "SharedEngineBackend | None":
     """The client of the shared engine named by ``SUMJUDGE_SHARED_ENGINE`` when it serves ``model`` with these
     options (``context_length`` is the client's own), else None (the caller loads the model itself)."""
-    url = os.environ.get(ENV)
+    url = read(ENV)
     if not url or set(options) - set(MATCHED) - {"context_length"}:
         return None
     try:
