@@ -187,3 +187,17 @@ def test_arena_judges_and_datasets_may_be_comma_separated():
     cells = parse_cells(["zero-shot,factax"], ["a,b"])
     assert [(c.judge, c.dataset) for c in cells] == [("zero-shot", "a"), ("zero-shot", "b"), ("factax", "a"),
                                                      ("factax", "b")]
+
+
+def test_the_scripted_backend_from_the_command_line_says_what_it_is_in_one_line(tmp_path, capsys):
+    """The scripted backend answers only the rules a test gives it: from the command line, its first unanswered
+    request ends the run with one line that says so and names the backends that judge (exit 5), and leaves no
+    run folder behind."""
+    data = tmp_path / "tiny.jsonl"
+    data.write_text(json.dumps({"id": "a", "document": "The cat sat.", "summary": "A cat sat.", "label": 1}) + "\n")
+    code = cli.main(["run", "zero-shot", "--dataset", f"file:{data}", "--backend", "scripted", "--out",
+                     str(tmp_path / "run"), "--cache", str(tmp_path / "c.sqlite")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 5 and "Traceback" not in "\n".join(err)
+    assert "no rule matches request" in err[-1] and "use --backend hf or openai" in err[-1]
+    assert not (tmp_path / "run").exists()

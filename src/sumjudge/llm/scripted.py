@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import SumjudgeError
 from .backend import Capabilities
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
 
@@ -26,6 +27,10 @@ class Rule:
         if callable(self.match):
             return bool(self.match(req))
         return re.search(self.match, req.messages[-1]["content"], re.S) is not None
+
+
+class NoRuleMatches(SumjudgeError, LookupError):
+    """A request the scripted backend has no answer for: a one-line error, never an answer."""
 
 
 class ScriptedBackend:
@@ -69,8 +74,9 @@ class ScriptedBackend:
             self.requests.append(r)
             rule = next((x for x in self.rules if x.accepts(r)), None)
             if rule is None:
-                out.append(LookupError(f"scripted backend: no rule matches request {r.tag!r}: "
-                                       f"{r.messages[-1]['content'][:120]!r}"))
+                out.append(NoRuleMatches(f"scripted backend: no rule matches request {r.tag!r}: "
+                                         f"{r.messages[-1]['content'][:120]!r} (it answers only the rules a test "
+                                         "gives it; to judge with a model, use --backend hf or openai)"))
                 continue
             text = rule.reply(r) if callable(rule.reply) else rule.reply
             out.append(ChatResponse(text=text, finish_reason=rule.finish, prompt_tokens=sum(len(m["content"].split()) for m in r.messages),
@@ -82,7 +88,7 @@ class ScriptedBackend:
         out: list[OptionScores | Exception] = []
         for r in reqs:
             if self.options_fn is None:
-                out.append(LookupError("scripted backend: no option-scoring function given"))
+                out.append(NoRuleMatches("scripted backend: no option-scoring function given"))
                 continue
             got = self.options_fn(r)  # probabilities, or (probabilities, coverage)
             probs, coverage = got if isinstance(got, tuple) else (got, 1.0)
