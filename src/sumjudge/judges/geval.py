@@ -23,7 +23,7 @@ from typing import Any
 
 from ..data.records import RatedExample
 from ..llm import ChatRequest, OptionScoringError
-from ..llm.engine import LLM
+from ..llm.engine import Calls
 from ..llm.parsing import ParseError, scale_score
 from .aspects import Aspect, score_aspects
 from .base import fit_prompt, user
@@ -54,7 +54,7 @@ class GEvalConfig:
                 tokens if self.max_new_tokens is None else self.max_new_tokens, role, unreadable)
 
 
-async def geval_aspect(example: RatedExample, a: Aspect, llm: LLM, config: GEvalConfig) -> tuple[float | None, dict]:
+async def geval_aspect(example: RatedExample, a: Aspect, llm: Calls, config: GEvalConfig) -> tuple[float | None, dict]:
     tag = f"{example.id}/{a.name}/g-eval"
     temperature, max_new_tokens, role, unreadable = config.sampling()
     prompt, fit = await fit_prompt(llm, a.template, a.fields(example), max_new_tokens=max_new_tokens,
@@ -91,6 +91,6 @@ async def geval_aspect(example: RatedExample, a: Aspect, llm: LLM, config: GEval
         "samples": values, "unparsed_samples": failed}
 
 
-async def g_eval(example: RatedExample, llm: LLM, config: GEvalConfig):
+async def g_eval(example: RatedExample, llm: Calls, config: GEvalConfig):
     return await score_aspects(example, config.aspects, lambda a: geval_aspect(example, a, llm, config))
 

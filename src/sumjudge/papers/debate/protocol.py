@@ -44,7 +44,7 @@ from typing import Any
 
 from ...data.records import FaithExample, RatedExample
 from ...errors import ConfigError
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from ...llm.parsing import complete_lines, scale_score
 from ...llm.types import ChatRequest
 from ...prompts import load as load_template
@@ -126,7 +126,7 @@ class AspectDebate:
     earlier_score: float | None = None  # an unreadable final score: the latest readable one before it (not used)
 
 
-def history_reserve(llm: LLM, config: DebateConfig) -> int:
+def history_reserve(llm: Calls, config: DebateConfig) -> int:
     if config.history_tokens is not None:
         return config.history_tokens
     ctx = llm.context_length
@@ -136,7 +136,7 @@ def history_reserve(llm: LLM, config: DebateConfig) -> int:
 class Commander:
     """Holds P and the debate log; renders what each agent sees."""
 
-    def __init__(self, llm: LLM, example: Debated, a: Aspect, config: DebateConfig, fields: dict[str, str],
+    def __init__(self, llm: Calls, example: Debated, a: Aspect, config: DebateConfig, fields: dict[str, str],
                  truncated_words: int = 0):
         self.llm, self.a, self.config = llm, a, config
         self.tag = f"{example.id}/{a.name}"
@@ -152,7 +152,7 @@ class Commander:
         self.dropped = 0
 
     @classmethod
-    async def create(cls, llm: LLM, example: Debated, a: Aspect, config: DebateConfig) -> "Commander":
+    async def create(cls, llm: Calls, example: Debated, a: Aspect, config: DebateConfig) -> "Commander":
         """P for ``example`` and aspect ``a``, the document cut (``truncate``) to leave room for the debate."""
         fields, fit = await fit_fields(llm, a.template, a.fields(example),
                                        max_new_tokens=config.max_new_tokens + history_reserve(llm, config),
@@ -240,7 +240,7 @@ async def score_turn(cmd: Commander, messages, role: str, iteration: int) -> Deb
                       reminded=res.attempts > 1)
 
 
-async def debate_aspect(example: Debated, a: Aspect, llm: LLM, config: DebateConfig) -> tuple[float | None, dict]:
+async def debate_aspect(example: Debated, a: Aspect, llm: Calls, config: DebateConfig) -> tuple[float | None, dict]:
     cmd = await Commander.create(llm, example, a, config)
     out = AspectDebate(aspect=a.name, scale=(a.lo, a.hi), critic=f"{config.critic}/{config.prompt_type}",
                        truncated_words=cmd.truncated_words)
@@ -271,7 +271,7 @@ async def debate_aspect(example: Debated, a: Aspect, llm: LLM, config: DebateCon
     return out.final_score, asdict(out)
 
 
-async def debate(example: RatedExample, llm: LLM, config: DebateConfig):
+async def debate(example: RatedExample, llm: Calls, config: DebateConfig):
     config.critic_template()  # unknown persona / prompt type: fail before any call
     return await score_aspects(example, config.aspects, lambda a: debate_aspect(example, a, llm, config),
                                overrides=DEBATE_TEMPLATES)
@@ -299,7 +299,7 @@ class DebateConsistencyConfig(DebateConfig):
     threshold: float = 4.0  # faithful when the final score >= threshold (the arena chooses its own, held out)
 
 
-async def debate_consistency(example: FaithExample, llm: LLM, config: DebateConsistencyConfig):
+async def debate_consistency(example: FaithExample, llm: Calls, config: DebateConsistencyConfig):
     """DEBATE on a binary faithfulness example: the debate of Algorithm 1 over G-Eval's SummEval consistency task
     (the document and summary of the example), its final 1-5 score thresholded. Not in the paper, which rates
     SummEval and Topical-Chat only: the adaptation the judge arena compares with the other papers' judges."""

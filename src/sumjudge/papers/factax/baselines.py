@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...data.records import FaithExample
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from ...llm.parsing import complete_lines, star_rating, yes_no
 from ...judges.aspects import consistency_aspect, thresholded
 from ...judges.base import AsPrinted, Judgement, MethodSpec, fit_prompt, register, request
@@ -42,7 +42,7 @@ class StarConfig:
     fallback: str = "none"  # none | option_scores (the likeliest star count 1-5, recorded)
 
 
-async def star(example: FaithExample, llm: LLM, config: StarConfig) -> Judgement:
+async def star(example: FaithExample, llm: Calls, config: StarConfig) -> Judgement:
     prompt, fit = await fit_prompt(llm, "factax/star_rating", {"document": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id)
     req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
@@ -73,7 +73,7 @@ class LuoCoTConfig(LuoConfig):
     max_new_tokens: int = 512  # reasoning, then the answer
 
 
-async def luo(example: FaithExample, llm: LLM, config: LuoConfig) -> Judgement:
+async def luo(example: FaithExample, llm: Calls, config: LuoConfig) -> Judgement:
     prompt, fit = await fit_prompt(llm, config.template, {"document": example.document, "summary": example.summary},
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id,
                              shrink="document")
@@ -95,7 +95,7 @@ class GEvalConsistencyConfig(GEvalConfig):
 
 
 
-async def g_eval_consistency(example: FaithExample, llm: LLM, config: GEvalConsistencyConfig) -> Judgement:
+async def g_eval_consistency(example: FaithExample, llm: Calls, config: GEvalConsistencyConfig) -> Judgement:
     score, info = await geval_aspect(example, consistency_aspect(), llm, config)
     return thresholded(example.id, score, config.threshold, info)
 

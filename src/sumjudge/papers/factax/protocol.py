@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from ...data.factax_types import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
 from ...data.records import FaithExample
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from ...llm.parsing import ParseError, complete_lines
 from .alignment import align
 from ...judges.base import Judgement, MethodSpec, fit_prompt, register, request
@@ -126,13 +126,13 @@ def summary_sentences(example: FaithExample) -> list[str]:
     return sentences(example.summary)
 
 
-async def token_counter(llm: LLM, texts: list[str]) -> Callable[[str], int]:
+async def token_counter(llm: Calls, texts: list[str]) -> Callable[[str], int]:
     """Tokens of each of ``texts`` under the model's tokenizer (words where it has none), counted at once."""
     counts = dict(zip(texts, await asyncio.gather(*(llm.count_tokens(t) for t in texts))))
     return lambda t: counts.get(t) or len(t.split())
 
 
-async def judge_window(example: FaithExample, text: str, i: int, llm: LLM, config: FacTaxConfig,
+async def judge_window(example: FaithExample, text: str, i: int, llm: Calls, config: FacTaxConfig,
                        windowed: bool, count: Callable[[str], int] | None) -> dict[str, Any]:
     """One window's verdict; ``count`` (a long document's token counter) asks for the document to be aligned."""
     doc, info = example.document, {}
@@ -156,7 +156,7 @@ async def judge_window(example: FaithExample, text: str, i: int, llm: LLM, confi
     return {**out, "labels": [], "reasoning": "", "correct": None, "source": "unparsed", "parse_error": res.error}
 
 
-async def factax(example: FaithExample, llm: LLM, config: FacTaxConfig) -> Judgement:
+async def factax(example: FaithExample, llm: Calls, config: FacTaxConfig) -> Judgement:
     ww = config.window_words
     wins = windows(summary_sentences(example), ww) or [example.summary]
     count = await token_counter(llm, [example.document])  # once per summary

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ...data.records import FaithExample
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from ...llm.parsing import tag_bodies
 from ...prompts import load as load_template
 from ...prompts import variant
@@ -35,7 +35,7 @@ class AmbiguitySCConfig(SelfConsistencyConfig):
     threshold: float = 20.0  # percentage points
 
 
-async def ambiguity_sc(example: FaithExample, llm: LLM, config: AmbiguitySCConfig) -> Judgement:
+async def ambiguity_sc(example: FaithExample, llm: Calls, config: AmbiguitySCConfig) -> Judgement:
     answers, fit = await cot_samples(example, llm, config)
     labels = [a[0] for a in answers if a[0] is not None]
     if not labels:
@@ -52,7 +52,7 @@ def category(raw: str) -> str:
     return " ".join(b.strip() for b, closed in tag_bodies(raw, "category") if closed and b.strip())
 
 
-async def ask_ambiguity(example: FaithExample, llm: LLM, config: ZeroShotConfig, template: str, fields: dict,
+async def ask_ambiguity(example: FaithExample, llm: Calls, config: ZeroShotConfig, template: str, fields: dict,
                         tag: str) -> tuple[int | None, str, str, dict]:
     name = variant(template, config.doc_first, config.prompts)
     fitted, fit = await fit_fields(llm, name, {"doc": example.document, "summary": example.summary, **fields},
@@ -70,7 +70,7 @@ class AmbiguityTaxonomyConfig(ZeroShotConfig):
     follow_up: str = "madisse/ambiguity_label_follow_up"
 
 
-async def ambiguity_taxonomy(example: FaithExample, llm: LLM, config: AmbiguityTaxonomyConfig) -> Judgement:
+async def ambiguity_taxonomy(example: FaithExample, llm: Calls, config: AmbiguityTaxonomyConfig) -> Judgement:
     label, expl, source, details = await ask_ambiguity(example, llm, config, config.template,
                                                        {"taxonomy": taxonomy_text()}, "ambiguity-taxonomy")
     return Judgement(example_id=example.id, label=label, explanation=expl, parsed=source == "parsed",
@@ -82,7 +82,7 @@ class AmbiguityDebateConfig(MadisseConfig):
     arguments_template: str = "madisse/table32_ambiguity_arguments"
 
 
-async def ambiguity_debate(example: FaithExample, llm: LLM, config: AmbiguityDebateConfig) -> Judgement:
+async def ambiguity_debate(example: FaithExample, llm: Calls, config: AmbiguityDebateConfig) -> Judgement:
     debate = await madisse(example, llm, config)
     sessions = debate.details["sessions"]
     disagreement = int(all(no_change for no_change in debate.details["no_agent_changed_stance"])

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from ...data.records import FaithExample
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from ...llm.types import ChatRequest, ChatResponse
 from ...prompts import load as load_template
 from ...llm.parsing import binary_label, tag_bodies
@@ -86,7 +86,7 @@ def label_follow_up(req: ChatRequest, attempt: int, answer: ChatResponse,
                    seed=(req.seed or 0) + 100_000 * attempt, tag=f"{req.tag}#label{attempt}")
 
 
-async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str = "explanation",
+async def label_with_fallback(llm: Calls, req, fallback: str, explanation_tag: str = "explanation",
                               retry: str = "resample", follow_up: str = "madisse/label_follow_up"
                               ) -> tuple[int | None, str, str, dict]:
     """Ask, parse (with the engine's retries: new samples, or with ``retry="follow_up"`` a follow-up turn asking
@@ -116,7 +116,7 @@ async def label_with_fallback(llm: LLM, req, fallback: str, explanation_tag: str
     return None, "", "unparsed", details
 
 
-async def zero_shot(example: FaithExample, llm: LLM, config: ZeroShotConfig) -> Judgement:
+async def zero_shot(example: FaithExample, llm: Calls, config: ZeroShotConfig) -> Judgement:
     prompt, fit = await fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
                                    max_new_tokens=answer_room(config.max_new_tokens, config.label_retry),
                                    policy=config.truncate, tag=example.id)
@@ -158,7 +158,7 @@ def majority(labels: list[int | None]) -> tuple[int | None, dict[int, int]]:
     return (1 if counts[1] >= counts[0] else 0), dict(counts)
 
 
-async def cot_samples(example: FaithExample, llm: LLM, config: SelfConsistencyConfig):
+async def cot_samples(example: FaithExample, llm: Calls, config: SelfConsistencyConfig):
     """The ``samples`` chain-of-thought answers of ``example``: [(label, explanation, source, details)], fit."""
     import asyncio
 
@@ -170,7 +170,7 @@ async def cot_samples(example: FaithExample, llm: LLM, config: SelfConsistencyCo
                                                            follow_up=config.follow_up) for r in reqs))), fit
 
 
-async def self_consistency(example: FaithExample, llm: LLM, config: SelfConsistencyConfig) -> Judgement:
+async def self_consistency(example: FaithExample, llm: Calls, config: SelfConsistencyConfig) -> Judgement:
     results, fit = await cot_samples(example, llm, config)
     labels = [r[0] for r in results]
     label, counts = majority(labels)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ...data.records import FaithExample
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from ...llm.parsing import xml_tag
 from ...prompts import load as load_template
 from ...judges.base import request
@@ -52,14 +52,14 @@ def split_numbered(text: str) -> list[str]:
     return [x for x in items if x]
 
 
-async def negate(llm: LLM, guideline: str, config: MadisseConfig, tag: str) -> str | None:
+async def negate(llm: Calls, guideline: str, config: MadisseConfig, tag: str) -> str | None:
     prompt = load_template("madisse/a11_negate_guideline").render(guideline=guideline)
     resp = await llm.chat_parsed(request(prompt, max_new_tokens=128, seed=config.seed, tag=tag),
                                  lambda t: xml_tag(t, "guideline"), cut_parse=lambda t: xml_tag(t, "guideline", closed_only=True))
     return resp.value.strip() if resp.ok and resp.value.strip() else None
 
 
-async def learn_guidelines(examples: list[FaithExample], llm: LLM, config: MadisseConfig, *,
+async def learn_guidelines(examples: list[FaithExample], llm: Calls, config: MadisseConfig, *,
                            max_passes: int = 3, start: str = "paper") -> LearnedGuidelines:
     if start not in ("paper", "empty"):
         raise ValueError(f"start must be 'paper' or 'empty', got {start!r}")

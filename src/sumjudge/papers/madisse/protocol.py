@@ -45,7 +45,7 @@ from pathlib import Path
 
 from ...data.records import FaithExample
 from ...errors import ConfigError
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from ...llm.parsing import ParseError, xml_tag
 from ...prompts import load as load_template
 from ...prompts import variant
@@ -203,7 +203,7 @@ def learning_text(on: bool) -> str:
     return "\n\n" + load_template("madisse/a11_guideline_request").body if on else ""
 
 
-def history_reserve(llm: LLM, config: MadisseConfig) -> int:
+def history_reserve(llm: Calls, config: MadisseConfig) -> int:
     if config.history_tokens is not None:
         return config.history_tokens
     ctx = llm.context_length
@@ -236,7 +236,7 @@ def shuffled_blocks(p: Prompts, shown: list[list[Turn]], me: int, rng: random.Ra
     return blocks
 
 
-async def fit_history(llm: LLM, tmpl: str, fields: dict, p: Prompts, blocks: list[list[str]], intervention: str,
+async def fit_history(llm: Calls, tmpl: str, fields: dict, p: Prompts, blocks: list[list[str]], intervention: str,
                       learning: str, max_new_tokens: int) -> tuple[str, int]:
     """The chat history: every previous round, or, if that overflows the context, the latest rounds that
     fit (the number of dropped rounds is returned)."""
@@ -279,7 +279,7 @@ class Debate:
     fields (the document cut once for every prompt)."""
 
     example: FaithExample
-    llm: LLM
+    llm: Calls
     config: MadisseConfig
     prompts: Prompts
     fields: dict
@@ -417,7 +417,7 @@ def distinct_orders(n: int, k: int, rng: random.Random) -> list[list[int]]:
     return out
 
 
-async def fitted_fields(example: FaithExample, llm: LLM, config: MadisseConfig, p: Prompts) -> tuple[dict, dict]:
+async def fitted_fields(example: FaithExample, llm: Calls, config: MadisseConfig, p: Prompts) -> tuple[dict, dict]:
     """The document cut (``truncate=truncate``) so that every prompt this configuration sends fits: round 1
     with the stances, later rounds (when there are any) with room for the chat history and the mediator
     text, the adjudicators with room for one round of arguments."""
@@ -441,7 +441,7 @@ async def fitted_fields(example: FaithExample, llm: LLM, config: MadisseConfig, 
     return {k: fields[k] for k in ("doc", "summary", "guidelines")}, ({"truncated_words": cut} if cut else {})
 
 
-async def fit_entries(llm: LLM, tmpl, fields: dict, p: Prompts, entries: list[tuple[str, str]], max_new_tokens: int,
+async def fit_entries(llm: Calls, tmpl, fields: dict, p: Prompts, entries: list[tuple[str, str]], max_new_tokens: int,
                       field: str = "chat_history") -> tuple[str, int]:
     """The chat history of ``entries`` ((speaker, text)), for the template's ``field``; when it would overflow the
     context, every text is cut to the same number of words, the most that fits (the number of words cut is
@@ -458,7 +458,7 @@ async def fit_entries(llm: LLM, tmpl, fields: dict, p: Prompts, entries: list[tu
     return history(limit), sum(max(0, len(t.split()) - limit) for _, t in entries)
 
 
-async def madisse(example: FaithExample, llm: LLM, config: MadisseConfig) -> Judgement:
+async def madisse(example: FaithExample, llm: Calls, config: MadisseConfig) -> Judgement:
     p = madisse_prompts(config)
     fields, fit = await fitted_fields(example, llm, config, p)
     debate = Debate(example, llm, config, p, fields)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ...data.records import FaithExample, MeetingErrorExample
 from ...judges.base import AsPrinted, Judgement, MethodSpec, register
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from .protocol import MesaConfig, mesa, preflight, step_role
 
 
@@ -43,7 +43,7 @@ def verdict(types: dict[str, dict[str, Any]]) -> int | None:
     return 1 if detected and all(d is False for d in detected) else None
 
 
-async def mesa_faithfulness(example: FaithExample, llm: LLM, config: MesaFaithfulnessConfig) -> Judgement:
+async def mesa_faithfulness(example: FaithExample, llm: Calls, config: MesaFaithfulnessConfig) -> Judgement:
     j = await mesa(as_meeting(example), llm, config)
     types = j.details["types"]
     j.label = verdict(types)
@@ -54,7 +54,7 @@ async def mesa_faithfulness(example: FaithExample, llm: LLM, config: MesaFaithfu
     return j
 
 
-async def mesa_faithfulness_preflight(examples: list[FaithExample], llm: LLM, config: MesaFaithfulnessConfig) -> None:
+async def mesa_faithfulness_preflight(examples: list[FaithExample], llm: Calls, config: MesaFaithfulnessConfig) -> None:
     await preflight([as_meeting(e) for e in examples], llm, config)
 
 

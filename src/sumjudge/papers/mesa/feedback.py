@@ -31,7 +31,7 @@ from typing import Any
 
 from ...data.records import MeetingErrorExample
 from ...llm import ChatRequest
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from ...llm.parsing import ParseError, lenient_json, scale_score
 from ...prompts import render
 from .protocol import MesaConfig, mesa
@@ -114,7 +114,7 @@ def ask(system: str, user: str, max_new_tokens: int, seed: int, tag: str) -> Cha
                        max_new_tokens=max_new_tokens, seed=seed, tag=tag)
 
 
-async def feedback_round(train: list[MeetingErrorExample], llm: LLM, config: MesaConfig, iteration: int,
+async def feedback_round(train: list[MeetingErrorExample], llm: Calls, config: MesaConfig, iteration: int,
                          max_new_tokens: int = 512, judge: str | None = None) -> FeedbackRound:
     """Assess ``train`` with ``config`` (which carries the previous reports), compare with the annotations,
     condense: the reports of MESA-``iteration``."""
@@ -153,7 +153,7 @@ async def feedback_round(train: list[MeetingErrorExample], llm: LLM, config: Mes
                          no_human_annotation=sorted(missing - {s.code for s in samples}))
 
 
-async def self_train(train: list[MeetingErrorExample], llm: LLM, config: MesaConfig, iterations: int = 1,
+async def self_train(train: list[MeetingErrorExample], llm: Calls, config: MesaConfig, iterations: int = 1,
                      max_new_tokens: int = 512, judge: str | None = None) -> dict[str, Any]:
     """The feedback for MESA-``iterations`` (a mapping for ``MesaConfig.feedback``; ``save`` writes it).
     ``iterations=0`` returns {} (MESA-0, no feedback). ``judge``: another model for the two judge calls

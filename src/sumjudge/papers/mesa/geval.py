@@ -14,7 +14,7 @@ from dataclasses import replace as dc_replace
 from typing import Any
 
 from ...data.records import MeetingErrorExample
-from ...llm.engine import LLM
+from ...llm.engine import Calls
 from ...judges.aspects import Aspect
 from ...judges.base import Judgement, MethodSpec, register
 from ...judges.geval import GEvalConfig, geval_aspect
@@ -39,7 +39,7 @@ def type_aspects(config: MeetingGEvalConfig) -> list[Aspect]:
             for t in MesaConfig(types=config.types, criteria=config.criteria).selected()]
 
 
-async def mesa_g_eval(example: MeetingErrorExample, llm: LLM, config: MeetingGEvalConfig) -> Judgement:
+async def mesa_g_eval(example: MeetingErrorExample, llm: Calls, config: MeetingGEvalConfig) -> Judgement:
     aspects = type_aspects(config)
     words = len(example.transcript.split())
     kept = words

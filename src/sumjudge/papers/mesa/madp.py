@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from ...llm import ChatRequest
-from ...llm.engine import LLM, Parsed
+from ...llm.engine import LLM, Calls, Parsed
 from ...prompts import load as load_template
 from ...prompts import render
 
@@ -45,7 +45,7 @@ def room(max_new_tokens: int, challengers: int) -> int:
     return max_new_tokens * (challengers + 2) + 160 * (challengers + 1)
 
 
-def challenger_llms(llm: LLM, n: int, models: list[str] | None) -> list[tuple[LLM, str]]:
+def challenger_llms(llm: Calls, n: int, models: list[str] | None) -> list[tuple[LLM, str]]:
     """(engine, model name) of each challenger: the run's model (MADP-S) or the companions in turn (MADP-M)."""
     if not models:
         return [(llm, llm.info.model)] * n
@@ -57,7 +57,7 @@ def _chat(req: ChatRequest, system: str | None, user: str, tag: str) -> ChatRequ
     return replace(req, messages=msgs, tag=tag)
 
 
-async def discuss(llm: LLM, req: ChatRequest, parse: Callable[[str], Any], *, challengers: int,
+async def discuss(llm: Calls, req: ChatRequest, parse: Callable[[str], Any], *, challengers: int,
                   prompts: str = "code", perspectives: tuple[str, ...] | list[str] = PERSPECTIVES,
                   models: list[str] | None = None) -> tuple[Parsed, list[dict[str, str]]]:
     """(the parsed consolidation, the discussion: one entry per contribution with role, model and text)."""

@@ -50,7 +50,7 @@ from typing import Any, Callable
 from ...data.records import MeetingErrorExample
 from ...llm import ChatRequest, PromptTooLongError
 from ...errors import ConfigError
-from ...llm.engine import LLM, Parsed
+from ...llm.engine import Calls, Parsed
 from ...llm.fitting import certainly_fits, longest_prefix
 from ...llm.parsing import ParseError, json_number, lenient_json
 from ...prompts import load as load_template
@@ -373,7 +373,7 @@ def criteria_fields(selected: list[ErrorType], config: MesaConfig) -> dict[str, 
     return {"criteria": "\n".join(f"- {t.code} ({t.name}): {t.definition}" for t in selected)}
 
 
-def answer_room(llm: LLM, config: MesaConfig, appendix_tokens: int) -> int:
+def answer_room(llm: Calls, config: MesaConfig, appendix_tokens: int) -> int:
     """Tokens a step prompt must leave free: the answer (and the option-score fallback's prefix), the
     self-training report, the instances a later step carries (at most one answer), MADP's discussion."""
     room = config.max_new_tokens + FALLBACK_ROOM + appendix_tokens
@@ -384,7 +384,7 @@ def answer_room(llm: LLM, config: MesaConfig, appendix_tokens: int) -> int:
     return room
 
 
-async def prompt_overhead(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+async def prompt_overhead(example: MeetingErrorExample, llm: Calls, config: MesaConfig, reports: dict[str, str]
                           ) -> tuple[int, int] | None:
     """(tokens of the longest prompt this configuration sends for ``example`` without its transcript, tokens it
     must leave free: ``answer_room``); None when the backend has no context length or no tokenizer."""
@@ -412,7 +412,7 @@ def example_prompts(example: MeetingErrorExample, config: MesaConfig, reports: d
     return prompts, appendices
 
 
-async def whole_transcript_fits(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+async def whole_transcript_fits(example: MeetingErrorExample, llm: Calls, config: MesaConfig, reports: dict[str, str]
                                 ) -> bool:
     """Whether every prompt of this configuration certainly fits with the whole transcript, by ``certainly_fits``'s
     bound (no transcript is counted: a long-context model holds most meetings many times over). False: count."""
@@ -426,14 +426,14 @@ async def whole_transcript_fits(example: MeetingErrorExample, llm: LLM, config: 
     return True
 
 
-async def transcript_budget(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+async def transcript_budget(example: MeetingErrorExample, llm: Calls, config: MesaConfig, reports: dict[str, str]
                             ) -> int | None:
     """The most transcript tokens every prompt of this configuration leaves room for, for ``example``."""
     parts = await prompt_overhead(example, llm, config, reports)
     return None if parts is None else llm.context_length - parts[0] - parts[1]
 
 
-async def fit_transcript(example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str]
+async def fit_transcript(example: MeetingErrorExample, llm: Calls, config: MesaConfig, reports: dict[str, str]
                          ) -> tuple[str, dict[str, Any]]:
     """The transcript every step of this example reads: whole when it fits the budget (``transcript_budget``,
     and ``transcript_tokens`` when given), else cut from the end under ``truncate=truncate`` or refused under
@@ -479,7 +479,7 @@ class Steps:
     appended, checked against the context), its answer (asked, or discussed under MADP), and what the step
     leaves on the assessments it concerns (feedback used, the discussion, the first unparsed step)."""
 
-    def __init__(self, example: MeetingErrorExample, llm: LLM, config: MesaConfig, reports: dict[str, str],
+    def __init__(self, example: MeetingErrorExample, llm: Calls, config: MesaConfig, reports: dict[str, str],
                  transcript: str):
         self.example, self.llm, self.config, self.reports = example, llm, config, reports
         self.transcript = transcript
@@ -573,7 +573,7 @@ async def find_and_rate(steps: Steps, templates: tuple[str, str], base: dict[str
     return found, rated
 
 
-async def assess_type(example: MeetingErrorExample, t: ErrorType, llm: LLM, config: MesaConfig,
+async def assess_type(example: MeetingErrorExample, t: ErrorType, llm: Calls, config: MesaConfig,
                       reports: dict[str, str] | None = None, transcript: str | None = None) -> TypeAssessment:
     """Single-aspect assessment of one error type (Figures 3-5, or the single step)."""
     out = TypeAssessment(code=t.code, steps=config.steps)
@@ -600,7 +600,7 @@ async def assess_type(example: MeetingErrorExample, t: ErrorType, llm: LLM, conf
     return out
 
 
-async def assess_multi(example: MeetingErrorExample, selected: list[ErrorType], llm: LLM, config: MesaConfig,
+async def assess_multi(example: MeetingErrorExample, selected: list[ErrorType], llm: Calls, config: MesaConfig,
                        reports: dict[str, str] | None = None, transcript: str | None = None) -> list[TypeAssessment]:
     """Multi-aspect assessment (Section 2.2): every selected type in one prompt per step: the authors' all-at-once
     baseline for one step (``s22_multi_single_step``), sumjudge's adaptation of Figures 3-5 for three."""
@@ -657,7 +657,7 @@ def overall(assessments: list[TypeAssessment], types: dict[str, ErrorType]) -> t
     return impact, 1 + (5 - impact) / 5 * 9
 
 
-async def mesa(example: MeetingErrorExample, llm: LLM, config: MesaConfig) -> Judgement:
+async def mesa(example: MeetingErrorExample, llm: Calls, config: MesaConfig) -> Judgement:
     selected = config.selected()
     fb = feedback_reports(config)
     if example.meeting in set(fb.get("train_meetings", [])):
@@ -680,7 +680,7 @@ async def mesa(example: MeetingErrorExample, llm: LLM, config: MesaConfig) -> Ju
                               "types": {a.code: asdict(a) for a in found}})
 
 
-async def preflight(examples: list[MeetingErrorExample], llm: LLM, config: MesaConfig) -> None:
+async def preflight(examples: list[MeetingErrorExample], llm: Calls, config: MesaConfig) -> None:
     """Under ``truncate=error``, refuse the run before any call when the model's context cannot hold every
     transcript with this configuration's prompts and answers (MESA used GPT-4o, 128k tokens; meeting
     transcripts average about 9,000 words)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ....data.records import FaithExample
 from ....errors import ConfigError
-from ....llm.engine import LLM
+from ....llm.engine import Calls
 from ....llm.parsing import ParseError, complete_lines
 from ....judges.base import Judgement, MethodSpec, fit_prompt, register, request
 from ..metrics import factax_metrics
@@ -44,7 +44,7 @@ def parse_binary(text: str) -> int:
     return found.pop()
 
 
-async def factax_sft(example: FaithExample, llm: LLM, config: SFTInferenceConfig) -> Judgement:
+async def factax_sft(example: FaithExample, llm: Calls, config: SFTInferenceConfig) -> Judgement:
     if config.inference not in PROMPTS:
         raise ConfigError(f"inference={config.inference!r}: expected binary or taxonomy")
     prompt, fit = await fit_prompt(llm, PROMPTS[config.inference], {"document": example.document, "summary": example.summary},
