@@ -13,7 +13,7 @@ from sumjudge.llm.backend import Backend, Capabilities
 from sumjudge.llm.engine import LLM, CallLog, RunContext
 from sumjudge.llm.scripted import ScriptedBackend
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "sumjudge"
+SRC = Path(__file__).resolve().parents[3] / "src" / "sumjudge"
 
 
 def test_no_code_probes_a_backend_for_what_it_can_do():
