@@ -346,8 +346,9 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
 
 
 def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]:
-    """Figure 2: accuracy per summary length (words) bucket, per method (label -> run folder)."""
-    from ...metrics import length_buckets
+    """Figure 2: accuracy per summary length (words) bucket, per method (label -> run folder), with Wilson's 95%
+    interval over the bucket's readable judgements."""
+    from ...metrics import length_buckets, wilson_ci
 
     rows = []
     for label, run in runs.items():
@@ -355,20 +356,34 @@ def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]
         lengths = [len(r["example"]["summary"].split()) for r in res]
         for b in length_buckets(lengths, [r["example"]["label"] for r in res], [r["judgement"]["label"] for r in res],
                                 edges):
-            rows.append({"method": label, **b})
+            ci = wilson_ci(100 * b["accuracy"], b["n"])
+            rows.append({"method": label, **b, "ci_low": None if ci is None else ci[0] / 100,
+                         "ci_high": None if ci is None else ci[1] / 100})
     return rows
 
 
 def length_figure(rows: list[dict[str, Any]]):
+    """Accuracy per length bucket, one series per method with its 95% interval as error bars, the methods set
+    side by side within a bucket (so that equal values do not hide one another), on the whole 0-1 scale."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    for method in dict.fromkeys(r["method"] for r in rows):
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    buckets = list(dict.fromkeys(r["bucket"] for r in rows))
+    step = 0.6 / max(len(methods), 1)
+    for i, (method, marker) in enumerate(zip(methods, "osD^v<>p*hX" * 3)):
         pts = [r for r in rows if r["method"] == method]
-        ax.plot([r["bucket"] for r in pts], [r["accuracy"] for r in pts], marker="o", label=method)
+        xs = [buckets.index(r["bucket"]) + (i - (len(methods) - 1) / 2) * step for r in pts]
+        ys = [r["accuracy"] for r in pts]
+        below = [y - r["ci_low"] if r.get("ci_low") is not None else 0.0 for y, r in zip(ys, pts)]
+        above = [r["ci_high"] - y if r.get("ci_high") is not None else 0.0 for y, r in zip(ys, pts)]
+        ax.errorbar(xs, ys, yerr=[below, above], marker=marker, linestyle="none", capsize=3, label=f"{method}")
+    ax.set_xticks(range(len(buckets)), [f"{b}\n(n per method: {', '.join(str(r['n']) for r in rows if r['bucket'] == b)})"
+                                        for b in buckets], fontsize=8)
     ax.set_xlabel("summary length (words)")
-    ax.set_ylabel("accuracy")
-    ax.legend()
+    ax.set_ylabel("accuracy (95% interval)")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
 
