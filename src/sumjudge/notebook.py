@@ -21,7 +21,6 @@ from .llm.engine import LLM
 from .llm.recording import Recorder, Recording
 from .paths import figures_dir, project_root
 from .replay import ANSWERS, ANSWERS_PLAIN, model_label, replay_from_env, replay_llm
-from .runs import run_name  # noqa: F401  (the notebooks name their runs with it)
 from .plan import PlanSetting, planning_llm
 from .profiles import Profile
 

@@ -71,14 +71,16 @@ def arena(page: Path) -> str:
 
 def states(page: Path) -> str:
     """Each notebook's state on the page (recorded at a commit, stale, not recorded)."""
-    from .results_page import load_provenance
+    from .results_page import load_provenance, state_word
 
     prov = load_provenance(page)
     out = []
     for nb, r in sorted(prov["notebooks"].items()):
-        check = r.get("check") or {}
-        state = {"stale": f"stale since `{check.get('since')}`", "unrecorded": "not recorded (no replay checks it)"}.get(
-            check.get("state"), f"recorded at `{str(r.get('commit', '?'))[:7]}`")
+        state = state_word(r)
+        if state.startswith("recorded"):
+            state += f" at `{str(r.get('commit', '?'))[:7]}`"
+        elif state == "not recorded":
+            state += " (no replay checks it)"
         out.append(f"[{nb[:2]}](figures/results-smoke/{nb}.md) {state}")
     return "Notebooks on the committed page: " + "; ".join(out) + ".\n"
 

@@ -118,19 +118,6 @@ def section_files(src: Path) -> list[Path]:
                   key=lambda p: (p.stat().st_mtime, p.name))
 
 
-def sections(src: Path) -> dict[str, str]:
-    """Each table's Markdown and each figure's plotted data (``<name>.plot.json``), by name: what a replay
-    compares."""
-    out = {}
-    for f in section_files(src):
-        if f.suffix == ".md":
-            out[f.stem] = f.read_text(encoding="utf-8").rstrip()
-        else:
-            data = f.with_name(f.stem + ".plot.json")
-            out[f.stem] = data.read_text(encoding="utf-8").rstrip() if data.exists() else ""
-    return out
-
-
 PAPER_ONLY = "(paper only)"  # how a row the paper prints and this run does not compute names its experiment
 
 
@@ -174,6 +161,13 @@ def page_body(nb: Path, src: Path, dest: Path | None) -> list[str]:
                   "The paper's rows for evaluators, models or datasets this profile does not run, as printed, for "
                   "reference beside the reproduced rows above.", ""] + appendix
     return lines
+
+
+def state_word(record: dict[str, Any]) -> str:
+    """A notebook's state in a few words, as the index and the README say it."""
+    check = record.get("check") or {}
+    return {"stale": f"stale since `{check.get('since', '?')}`", "unrecorded": "not recorded"}.get(
+        check.get("state"), "recorded" if record.get("answers") else "recorded (no model call)")
 
 
 def state_lines(record: dict[str, Any]) -> list[str]:
@@ -243,7 +237,7 @@ def rewrite_state(out: Path, nb_stem: str, record: dict[str, Any]) -> None:
     end = next((i for i, x in enumerate(lines) if x.startswith("Executed in ") or x.startswith("## ")), len(lines))
     if start is None:
         start = end = 2
-    page.write_text("\n".join(lines[:start] + state_lines(record) + lines[end:]), encoding="utf-8")
+    page.write_text("\n".join(lines[:start] + state_lines(record) + lines[end:]) + "\n", encoding="utf-8")
 
 
 def load_provenance(out: Path) -> dict[str, Any]:
@@ -332,9 +326,7 @@ def write_index(out: Path, profile: str) -> Path:
              "| notebook | state | commit | machine | date | wall s | calls | backend calls |",
              "|---|---|---|---|---|---|---|---|"]
     for r in records:
-        check = r.get("check") or {}
-        state = {"stale": f"stale since `{check.get('since', '?')}`", "unrecorded": "not recorded"}.get(
-            check.get("state"), "recorded" if r.get("answers") else "recorded (no model call)")
+        state = state_word(r)
         machine = r.get("machine") or {}
         lines.append(f"| [{r['notebook']}]({r['notebook']}.md) | {state} | `{str(r.get('commit', ''))[:7]}` | "
                      f"{machine.get('cpu', '')}, {machine.get('cores', '')} cores | {r.get('date', '')} | "

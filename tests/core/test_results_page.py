@@ -151,3 +151,20 @@ def test_the_papers_rows_alone_go_to_an_appendix_at_the_end_of_the_page(tmp_path
                      "## appendix: table1, the paper's rows only", "## appendix: table9, the paper's rows only"]
     main = text.split("## endings")[0]
     assert "G-Eval" in main and "BERTScore" not in main
+
+
+def test_a_state_rewrite_keeps_the_page_as_written(tmp_path):
+    """Marking a page (its state block replaced) changes that block only: the rest, its final newline included,
+    stays as the page writer left it, so that a check that marks nothing leaves the page's bytes alone."""
+    from sumjudge.results_page import STATE_HEADING, rewrite_state, state_lines
+
+    rec = {"notebook": "10_x", "commit": "abc", "machine": {"cpu": "cpu"}, "date": "d", "answers": "a",
+           "check": {"state": "recorded"}}
+    text = "\n".join(["# 10", ""] + state_lines(rec) + ["Executed in 1 s (ok).", "", "## t", "", "| a |", "|---|",
+                                                       "| 1 |", ""])
+    (tmp_path / "10_x.md").write_text(text, encoding="utf-8")
+    rewrite_state(tmp_path, "10_x", rec)
+    assert (tmp_path / "10_x.md").read_text(encoding="utf-8") == text
+    rewrite_state(tmp_path, "10_x", {**rec, "check": {"state": "stale", "since": "def", "differences": ["x"]}})
+    after = (tmp_path / "10_x.md").read_text(encoding="utf-8")
+    assert after.endswith("| 1 |\n") and f"{STATE_HEADING} stale since `def`" in after

@@ -50,10 +50,10 @@ OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
 # Token ids kept for recent prompts (counts are kept apart): a few long meetings' prompts, not thousands
 TOKEN_CACHE_IDS = 1_000_000
 
-# A prompt over this many characters (about a million tokens, more than any served context) is not sent to a
-# a short finish_reason=length from a server that states no context counts as a real cut once asked again this many
+# A short finish_reason=length from a server that states no context counts as a real cut once asked again this many
 # times with the same seed and cut the same way each time (a fault's retry gives the fault-free answer)
 CUT_CONFIRMATIONS = 2
+# A prompt over this many characters (about a million tokens, more than any served context) is not sent to a
 # server that does not state its context: a 10 MB document is a mistake, not a request.
 MAX_PROMPT_CHARS_UNKNOWN_CONTEXT = 4_000_000
 

@@ -32,6 +32,7 @@ from .errors import ConfigError, SumjudgeError
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key, prompt_digest
 
 FORMAT = 1
+RERECORD = "Re-record the notebook with a real run (`make reproduce NOTEBOOKS=...`), or mark its page stale"
 
 
 class ReplayMiss(SumjudgeError):
@@ -249,8 +250,7 @@ class Recording:
         """A recorded step's result; a ``ReplayMiss`` naming the step where it was not recorded."""
         if name not in self.steps:
             raise ReplayMiss(f"replay of notebook {self.notebook or self.path}: step {name!r} was not recorded "
-                             f"(recorded: {', '.join(map(repr, sorted(self.steps))) or 'none'}). Re-record the "
-                             "notebook with a real run (`make reproduce NOTEBOOKS=...`), or mark its page stale")
+                             f"(recorded: {', '.join(map(repr, sorted(self.steps))) or 'none'}). {RERECORD}")
         return self.steps[name]
 
     def engine_for(self, backend: str, model: str | None, base_url: str | None, options: dict[str, Any]) -> int:
@@ -281,10 +281,11 @@ class Recording:
         if not pool:
             return None
 
+        asked = _prompt_text(request)[:2000]
+
         def rank(a: RecordedAnswer) -> tuple:
-            prompt = _prompt_text(a.request)
             return (a.request.get("tag", "") == tag, a.scope == scope,
-                    difflib.SequenceMatcher(None, prompt[:2000], _prompt_text(request)[:2000]).quick_ratio())
+                    difflib.SequenceMatcher(None, _prompt_text(a.request)[:2000], asked).quick_ratio())
 
         return max(pool, key=rank)
 
@@ -347,8 +348,7 @@ class ReplayBackend:
         what = difference(near.request, asked) if near else "nothing of this kind was recorded"
         where = f"replay of notebook {self.recording.notebook or self.recording.path}"
         what = (f"{kind} request {asked.get('tag') or ''!r} was not recorded ({self.recording.path.name}); nearest "
-                f"recorded ({near.run if near else '-'} / {near.scope if near else '-'}): {what}. Re-record the "
-                "notebook with a real run (`make reproduce NOTEBOOKS=...`), or mark its page stale")
+                f"recorded ({near.run if near else '-'} / {near.scope if near else '-'}): {what}. {RERECORD}")
         return ReplayMiss(f"{where}: {what}", what=what, where=where)
 
     def _answers(self, kind: str, reqs: list, cls) -> list:
