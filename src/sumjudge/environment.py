@@ -17,6 +17,8 @@ VARIABLES: dict[str, str] = {
                         "and by `sumjudge plan` for the notebooks they execute)",
     "SUMJUDGE_REPLAY": "the results page whose recorded answers a notebook answers from (set by "
                        "`make reproduce REPLAY=1`)",
+    "SUMJUDGE_ROUTER": "the router executable (vllm-router) that `sumjudge scale --replicas` and `make test-router` "
+                       "put in front of stand-in replicas (set by the Makefile after `make router-env`)",
     "SUMJUDGE_SHARED_ENGINE": "the address of the engine the notebooks of one `make reproduce` share (set by it)",
 }
 

@@ -28,6 +28,7 @@ from .data import registry as data_registry
 from .llm import BackendRequestError, OptionScoringError, PromptTooLongError, make_llm
 from .errors import ConfigError, SumjudgeError
 from .llm.engine import LLM, Calls
+from .locality import serving_from_log
 from .judges import get_method, make_config
 from .judges.base import Judgement
 from .run_metrics import METRICS_BY_KIND
@@ -554,12 +555,14 @@ def run_metrics(r: Run, judgements: list[Judgement], llm: Calls, server: dict | 
     level = rc.level or data_registry.get(rc.dataset).levels[0]  # rated examples carry no level of their own
     judged = [(ex, j) for ex, j in zip(examples, judgements) if j.label_source != "failed"]
     metrics_fn = r.spec.metrics or METRICS_BY_KIND[r.spec.kind]
-    return {"method": rc.method, "dataset": rc.dataset,
-            "level": getattr(examples[0], "level", level) if examples else level, "n_examples": len(examples),
-            **metrics_fn([ex for ex, _ in judged], [j for _, j in judged]),
-            "failed_examples": failure_summary(judgements), "parse_rates": parse_rates(judgements),
-            "cost": cost_summary(judgements), "engine": engine_stats(llm), "server": server,
-            "usage_all_processes": usage_from_log(r.out / "calls.jsonl")}
+    out = {"method": rc.method, "dataset": rc.dataset,
+           "level": getattr(examples[0], "level", level) if examples else level, "n_examples": len(examples),
+           **metrics_fn([ex for ex, _ in judged], [j for _, j in judged]),
+           "failed_examples": failure_summary(judgements), "parse_rates": parse_rates(judgements),
+           "cost": cost_summary(judgements), "engine": engine_stats(llm), "server": server,
+           "usage_all_processes": usage_from_log(r.out / "calls.jsonl")}
+    served = serving_from_log(r.out / "calls.jsonl")  # replicas and prefix hits, where the server says them
+    return out | {"serving": served} if served else out
 
 
 def usage_from_log(path: Path) -> dict[str, int]:

@@ -62,8 +62,12 @@ class Measured:
     peak_rss_mb: float = 0.0
     calls_jsonl_mb_per_10k: float = 0.0
     cache_mb_per_10k: float = 0.0
-    max_in_flight: int = 0
-    mean_in_flight: float = 0.0  # time-weighted, over the run
+    max_in_flight: int = 0  # on one replica
+    mean_in_flight: float = 0.0  # time-weighted, over the run, all replicas together
+    replicas: int = 1
+    policy: str = ""  # the router's, with more than one replica
+    calls_per_replica: dict[str, int] = field(default_factory=dict)  # chat requests each replica answered
+    serving: dict[str, Any] | None = None  # the run's serving figures (locality.serving_from_log)
     timeline: list[tuple[float, int]] = field(default_factory=list)
 
 
@@ -74,34 +78,47 @@ def paper_settings(method: str) -> dict[str, Any]:
 
 
 def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1024, keep_timeline: bool = False,
-            python: str = sys.executable) -> Measured:
-    """One run of ``paper_runs()[name]`` in a fresh process against a fresh stand-in server."""
+            python: str = sys.executable, replicas: int = 1, router: str | None = None,
+            policy: str = "cache_aware") -> Measured:
+    """One run of ``paper_runs()[name]`` in a fresh process against fresh stand-in servers: one addressed directly,
+    or ``replicas`` behind ``router`` routing by ``policy`` (``fleet.Fleet``)."""
+    from .fleet import Fleet
+
     context = paper_runs()[name].get("context_length", 131072)
-    server = subprocess.Popen([python, "-m", "sumjudge.standin", "--latency", str(latency_s), "--slots", str(slots),
-                               "--lifetime", "7200", "--max-model-len", str(context)], stdout=subprocess.PIPE, text=True)
-    try:
-        url = server.stdout.readline().strip()
+    with Fleet(replicas=replicas, router=router if replicas > 1 else None, policy=policy, latency_s=latency_s,
+               slots=slots, context_length=context, python=python) as fleet:
         with tempfile.TemporaryDirectory() as tmp:
-            job = {"name": name, "limit": limit, "base_url": url, "folder": tmp}
+            job = {"name": name, "limit": limit, "base_url": fleet.base_url, "folder": tmp}
             out = subprocess.run([python, "-m", "sumjudge.scale", "--one", json.dumps(job)], capture_output=True,
                                  text=True, check=False)
             if out.returncode:
                 raise RuntimeError(f"scale run {name} failed:\n{out.stderr[-3000:]}")
             m = Measured(run=name, limit=limit, latency_s=latency_s, slots=slots, context_length=context,
+                         replicas=replicas, policy=policy if replicas > 1 else "",
                          **json.loads(out.stdout.strip().splitlines()[-1]))
-        import httpx
-
-        stats = httpx.get(url.removesuffix("/v1") + "/stats", timeout=30).json()
-    finally:
-        server.terminate()
-        server.wait(30)
-    m.http_requests = stats["requests"]
-    m.max_in_flight = stats["max_in_flight"]
-    timeline = [tuple(x) for x in stats["timeline"]]
+        stats = [x for x in fleet.stats() if x]
+    m.http_requests = sum(x["requests"] for x in stats)
+    m.calls_per_replica = {x["replica"]: x["chat"] for x in stats}
+    m.max_in_flight = max(x["max_in_flight"] for x in stats)
+    timeline = merged_timeline([[tuple(t) for t in x["timeline"]] for x in stats])
     m.mean_in_flight = round(mean_in_flight(timeline), 2)
     if keep_timeline:
         m.timeline = thin(timeline, 2000)
     return m
+
+
+def merged_timeline(timelines: list[list[tuple[float, int]]]) -> list[tuple[float, int]]:
+    """Requests in flight over all replicas: each replica's (time, in flight) changes merged into their sum (the
+    replicas' clocks start apart by a fraction of a second; a timeline's times are its own replica's)."""
+    if len(timelines) == 1:
+        return timelines[0]
+    events = sorted((t, i, n) for i, tl in enumerate(timelines) for t, n in tl)
+    now = [0] * len(timelines)
+    out = []
+    for t, i, n in events:
+        now[i] = n
+        out.append((t, sum(now)))
+    return out
 
 
 def mean_in_flight(timeline: list[tuple[float, int]]) -> float:
@@ -130,6 +147,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     cpu0, t0 = time.process_time(), time.time()
     m = run(rc, folder / "run", cache=folder / "cache.sqlite", progress=False)
     wall, cpu = time.time() - t0, time.process_time() - cpu0
+    serving = m.get("serving")
     calls = m["engine"]["backend_calls"]
     per10k = 10_000 / calls if calls else 0.0
     cache_bytes = sum(p.stat().st_size for p in folder.glob("cache.sqlite*"))
@@ -139,7 +157,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
             "client_busy_share": round(cpu / wall, 3) if wall else 0.0,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "calls_jsonl_mb_per_10k": round((folder / "run" / "calls.jsonl").stat().st_size / 2 ** 20 * per10k, 2),
-            "cache_mb_per_10k": round(cache_bytes / 2 ** 20 * per10k, 2)}
+            "cache_mb_per_10k": round(cache_bytes / 2 ** 20 * per10k, 2), "serving": serving}
 
 
 def concurrency_figure(m: Measured, path: Path) -> None:
@@ -162,12 +180,12 @@ def concurrency_figure(m: Measured, path: Path) -> None:
 
 
 def scale(out: Path, runs: list[str], limit: int | None, latency_s: float, slots: int, latency_run: str,
-          latency_limit: int | None, memory_limit: int | None) -> dict[str, Any]:
+          latency_limit: int | None, memory_limit: int | None, routed: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every run of ``runs`` at ``limit`` against the instant server; ``memory_limit``: each run also at that smaller
     size, to compare peak memory; ``latency_run`` at ``latency_limit`` against a server of ``latency_s`` and ``slots``,
-    with the concurrency figure."""
+    with the concurrency figure; ``routed``: ``replicas_and_policies``'s arguments (replicas behind a router)."""
     out.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"machine": machine(), "instant": [], "smaller": [], "latency": None}
+    report: dict[str, Any] = {"machine": machine(), "instant": [], "smaller": [], "latency": None, "routed": None}
     for name in runs:
         report["instant"].append(asdict(measure(name, limit)))
         if memory_limit:
@@ -176,14 +194,52 @@ def scale(out: Path, runs: list[str], limit: int | None, latency_s: float, slots
         m = measure(latency_run, latency_limit, latency_s=latency_s, slots=slots, keep_timeline=True)
         concurrency_figure(m, out / "concurrency.png")
         report["latency"] = {k: v for k, v in asdict(m).items() if k != "timeline"}
+    if routed:
+        report["routed"] = replicas_and_policies(**routed)
     (out / "scale.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     return report
 
 
+def replicas_and_policies(runs: list[str], limit: int | None, latency_s: float, slots: int, router: str,
+                          replicas: list[int], policies: list[str], policy: str) -> dict[str, Any]:
+    """Each of ``runs`` against 1, 2, ... ``replicas`` stand-ins of ``latency_s`` and ``slots`` behind ``router``
+    routing by ``policy`` (requests per second against N x one replica's), and at the most replicas by each of
+    ``policies`` (where an example's calls landed, prefix hits)."""
+    out: dict[str, Any] = {"latency_s": latency_s, "slots": slots, "limit": limit, "policy": policy,
+                           "throughput": [], "policies": []}
+    most = max(replicas)
+    for name in runs:
+        one = None
+        for n in sorted(replicas):
+            m = asdict(measure(name, limit, latency_s=latency_s, slots=slots, replicas=n, router=router,
+                               policy=policy))
+            m.pop("timeline")
+            one = one or m
+            m["speedup"] = round(m["requests_per_s"] / one["requests_per_s"], 2) if one["requests_per_s"] else None
+            m["bound_requests_per_s"] = round(n * slots / latency_s, 1) if latency_s else None
+            out["throughput"].append(m)
+            if n == most:
+                out["policies"].append(m)
+        for p in policies:
+            if p != policy and most > 1:
+                m = asdict(measure(name, limit, latency_s=latency_s, slots=slots, replicas=most, router=router,
+                                   policy=p))
+                m.pop("timeline")
+                out["policies"].append(m)
+    return out
+
+
 def machine() -> dict[str, Any]:
+    """The machine the figures were measured on: CPU model (``/proc/cpuinfo`` where there is one), cores."""
     import platform
 
-    return {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"cpu": cpu or platform.processor() or platform.machine(), "cores": os.cpu_count(),
             "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
 
 

@@ -5,13 +5,23 @@ size on a laptop. It is not a model: its labels are a hash of the prompt.
 Routes, as vLLM serves them: ``GET /v1/models`` (the model, ``max_model_len``), ``POST /v1/chat/completions``
 (usage reported: prompt tokens = the prompt's words and punctuation marks, completion tokens likewise),
 ``POST /tokenize`` (``messages`` or ``prompt``: the same count, as token ids) and ``GET /stats`` (requests served and
-the number in flight over time). Answers: a prompt asking for ``<label>`` tags (the debates' agents and adjudicators,
+the number in flight over time, prompt tokens and how many of them came from its prefix store; ``POST /stats/reset``
+starts them and the store again), ``GET /metrics`` (vLLM's prefix-cache counters: the same prompt and cached tokens)
+and ``GET /health``.
+Answers: a prompt asking for ``<label>`` tags (the debates' agents and adjudicators,
 zero-shot, chain-of-thought) gets an argument, an explanation and a 0/1 label; the steps that list, rate and score
 error instances get their JSON; anything else a label.
 
 Latency: ``latency_s`` per request, plus ``completion tokens / tokens_per_s``; at most ``slots`` requests are
 served at once (the others wait, as a server's queue does). Bounded: it listens on 127.0.0.1 only, answers at most
 ``max_requests`` requests (then 503) and stops after ``lifetime_s`` seconds.
+
+Replicas: several stand-ins behind a router are told apart by ``replica`` (``--replica NAME``), which each answer
+carries as its ``system_fingerprint``. Each keeps a prefix store as vLLM's automatic prefix caching does: a prompt's
+tokens in blocks of ``PREFIX_BLOCK`` tokens, each block known by the hash of everything up to its end; a prompt's
+leading blocks already seen by this replica are its cached tokens, reported as vLLM reports them
+(``usage.prompt_tokens_details.cached_tokens``). The store holds at most ``prefix_blocks`` blocks (the least recently
+used go first), as a server's KV cache holds a bounded number.
 
 ``python -m sumjudge.standin --latency 2 --slots 64`` serves until stopped and prints its base URL first.
 """
@@ -25,10 +35,12 @@ import json
 import re
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 TOKEN = re.compile(r"\w+|[^\w\s]")
+PREFIX_BLOCK = 16  # tokens per block of the prefix store (vLLM's default block size)
 
 
 def tokens(text: str) -> int:
@@ -55,12 +67,44 @@ def answer(messages: list[dict[str, Any]]) -> str:
     return json.dumps({"reasoning": "stand-in", "confidence": 7, "rating": 2 * bit})
 
 
+def chat_text(messages: list[dict[str, Any]]) -> str:
+    """The prompt as the stand-in's chat template renders it (what ``/tokenize`` counts and the prefix store sees)."""
+    return "".join(f"<|{m.get('role')}|>{m.get('content', '')}" for m in messages) + "<|assistant|>"
+
+
+class PrefixStore:
+    """Which prompt prefixes one replica has seen, in whole blocks of ``PREFIX_BLOCK`` tokens, at most ``blocks`` of
+    them (least recently used dropped first)."""
+
+    def __init__(self, blocks: int):
+        self.blocks = blocks
+        self._seen: OrderedDict[int, None] = OrderedDict()
+
+    def admit(self, toks: list[str]) -> int:
+        """The prompt's tokens already held as a prefix (a multiple of the block size); the prompt's blocks are
+        then held."""
+        cached, prefix_seen, h = 0, True, 0
+        for start in range(0, len(toks) - len(toks) % PREFIX_BLOCK, PREFIX_BLOCK):
+            h = hash((h, tuple(toks[start:start + PREFIX_BLOCK])))
+            if prefix_seen and h in self._seen:
+                cached += PREFIX_BLOCK
+                self._seen.move_to_end(h)
+                continue
+            prefix_seen = False
+            self._seen[h] = None
+            if len(self._seen) > self.blocks:
+                self._seen.popitem(last=False)
+        return cached
+
+
 @dataclass
 class Stats:
     started: float = field(default_factory=time.monotonic)
     requests: int = 0
     chat: int = 0
     tokenize: int = 0
+    prompt_tokens: int = 0  # of chat requests
+    cached_tokens: int = 0  # of those, found in the prefix store
     in_flight: int = 0
     max_in_flight: int = 0
     timeline: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, chat requests in flight)
@@ -72,6 +116,7 @@ class Stats:
 
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "chat": self.chat, "tokenize": self.tokenize,
+                "prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
                 "max_in_flight": self.max_in_flight, "timeline": self.timeline}
 
 
@@ -81,13 +126,16 @@ class StandinServer:
 
     def __init__(self, model: str = "standin", *, latency_s: float = 0.0, tokens_per_s: float | None = None,
                  slots: int = 1024, max_model_len: int = 131072, max_requests: int = 10_000_000,
-                 lifetime_s: float = 24 * 3600.0, port: int = 0, tokenize: bool = True):
+                 lifetime_s: float = 24 * 3600.0, port: int = 0, tokenize: bool = True, replica: str = "standin",
+                 prefix_blocks: int = 1_000_000):
         if latency_s < 0 or slots < 1 or (tokens_per_s is not None and tokens_per_s <= 0):
             raise ValueError("latency_s >= 0, slots >= 1 and tokens_per_s > 0 (or None)")
         self.model, self.latency_s, self.tokens_per_s = model, latency_s, tokens_per_s
         self.slots, self.max_model_len, self.max_requests, self.lifetime_s = slots, max_model_len, max_requests, lifetime_s
         self.port = port
         self.tokenize = tokenize  # serve /tokenize (vLLM does; a server without it leaves prompts uncounted)
+        self.replica = replica
+        self.prefix = PrefixStore(prefix_blocks)
         self.stats = Stats()
         self._server: asyncio.base_events.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -108,9 +156,11 @@ class StandinServer:
                 headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:] if x)}
                 body = await reader.readexactly(int(headers.get("content-length", 0) or 0))
                 status, payload = await self._route(method, path.split("?")[0], body)
-                data = json.dumps(payload).encode()
-                writer.write(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-                             % (status, b"OK" if status == 200 else b"ERR", len(data)) + data)
+                text = isinstance(payload, str)  # /metrics: Prometheus text
+                data = payload.encode() if text else json.dumps(payload).encode()
+                kind = b"text/plain; version=0.0.4" if text else b"application/json"
+                writer.write(b"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+                             % (status, b"OK" if status == 200 else b"ERR", kind, len(data)) + data)
                 await writer.drain()
                 if headers.get("connection", "").lower() == "close":
                     break
@@ -119,7 +169,7 @@ class StandinServer:
         finally:
             writer.close()
 
-    async def _route(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
+    async def _route(self, method: str, path: str, body: bytes) -> tuple[int, dict | str]:
         st = self.stats
         st.requests += 1
         if st.requests > self.max_requests:
@@ -127,8 +177,16 @@ class StandinServer:
         if method == "GET" and path.rstrip("/").endswith("/models"):
             return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "root": self.model,
                                                       "max_model_len": self.max_model_len}]}
+        if method == "GET" and path == "/health":
+            return 200, {}
+        if method == "GET" and path == "/metrics":  # vLLM's prefix-cache counters, by its names
+            return 200, (f'vllm:prefix_cache_queries_total{{model_name="{self.model}"}} {float(st.prompt_tokens)}\n'
+                         f'vllm:prefix_cache_hits_total{{model_name="{self.model}"}} {float(st.cached_tokens)}\n')
+        if method == "POST" and path == "/stats/reset":  # a fleet forgets its start-up's requests
+            self.stats, self.prefix = Stats(), PrefixStore(self.prefix.blocks)
+            return 200, {}
         if method == "GET" and path == "/stats":
-            return 200, st.as_dict()
+            return 200, {"replica": self.replica, **st.as_dict()}
         try:
             req = json.loads(body or b"{}")
         except ValueError:
@@ -136,7 +194,7 @@ class StandinServer:
         if method == "POST" and path == "/tokenize" and self.tokenize:
             st.tokenize += 1
             if "messages" in req:
-                text = "".join(f"<|{m.get('role')}|>{m.get('content', '')}" for m in req["messages"]) + "<|assistant|>"
+                text = chat_text(req["messages"])
             else:
                 text = str(req.get("prompt", ""))
             n = tokens(text)
@@ -151,6 +209,9 @@ class StandinServer:
         messages = req.get("messages") or []
         text = answer(messages)
         prompt = sum(tokens(str(m.get("content", ""))) for m in messages)
+        cached = min(prompt, self.prefix.admit(TOKEN.findall(chat_text(messages))))
+        st.prompt_tokens += prompt
+        st.cached_tokens += cached
         done = tokens(text)
         async with self._slots:
             st.move(+1)
@@ -160,9 +221,11 @@ class StandinServer:
             st.move(-1)
         n = int(req.get("n") or 1)
         return {"id": f"standin-{st.chat}", "object": "chat.completion", "created": int(time.time()), "model": self.model,
+                "system_fingerprint": self.replica,
                 "choices": [{"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
                              "logprobs": None} for i in range(n)],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": done * n, "total_tokens": prompt + done * n}}
+                "usage": {"prompt_tokens": prompt, "completion_tokens": done * n, "total_tokens": prompt + done * n,
+                          "prompt_tokens_details": {"cached_tokens": cached}}}
 
     # ---- lifetime -----------------------------------------------------------------------------
     async def serve(self, announce: bool = False) -> None:
@@ -210,10 +273,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-requests", type=int, default=10_000_000)
     p.add_argument("--lifetime", type=float, default=4 * 3600.0, help="seconds before it stops by itself")
     p.add_argument("--no-tokenize", action="store_true", help="no /tokenize route (prompts are not counted)")
+    p.add_argument("--replica", default="standin", help="this replica's name (each answer's system_fingerprint)")
+    p.add_argument("--prefix-blocks", type=int, default=1_000_000,
+                   help=f"blocks of {PREFIX_BLOCK} tokens the prefix store holds")
     a = p.parse_args(argv)
     server = StandinServer(a.model, latency_s=a.latency, tokens_per_s=a.tokens_per_s, slots=a.slots,
                            max_model_len=a.max_model_len, max_requests=a.max_requests, lifetime_s=a.lifetime,
-                           port=a.port, tokenize=not a.no_tokenize)
+                           port=a.port, tokenize=not a.no_tokenize, replica=a.replica, prefix_blocks=a.prefix_blocks)
     asyncio.run(server.serve(announce=True))
 
 

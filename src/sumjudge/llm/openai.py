@@ -45,6 +45,8 @@ from .types import (BackendInfo, ChatRequest, ChatResponse, OptionRequest, Optio
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
+# Requests in flight per server (vLLM's default batch: --max-num-seqs 256); behind a router, per replica
+CONCURRENCY_PER_SERVER = 256
 
 
 # Token ids kept for recent prompts (counts are kept apart): a few long meetings' prompts, not thousands
@@ -175,7 +177,7 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 concurrency: int = 256, max_retries: int = 6, timeout: float = 600.0, backoff: float = 1.0,
+                 concurrency: int | None = None, max_retries: int = 6, timeout: float = 600.0, backoff: float = 1.0,
                  max_backoff: float = 60.0, top_logprobs: int = 20, connect_retries: int = 2,
                  max_retry_time: float = 900.0, context_length: int | None = None, tokenizer: str | None = None,
                  option_scoring: str = "auto", min_coverage: float = 0.5,
@@ -191,7 +193,12 @@ class OpenAIBackend:
         self._client_args = dict(base_url=self.base_url, api_key=self._key, max_retries=0, timeout=timeout)
         self._client_obj = None
         self.model = model
-        self.concurrency = concurrency
+        if concurrency is not None and concurrency < 1:
+            raise ConfigError(f"concurrency={concurrency}: give at least 1 request in flight")
+        self._asked_concurrency = concurrency
+        self.concurrency = concurrency or CONCURRENCY_PER_SERVER  # a router's replicas raise it (connect)
+        self.replicas: list[str] = []  # behind a router: its replicas' URLs (its /list_workers)
+        self.serving_notes: list[str] = []  # what the endpoint does not offer that a server would (said once)
         self.retry = RetryPolicy(max_retries=max_retries, backoff=backoff, max_backoff=max_backoff,
                                  max_retry_time=max_retry_time)
         self.top_logprobs = top_logprobs
@@ -231,12 +238,14 @@ class OpenAIBackend:
         local tokenizer named by ``tokenizer=``, for servers without ``/tokenize``."""
         be = cls(model, **options)
         be._discover()
+        be._discover_replicas()
         be.server_metrics = be._read_counters() is not None
         if be._asked["tokenizer"]:  # the model's own tokenizer, for servers without /tokenize
             from transformers import AutoTokenizer
 
             be._local_tokenizer = AutoTokenizer.from_pretrained(be._asked["tokenizer"])
         be._configure(probe=True)
+        be._say_what_is_missing()
         return be
 
     def _configure(self, probe: bool) -> None:
@@ -252,12 +261,16 @@ class OpenAIBackend:
         if exact and asked["option_scoring"] == "auto" and probe:
             exact = self._probe_prompt_logprobs()
         self.option_scoring = "prompt_logprobs" if exact else "top_logprobs"
-        # the cache key names the server by its base URL; a name the user gives says "the same server as before"
-        # (e.g. restarted on another port): its answers are then shared under that name
+        # The cache key names what answered: the served model where the server says which weights it loaded
+        # (vLLM's ``root``, with the model's name and context), so that replicas of the same weights, a router in
+        # front of them, or the same server on another port share answers; else the base URL (nothing else tells
+        # two such servers apart). A name the user gives joins the key in place of the URL ("the same server as
+        # before", or two servers of the same weights kept apart).
         key_server = f"name:{self.server_name.strip()}" if self.server_name else self.where
+        in_key = bool(self.server_name) or not self.served.get("root")
         if self.dialect == "llama.cpp":  # sampling as the papers and the other backends do it, unless the user says
             self.extra_body = {**LLAMA_CPP_NEUTRAL_SAMPLING, **self.extra_body}
-        self.info = BackendInfo(name="openai", model=self.model, revision="", server=key_server,
+        self.info = BackendInfo(name="openai", model=self.model, revision="", server=key_server, server_in_key=in_key,
                                 server_model={k: self.served[k] for k in ("id", "root", "max_model_len", "n_ctx")
                                               if self.served.get(k) is not None},
                                 option_scoring=self.option_scoring,
@@ -324,6 +337,57 @@ class OpenAIBackend:
             if isinstance(n_ctx, int) and n_ctx > 0:
                 self.served["n_ctx"] = n_ctx
 
+    def _discover_replicas(self) -> None:
+        """Behind a router (vLLM's ``vllm-router``, SGLang's ``sglang-router``: ``GET /list_workers`` names the
+        replicas), learn per replica what the router may not pass on: the served model and its context (each
+        replica's ``GET /models``; the smallest context of them is the run's) and the prefix-cache counters (each
+        replica's ``/metrics``, summed). Requests in flight default to ``CONCURRENCY_PER_SERVER`` per replica.
+        A replica the client cannot reach leaves what it would have said unknown; never an error."""
+        status, body = self._get_json(self.root + "/list_workers")
+        urls = body.get("urls") if status == 200 and isinstance(body, dict) else None
+        if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
+            return
+        self.replicas = [u.rstrip("/") for u in urls]
+        if self._asked_concurrency is None:
+            self.concurrency = CONCURRENCY_PER_SERVER * len(self.replicas)
+        if self.served.get("root") and self.served.get("max_model_len"):
+            return
+        said = []
+        for url in self.replicas:
+            try:
+                status, body = self._get_json(url + "/v1/models")
+            except BackendUnavailableError:
+                continue
+            models = body.get("data") if status == 200 and isinstance(body, dict) else None
+            match = [m for m in models or [] if isinstance(m, dict) and m.get("id") == self.model]
+            if match:
+                said.append(match[0])
+        if said:
+            contexts = [m["max_model_len"] for m in said if isinstance(m.get("max_model_len"), int)]
+            self.served = {**said[0], **self.served}
+            if contexts:
+                self.served["max_model_len"] = min(contexts)
+
+    def _say_what_is_missing(self) -> None:
+        """Once, on stderr and in the run's record (``backend_info.extra.serving_notes``): what this endpoint does
+        not offer that the run would use, and what the run does without it. Said behind a router, where a route
+        the replicas serve may not be passed on; a plain server's own routes are described in docs/serving.md."""
+        import sys
+
+        notes = []
+        if not self.served.get("max_model_len") and not self.served.get("n_ctx") and not self._asked["context_length"]:
+            notes.append("states no context (max_model_len): documents are not cut to fit; give --context-length")
+        if not self.tokenizes:
+            notes.append("no /tokenize: prompts are not counted; give --tokenizer (the model's own) to count them")
+        if not self.server_metrics:
+            notes.append("no vLLM /metrics: the run records no prefix-cache counters")
+        self.serving_notes = notes
+        self.info.extra["replicas"] = list(self.replicas)
+        self.info.extra["serving_notes"] = notes
+        if self.replicas and notes:
+            print(f"note: {self.where} routes to {len(self.replicas)} replicas and " + "; ".join(notes),
+                  file=sys.stderr)
+
     def _probe_prompt_logprobs(self) -> bool:
         """Does the completions endpoint return ``prompt_logprobs`` for token-id prompts (vLLM does)?"""
         import httpx
@@ -355,15 +419,20 @@ class OpenAIBackend:
         return self._read_counters() if self.server_metrics else None
 
     def _read_counters(self) -> dict[str, float] | None:
+        """The prefix-cache counters of the server, or behind a router the sum over its replicas (a router passes
+        ``/metrics`` to one replica, or answers with its own): None where any of them has none to give."""
         import httpx
 
-        try:
-            r = self._http.get(self.root + "/metrics")
-        except httpx.HTTPError:
-            return None
-        if r.status_code != 200 or "vllm:" not in r.text:
-            return None
-        totals = prometheus_totals(r.text, tuple(PREFIX_CACHE_COUNTERS))
+        totals: dict[str, float] = {}
+        for root in self.replicas or [self.root]:
+            try:
+                r = self._http.get(root + "/metrics")
+            except httpx.HTTPError:
+                return None
+            if r.status_code != 200 or "vllm:" not in r.text:
+                return None
+            for counter, n in prometheus_totals(r.text, tuple(PREFIX_CACHE_COUNTERS)).items():
+                totals[counter] = totals.get(counter, 0.0) + n
         return {name: totals[counter] for counter, name in PREFIX_CACHE_COUNTERS.items()}
 
     # ---- tokenization -----------------------------------------------------------------------------
@@ -688,10 +757,15 @@ class OpenAIBackend:
         cut = apply_stops(text, r.stop[SERVER_STOP_LIMIT:])
         if cut is not None:  # completion_tokens stay the server's count (the tokens it generated)
             text, finish = cut, "stop"
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None)
+        replica = getattr(resp, "system_fingerprint", None)
         return ChatResponse(text=text, finish_reason=finish,
                             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                            latency_s=time.perf_counter() - t0, backend="openai", model=self.model)
+                            latency_s=time.perf_counter() - t0, backend="openai", model=self.model,
+                            served_by=replica if isinstance(replica, str) and replica else None,
+                            cached_tokens=cached if isinstance(cached, int) else None)
 
     async def _post_chat(self, **body):
         """``POST /chat/completions`` with ``body`` as given: the SDK's request path (its errors, which ``_call``

@@ -76,6 +76,9 @@ class ChatRequest:
                 "sample_index": self.sample_index, "tag": self.tag}
 
 
+SERVING_FIELDS = ("served_by", "cached_tokens")
+
+
 @dataclass
 class ChatResponse:
     text: str
@@ -86,9 +89,16 @@ class ChatResponse:
     backend: str
     model: str
     cache_hit: bool = False
+    # what a server says of where it answered, when it says it: the replica (``system_fingerprint``; a stand-in
+    # behind a router names itself there) and the prompt tokens it found in its prefix cache (vLLM's
+    # ``usage.prompt_tokens_details.cached_tokens``). Left out of the JSON when unsaid.
+    served_by: str | None = None
+    cached_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}  # every field a str, int, float or bool
+        """Every field (a str, int, float or bool), the serving fields only when said."""
+        return {f: v for f in self.__dataclass_fields__
+                if (v := getattr(self, f)) is not None or f not in SERVING_FIELDS}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "ChatResponse":
@@ -154,6 +164,7 @@ class BackendInfo:
     revision: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     server: str = ""  # openai: the normalised base URL, credentials removed ("" for local backends)
+    server_in_key: bool = True  # False where the served model's identity (server_model) tells answers apart alone
     server_model: dict[str, Any] = field(default_factory=dict)  # openai: what GET /models says (id, root, max_model_len)
     option_scoring: str = ""  # openai: prompt_logprobs (exact) | top_logprobs (first token, top-k); hf: ""
 
@@ -175,7 +186,7 @@ def cache_key(kind: str, info: BackendInfo, fields: dict[str, Any]) -> str:
     payload = {"kind": kind, "backend": info.name, "model": info.model, "revision": info.revision, **fields}
     if info.extra.get("dtype") and info.name == "hf":  # one model's weights in another dtype answer differently
         payload["dtype"] = info.extra["dtype"]
-    if info.server:  # two servers never share answers (local backends keep their earlier keys)
+    if info.server and info.server_in_key:  # two servers never share answers (local backends keep their keys)
         payload["server"] = info.server
     if info.server_model:  # nor one server serving another model, or the same one with another context
         payload["server_model"] = info.server_model

@@ -57,4 +57,6 @@ def test_request_and_response_json_hold_every_field_as_asdict_does():
     r.to_json()["messages"][0]["content"] = "changed"
     assert r.messages[0]["content"] == "x"  # a copy, not the request's own messages
     c = ChatResponse("t", "stop", 1, 2, 0.1, "b", "m")
-    assert c.to_json() == asdict(c)
+    assert c.to_json() == {k: v for k, v in asdict(c).items() if k not in ("served_by", "cached_tokens")}
+    served = ChatResponse("t", "stop", 1, 2, 0.1, "b", "m", served_by="r1", cached_tokens=0)
+    assert served.to_json() == asdict(served)  # said: kept, a zero included

@@ -337,21 +337,29 @@ def test_a_prompt_no_served_model_reads_is_not_sent_to_a_server_that_states_no_c
         assert plain.requests == []  # never sent
 
 
-def test_a_server_name_keeps_the_cache_across_a_restart_on_another_port(tiny_backend, tmp_path):
+def test_the_cache_keys_on_the_served_model_not_on_the_address(tiny_backend, tmp_path):
+    """A server that says which weights it serves (vLLM's ``root``) is known by them: the same weights on another
+    port (a restart, a replica, a router in front of replicas) replay the answers; other weights, or the same
+    weights at another context, do not. A server that states no root is known by its address; a name the user
+    gives joins the key in place of the address."""
     from sumjudge.llm import ResponseCache
 
     req = ChatRequest(messages=msg("Same server, new port?"), max_new_tokens=4)
     cache = ResponseCache(tmp_path / "c.sqlite")
     with LocalOpenAIServer(tiny_backend) as first:
-        run_sync(LLM(backend(first, server_name="lab-8b"), cache=cache).chat(req))
-        run_sync(LLM(backend(first), cache=cache).chat(req))  # by URL: a key of its own
-    with LocalOpenAIServer(tiny_backend) as restarted:  # another port
+        run_sync(LLM(backend(first), cache=cache).chat(req))
+        run_sync(LLM(backend(first, server_name="lab-8b"), cache=cache).chat(req))  # named: a key of its own
+    with LocalOpenAIServer(tiny_backend) as restarted:  # another port, the same weights
         assert restarted.base_url != first.base_url
         chats = lambda: [r for r in restarted.requests if "messages" in r]  # noqa: E731 (not the start-up probe)
-        named = run_sync(LLM(backend(restarted, server_name="lab-8b"), cache=cache).chat(req))
-        assert named.cache_hit and chats() == []
-        by_url = run_sync(LLM(backend(restarted), cache=cache).chat(req))  # the safe default: recomputed
-        assert not by_url.cache_hit and len(chats()) == 1
+        assert run_sync(LLM(backend(restarted), cache=cache).chat(req)).cache_hit
+        assert run_sync(LLM(backend(restarted, server_name="lab-8b"), cache=cache).chat(req)).cache_hit
+        assert chats() == []
+        assert not run_sync(LLM(backend(restarted, server_name="other"), cache=cache).chat(req)).cache_hit
+        assert len(chats()) == 1
+    for other in (dict(root="/models/other-weights"), dict(max_model_len=2048), dict(root="")):
+        with LocalOpenAIServer(tiny_backend, **other) as server:  # root "": states none, known by its address
+            assert not run_sync(LLM(backend(server), cache=cache).chat(req)).cache_hit, other
 
 
 def test_a_slow_tokenize_does_not_hold_back_other_examples(server):

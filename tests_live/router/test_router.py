@@ -1,0 +1,118 @@
+"""The paper profile's MADISSE and MESA through a real router in front of stand-in replicas: the same results as
+against one server, every call accounted for, a replica killed mid-run changing nothing, and the cache of one server
+replayed behind the router. The stand-ins answer by a hash of the prompt (no model): identical replicas."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sumjudge.fleet import Fleet
+from sumjudge.runs import RunConfig, run
+from sumjudge.scale import paper_runs, paper_settings
+
+# (scale.yaml's run, examples): MADISSE's four agents, rounds and adjudicators on TofuEval MeetingBank sentences;
+# MESA's eight error types in three steps on QMSum meetings
+SLICES = [("madisse", 6), ("mesa", 2)]
+
+
+def run_against(fleet: Fleet, name: str, limit: int, folder: Path, cache: Path) -> tuple[dict, list[dict]]:
+    spec = paper_runs()[name]
+    rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec["level"], limit=limit,
+                   backend="openai", model="standin", base_url=fleet.base_url, settings=paper_settings(spec["method"]))
+    metrics = run(rc, folder, cache=cache, progress=False)
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    return metrics, [row["judgement"] | {"usage": None} for row in rows]  # usage: cache hits differ
+
+
+def fleet(replicas: int, router: str | None, name: str, **kw) -> Fleet:
+    return Fleet(replicas=replicas, router=router if replicas > 1 else None,
+                 context_length=paper_runs()[name]["context_length"], **kw)
+
+
+def cached_answers(path: Path) -> dict[str, str]:
+    with sqlite3.connect(path) as c:
+        return {k: json.loads(r)["text"] for k, r in c.execute("SELECT key, response FROM responses")}
+
+
+@pytest.mark.parametrize("name,limit", SLICES, ids=[s[0] for s in SLICES])
+def test_a_routed_run_gives_one_servers_results_and_accounts_for_every_call(router, tmp_path, name, limit):
+    with fleet(1, None, name) as one:
+        _, alone = run_against(one, name, limit, tmp_path / "one", tmp_path / "one.sqlite")
+    # round robin: every replica answers part of the run (cache-aware routing keeps these few examples, which share
+    # documents, on one replica: see docs/serving.md)
+    with fleet(3, router, name, latency_s=0.02, slots=4, policy="round_robin") as three:
+        m, routed = run_against(three, name, limit, tmp_path / "three", tmp_path / "three.sqlite")
+        stats = three.stats()
+    assert routed == alone
+    answered = m["usage_all_processes"]["backend_calls"]
+    assert answered > 0 and sum(s["chat"] for s in stats) == answered  # no call lost, none sent twice
+    serving = m["serving"]
+    assert sum(serving["replicas"].values()) == answered
+    assert len(serving["replicas"]) == 3  # the router spread the run over its replicas
+    assert serving["calls_reporting_cache"] == answered and 0 < serving["prefix_hit_share"] < 1
+    assert m["server"]["prefix_cache_queried_tokens"] == sum(s["prompt_tokens"] for s in stats)  # every replica's
+
+
+@pytest.mark.parametrize("name,limit", SLICES, ids=[s[0] for s in SLICES])
+def test_a_replica_killed_mid_run_changes_no_result(router, tmp_path, name, limit):
+    with fleet(1, None, name) as one:
+        _, alone = run_against(one, name, limit, tmp_path / "one", tmp_path / "one.sqlite")
+    # round robin: the replica killed is sure to have requests in flight when it dies
+    with fleet(3, router, name, latency_s=0.3, slots=4, policy="round_robin") as three:
+        killed = threading.Event()
+
+        def kill_after_some_answers() -> None:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and not killed.is_set():
+                if sum((s or {}).get("chat", 0) for s in three.stats()) >= 12:
+                    three.kill(1)
+                    killed.set()
+                    return
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_after_some_answers, daemon=True)
+        killer.start()
+        m, routed = run_against(three, name, limit, tmp_path / "three", tmp_path / "three.sqlite")
+        killer.join(10)
+        stats = three.stats()
+    assert killed.is_set() and stats[1] is None  # it died mid-run
+    assert routed == alone
+    assert m["failed_examples"]["n"] == 0
+    routed_cache, alone_cache = cached_answers(tmp_path / "three.sqlite"), cached_answers(tmp_path / "one.sqlite")
+    assert routed_cache == alone_cache  # nothing a failed request gave was kept
+
+
+def test_a_cache_filled_against_one_server_replays_behind_the_router(router, tmp_path):
+    name, limit = SLICES[0]
+    cache = tmp_path / "cache.sqlite"
+    with fleet(1, None, name) as one:
+        first, alone = run_against(one, name, limit, tmp_path / "one", cache)
+    assert first["usage_all_processes"]["backend_calls"] > 0
+    with fleet(2, router, name) as two:
+        again, routed = run_against(two, name, limit, tmp_path / "two", cache)
+        stats = two.stats()
+    assert routed == alone
+    assert again["usage_all_processes"]["backend_calls"] == 0 and sum(s["chat"] for s in stats) == 0
+
+
+def test_scale_measures_replicas_and_policies_behind_the_router(router, tmp_path, capsys):
+    from sumjudge import cli
+
+    args = ["scale", "--out", tmp_path, "--runs", "zero-shot", "--limit", "2", "--memory-limit", "0",
+            "--latency-run", "", "--replicas", "1", "2", "--router", router, "--routed-runs", "madisse",
+            "--routed-limit", "4", "--routed-latency", "0.05", "--routed-slots", "2", "--policies", "round_robin"]
+    assert cli.main([str(a) for a in args]) == 0
+    routed = json.loads((tmp_path / "scale.json").read_text())["routed"]
+    one, two = routed["throughput"]
+    assert (one["replicas"], two["replicas"], two["policy"]) == (1, 2, "cache_aware")
+    assert one["backend_calls"] == two["backend_calls"] == sum(two["calls_per_replica"].values())
+    assert two["speedup"] > 0 and two["bound_requests_per_s"] == 2 * 2 / 0.05
+    assert [p["policy"] for p in routed["policies"]] == ["cache_aware", "round_robin"]
+    spread = routed["policies"][1]
+    assert spread["serving"]["replicas"] == spread["calls_per_replica"] and len(spread["calls_per_replica"]) == 2
