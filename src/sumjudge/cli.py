@@ -97,7 +97,12 @@ def _cmd_plan(a) -> int:
     from .scale import check_runs
 
     rates = Rates(tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s, price_in=a.price_in,
-                  price_out=a.price_out)
+                  price_out=a.price_out, replicas=a.replicas, prefix_hit_share=a.prefix_hit_share)
+    print(f"plan: {a.replicas} server(s) sharing the work evenly, each at {a.prefill_tokens_per_s:g} prompt and "
+          f"{a.tokens_per_s:g} completion tokens/s; {a.prefix_hit_share:.0%} of prompt tokens assumed found in a "
+          "server's prefix cache" + (" (none: every prompt prefilled in full, an upper bound)"
+                                     if not a.prefix_hit_share else "") + "; hours are wall hours, server_hours "
+          "their sum over the servers", file=sys.stderr)
     common = dict(profile=a.profile, tokenizer=a.tokenizer, model=a.model, limit=a.limit, rates=rates)
     if a.notebooks is not None:
         if a.runs:
@@ -258,8 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="openai: seconds one request may spend being retried in all (default 900)")
     r.add_argument("--tokenizer", help="openai: the model's own tokenizer (a Hugging Face id or folder) for a server "
                    "without a tokenize route (ollama, llama-cpp-python), so that prompts are counted and fitted")
-    r.add_argument("--server-name", help="openai: a name for the server in the cache key in place of its URL, to "
-                                         "reuse its answers after a restart on another host or port (same model)")
+    r.add_argument("--server-name", help="openai: a name for the server in the cache key (the served model's "
+                                         "name, weights and context are always in it; the address only where the "
+                                         "server does not say which weights it serves): keeps two servers of the "
+                                         "same weights apart, or lets such a server reuse its answers elsewhere")
     add_budget_flags(r)
     r.set_defaults(fn=_cmd_run)
 
@@ -322,6 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "notebook where it gives one)")
     pl.add_argument("--tokens-per-s", type=float, default=2500.0, help="the server's decode throughput, all requests")
     pl.add_argument("--prefill-tokens-per-s", type=float, default=25000.0)
+    pl.add_argument("--replicas", type=int, default=1, help="servers sharing the work (replicas behind a router, "
+                    "or vLLM's data parallelism): hours divide by them, server_hours do not")
+    pl.add_argument("--prefix-hit-share", type=float, default=0.0, help="share of prompt tokens a server finds in its "
+                    "prefix cache (0, the default: every prompt prefilled in full; `sumjudge scale --replicas` "
+                    "measures it per routing policy on stand-ins)")
     pl.add_argument("--price-in", type=float, default=0.0, help="dollars per million prompt tokens")
     pl.add_argument("--price-out", type=float, default=0.0, help="dollars per million completion tokens")
     pl.set_defaults(fn=_cmd_plan)

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from .llm.backend import Capabilities
 from .llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, prompt_digest
+from .errors import ConfigError
 
 
 # an agent told its stance (the stance-initialised debate's first round): answering against it is the longest path
@@ -129,7 +130,8 @@ class PlannedRun:
     completion_tokens_at_most: int  # the answer caps, or a real run's answer where one was measured
     completion_measured_calls: int  # calls whose completion tokens are a real run's, not the cap
     unreadable: int  # answers the planner could not write for this protocol (their retries are in calls)
-    hours: float
+    hours: float  # wall hours on the plan's replicas
+    server_hours: float  # hours of one server's time over all replicas (what renting them costs)
     dollars: float
     notebook: str = ""
 
@@ -138,10 +140,25 @@ class PlannedRun:
 class Rates:
     """Throughput and prices the plan turns tokens into hours and dollars with."""
 
-    tokens_per_s: float = 2500.0
+    tokens_per_s: float = 2500.0  # of one server (replica), all its requests together
     prefill_tokens_per_s: float = 25000.0
     price_in: float = 0.0
     price_out: float = 0.0
+    replicas: int = 1  # servers sharing the work (behind a router, or vLLM's data parallelism)
+    # the share of prompt tokens a server finds in its prefix cache and does not prefill again: 0 prefills every
+    # prompt in full (an upper bound); a router that scatters an example's calls over replicas lowers what it can be
+    prefix_hit_share: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.replicas < 1:
+            raise ConfigError(f"--replicas {self.replicas}: at least one server")
+        if not 0.0 <= self.prefix_hit_share < 1.0:
+            raise ConfigError(f"--prefix-hit-share {self.prefix_hit_share}: a share from 0 up to (not including) 1")
+
+    def hours(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Wall hours on ``replicas`` servers sharing the work evenly (each at the rates above)."""
+        prefill = prompt_tokens * (1.0 - self.prefix_hit_share) / self.prefill_tokens_per_s
+        return (prefill + completion_tokens / self.tokens_per_s) / 3600 / self.replicas
 
 
 def planned(name: str, method: str, dataset: str, metrics: dict[str, Any], parse_retries: int, measured_calls: int,
@@ -155,7 +172,8 @@ def planned(name: str, method: str, dataset: str, metrics: dict[str, Any], parse
                       calls_with_retries_at_most=calls * (1 + parse_retries), option_calls=u["option_calls"],
                       prompt_tokens=prompt, completion_tokens_at_most=completion,
                       completion_measured_calls=measured_calls, unreadable=u["parse_failures"],
-                      hours=round((prompt / rates.prefill_tokens_per_s + completion / rates.tokens_per_s) / 3600, 2),
+                      hours=round(rates.hours(prompt, completion), 2),
+                      server_hours=round(rates.hours(prompt, completion) * rates.replicas, 2),
                       dollars=round(prompt / 1e6 * rates.price_in + completion / 1e6 * rates.price_out, 2),
                       notebook=notebook)
 

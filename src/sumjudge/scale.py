@@ -63,7 +63,10 @@ class Measured:
     calls_jsonl_mb_per_10k: float = 0.0
     cache_mb_per_10k: float = 0.0
     max_in_flight: int = 0  # on one replica
+    max_waiting: int = 0  # requests queued for a slot on one replica, at most (0: the client never filled them)
     mean_in_flight: float = 0.0  # time-weighted, over the run, all replicas together
+    served_s: float = 0.0  # the servers' busy span: the first request's arrival to the last answer
+    served_requests_per_s: float = 0.0  # backend calls over that span (wall-time requests/s less the start-up)
     replicas: int = 1
     policy: str = ""  # the router's, with more than one replica
     calls_per_replica: dict[str, int] = field(default_factory=dict)  # chat requests each replica answered
@@ -100,8 +103,12 @@ def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1
     m.http_requests = sum(x["requests"] for x in stats)
     m.calls_per_replica = {x["replica"]: x["chat"] for x in stats}
     m.max_in_flight = max(x["max_in_flight"] for x in stats)
+    m.max_waiting = max(x.get("max_waiting", 0) for x in stats)
     timeline = merged_timeline([[tuple(t) for t in x["timeline"]] for x in stats])
     m.mean_in_flight = round(mean_in_flight(timeline), 2)
+    if len(timeline) >= 2:  # from the first request's arrival to the last answer: the run's start-up left out
+        m.served_s = round(timeline[-1][0] - timeline[0][0], 2)
+        m.served_requests_per_s = round(m.backend_calls / m.served_s, 1) if m.served_s > 0 else 0.0
     if keep_timeline:
         m.timeline = thin(timeline, 2000)
     return m
@@ -216,6 +223,8 @@ def replicas_and_policies(runs: list[str], limit: int | None, latency_s: float, 
             m.pop("timeline")
             one = one or m
             m["speedup"] = round(m["requests_per_s"] / one["requests_per_s"], 2) if one["requests_per_s"] else None
+            m["served_speedup"] = (round(m["served_requests_per_s"] / one["served_requests_per_s"], 2)
+                                   if one["served_requests_per_s"] else None)
             m["bound_requests_per_s"] = round(n * slots / latency_s, 1) if latency_s else None
             out["throughput"].append(m)
             if n == most:
@@ -254,3 +263,29 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def routed_table(report: dict[str, Any]) -> str:
+    """``report["routed"]`` (``sumjudge scale --replicas``) as the Markdown table docs/serving.md quotes: one row per
+    measured run, replicas and policy, requests per second over the servers' busy span against N x one replica's,
+    where an example's calls landed and the prefix-cache hits (a test keeps the docs equal to the committed JSON)."""
+    routed = report["routed"]
+    head = ("| run | examples | replicas | policy | calls | requests/s (busy span) | x one replica | bound | "
+            "mean in flight | calls per replica | example locality | examples on one replica | prefix hits |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    seen = set()
+    for m in routed["throughput"] + routed["policies"]:
+        key = (m["run"], m["replicas"], m["policy"])
+        if key in seen:
+            continue
+        seen.add(key)
+        s = m.get("serving") or {}
+        one = next(x for x in routed["throughput"] if x["run"] == m["run"] and x["replicas"] == 1)
+        per = " / ".join(str(n) for n in m["calls_per_replica"].values())
+        lines.append(f"| {m['run']} | {m['n_examples']} | {m['replicas']} | {m['policy'] or '(direct)'} | "
+                     f"{m['backend_calls']:,} | {m['served_requests_per_s']} | "
+                     f"{m['served_requests_per_s'] / one['served_requests_per_s']:.2f} | "
+                     f"{m['replicas'] * routed['slots'] / routed['latency_s']:g} | {m['mean_in_flight']} | {per} | "
+                     f"{s.get('example_locality')} | {s.get('examples_on_one_replica')} of {s.get('examples')} | "
+                     f"{s.get('prefix_hit_share')} |")
+    return "\n".join(lines)

@@ -107,6 +107,8 @@ class Stats:
     cached_tokens: int = 0  # of those, found in the prefix store
     in_flight: int = 0
     max_in_flight: int = 0
+    waiting: int = 0  # received, waiting for a slot
+    max_waiting: int = 0
     timeline: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, chat requests in flight)
 
     def move(self, delta: int) -> None:
@@ -117,7 +119,7 @@ class Stats:
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "chat": self.chat, "tokenize": self.tokenize,
                 "prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
-                "max_in_flight": self.max_in_flight, "timeline": self.timeline}
+                "max_in_flight": self.max_in_flight, "max_waiting": self.max_waiting, "timeline": self.timeline}
 
 
 class StandinServer:
@@ -213,7 +215,10 @@ class StandinServer:
         st.prompt_tokens += prompt
         st.cached_tokens += cached
         done = tokens(text)
+        st.waiting += 1
+        st.max_waiting = max(st.max_waiting, st.waiting)
         async with self._slots:
+            st.waiting -= 1
             st.move(+1)
             wait = self.latency_s + (done / self.tokens_per_s if self.tokens_per_s else 0.0)
             if wait:

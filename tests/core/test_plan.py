@@ -51,6 +51,29 @@ def test_plan_command_prints_a_row_per_run_and_a_total(capsys):
     assert cli.main(["plan", "--runs", "nope"]) == cli.EXIT_USAGE
 
 
+def test_replicas_and_prefix_hits_divide_the_hours_not_the_work(capsys):
+    """``--replicas N`` shares the tokens over N servers (wall hours / N, server hours the same); a prefix-hit share
+    takes that share of the prompt tokens out of the prefill; the assumption is said."""
+    from sumjudge import cli
+    from sumjudge.errors import ConfigError
+    from sumjudge.plan import Rates
+
+    rates = Rates(tokens_per_s=1000, prefill_tokens_per_s=10000, replicas=4, prefix_hit_share=0.5)
+    assert rates.hours(72_000_000, 3_600_000) == pytest.approx((3600 + 3600) / 3600 / 4)
+    for bad in (dict(replicas=0), dict(prefix_hit_share=1.0), dict(prefix_hit_share=-0.1)):
+        with pytest.raises(ConfigError):
+            Rates(**bad)
+    args = ["plan", "--runs", "zero-shot", "--limit", "3"]
+    assert cli.main(args) == 0
+    one = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert cli.main(args + ["--replicas", "4", "--prefix-hit-share", "0.5"]) == 0
+    out = capsys.readouterr()
+    four = json.loads(out.out.splitlines()[0])
+    assert (four["calls"], four["prompt_tokens"], four["dollars"]) == (one["calls"], one["prompt_tokens"],
+                                                                     one["dollars"])
+    assert four["server_hours"] <= one["server_hours"] and "4 server(s)" in out.err and "50%" in out.err
+
+
 @pytest.mark.slow
 def test_completion_tokens_come_from_a_real_run_where_one_answered_the_same_requests(tiny_backend, tiny_model_dir,
                                                                                        tmp_path):

@@ -411,8 +411,10 @@ class LLM(Calls):
                 self._settle_results(kind, [(items[i], r) for i, r in fresh])
 
             call = self.backend.generate if kind == "chat" else self.backend.score
+            by_session = {"sessions": [b[4].scope_name for b in items]} if self.backend.capabilities.routes_by_session \
+                else {}  # each request's example, for a router that keeps an example on one replica
             try:
-                results = await call([b[1] for b in items], on_results=deliver if streams else None)
+                results = await call([b[1] for b in items], on_results=deliver if streams else None, **by_session)
             except Exception as e:  # the whole call failed (server down, CUDA error): every waiter gets it
                 results = [e] * len(items)
             deliver(list(enumerate(results)))

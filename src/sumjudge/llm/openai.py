@@ -20,6 +20,7 @@ is recorded and must reach ``min_coverage``.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import math
 import os
@@ -44,6 +45,10 @@ from .types import (BackendInfo, ChatRequest, ChatResponse, OptionRequest, Optio
                     prompt_digest, server_identity)
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+# Behind a router: the example a request belongs to, sent as the session key routers hash to keep a session on one
+# replica (vLLM's router, --policy consistent_hash: X-Session-ID; SGLang's: x-smg-routing-key)
+SESSION_HEADERS = ("X-Session-ID", "x-smg-routing-key")
+_SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar("sumjudge_openai_session", default=None)
 OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
 # Requests in flight per server (vLLM's default batch: --max-num-seqs 256); behind a router, per replica
 CONCURRENCY_PER_SERVER = 256
@@ -409,7 +414,8 @@ class OpenAIBackend:
                             tokenizer="remote" if self.server_tokenizes else
                             ("local" if self._local_tokenizer is not None else "none"),
                             server_metrics=self.server_metrics, context_length=self.context_length,
-                            max_inflight=1_000_000, streams_results=True, async_tokenizer=True)
+                            max_inflight=1_000_000, streams_results=True, async_tokenizer=True,
+                            routes_by_session=bool(self.replicas))
 
     def decode_stats(self) -> None:
         return None
@@ -642,6 +648,9 @@ class OpenAIBackend:
         attempt = 0
         while True:
             wait = None
+            session = _SESSION.get()
+            if session:
+                kwargs["extra_headers"] = dict.fromkeys(SESSION_HEADERS, session)
             try:
                 async with self._semaphore():
                     resp = await create(model=self.model, **kwargs)
@@ -774,14 +783,19 @@ class OpenAIBackend:
         from openai.types.chat import ChatCompletion
 
         extra = body.pop("extra_body", None) or {}
-        return await self.client.post("/chat/completions", body={**body, **extra}, cast_to=ChatCompletion)
+        headers = body.pop("extra_headers", None)
+        return await self.client.post("/chat/completions", body={**body, **extra}, cast_to=ChatCompletion,
+                                      options={"headers": headers} if headers else {})
 
-    async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
-        return await self._each(self._one, reqs, on_results)
+    async def generate(self, reqs: list[ChatRequest], on_results=None,
+                       sessions: list[str | None] | None = None) -> list[ChatResponse | Exception]:
+        return await self._each(self._one, reqs, on_results, sessions)
 
     @staticmethod
-    async def _each(fn, reqs, on_results):
+    async def _each(fn, reqs, on_results, sessions=None):
         async def one(i, r):
+            if sessions:  # this request's task only (gather runs each in a task of its own context)
+                _SESSION.set(sessions[i])
             try:
                 res = await fn(r)
             except Exception as e:  # reported per request; the engine hands it to that request's caller
@@ -864,6 +878,7 @@ class OpenAIBackend:
         return OptionScores(probs={o: p / cov for o, p in mass.items()}, logprobs=raw, method="top_logprobs",
                             backend="openai", model=self.model, latency_s=time.perf_counter() - t0, coverage=cov)
 
-    async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
+    async def score(self, reqs: list[OptionRequest], on_results=None,
+                    sessions: list[str | None] | None = None) -> list[OptionScores | Exception]:
         fn = self._score_exact if self.option_scoring == "prompt_logprobs" else self._score_top
-        return await self._each(fn, reqs, on_results)
+        return await self._each(fn, reqs, on_results, sessions)
