@@ -352,9 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "replicas behind a router (e.g. 1 2 4): requests per second against one replica's, and where an "
                     "example's calls landed")
     sc.add_argument("--router", help="the vllm-router executable (default: SUMJUDGE_ROUTER, set by make scale)")
-    sc.add_argument("--policy", default="cache_aware", choices=ROUTER_POLICIES,
-                    help="the router's policy for the throughput runs")
-    sc.add_argument("--policies", nargs="*", default=["cache_aware", "round_robin", "consistent_hash"],
+    sc.add_argument("--policy", default="consistent_hash", choices=ROUTER_POLICIES,
+                    help="the router's policy for the throughput runs (docs/serving.md's choice)")
+    sc.add_argument("--policies", nargs="*", default=["consistent_hash", "cache_aware", "round_robin"],
                     choices=ROUTER_POLICIES, help="policies compared at the most replicas (prefix locality)")
     sc.add_argument("--routed-runs", nargs="*", help="runs of profiles/scale.yaml (default: its routed_runs)")
     sc.add_argument("--routed-limit", type=int, default=200, help="their examples")

@@ -289,3 +289,29 @@ def routed_table(report: dict[str, Any]) -> str:
                      f"{s.get('example_locality')} | {s.get('examples_on_one_replica')} of {s.get('examples')} | "
                      f"{s.get('prefix_hit_share')} |")
     return "\n".join(lines)
+
+
+def instant_table(report: dict[str, Any]) -> str:
+    """``sumjudge scale``'s runs against the instant stand-in and the one against the slow one, as the Markdown
+    docs/benchmark.md quotes (a test keeps the docs equal to the committed ``figures/scale/scale.json``)."""
+    smaller = {m["run"]: m for m in report.get("smaller") or []}
+    head = ("| run | examples | calls | requests/s | client CPU ms/call | HTTP requests per call | peak memory | "
+            "calls.jsonl per 10k calls | cache per 10k calls |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for m in report["instant"]:
+        low = smaller.get(m["run"])
+        memory = f"{m['peak_rss_mb']:.0f} MB" + (f" ({low['peak_rss_mb']:.0f} at {low['n_examples']})" if low else "")
+        lines.append(f"| {m['run']} | {m['n_examples']:,} | {m['backend_calls']:,} | {m['requests_per_s']} | "
+                     f"{m['client_cpu_ms_per_call']} | {m['http_requests'] / m['backend_calls']:.2f} | {memory} | "
+                     f"{m['calls_jsonl_mb_per_10k']:.0f} MB | {m['cache_mb_per_10k']:.0f} MB |")
+    slow = report.get("latency")
+    if slow:
+        bound = slow["backend_calls"] * slow["latency_s"] / slow["slots"]
+        lines += ["", "| run against the slow server | calls | seconds per request | slots | wall | bound (calls x "
+                  "seconds / slots) | over the bound | most in flight | mean in flight | client CPU share of the wall "
+                  "| client CPU ms/call |", "|---|---|---|---|---|---|---|---|---|---|---|",
+                  f"| {slow['run']} | {slow['backend_calls']:,} | {slow['latency_s']:g} | {slow['slots']} | "
+                  f"{slow['wall_s']:.0f} s | {bound:.0f} s | {100 * (slow['wall_s'] / bound - 1):.0f}% | "
+                  f"{slow['max_in_flight']} | {slow['mean_in_flight']} | {100 * slow['client_busy_share']:.1f}% | "
+                  f"{slow['client_cpu_ms_per_call']} |"]
+    return "\n".join(lines)

@@ -194,9 +194,20 @@ def test_the_serving_docs_quote_the_committed_router_measurements():
 
     root = project_root()
     docs = (root / "docs" / "serving.md").read_text(encoding="utf-8")
-    measured = sorted((root / "figures" / "scale-routed").glob("*.json"))
+    measured = sorted((root / "figures" / "scale").glob("routed-*.json"))
     assert len(measured) == 2
     for path in measured:
         report = json.loads(path.read_text(encoding="utf-8"))
         assert report["machine"]["cpu"] in docs and path.name in docs
         assert routed_table(report) in docs, path.name
+
+
+def test_the_benchmark_docs_quote_the_committed_scale_measurement():
+    """docs/benchmark.md's `make scale` tables are ``scale.instant_table`` of the committed scale.json."""
+    from sumjudge.paths import project_root
+    from sumjudge.scale import instant_table
+
+    root = project_root()
+    report = json.loads((root / "figures" / "scale" / "scale.json").read_text(encoding="utf-8"))
+    docs = (root / "docs" / "benchmark.md").read_text(encoding="utf-8")
+    assert instant_table(report) in docs and report["machine"]["cpu"] in docs
