@@ -1,6 +1,6 @@
 """Live tests of replicas behind a real router (``make test-router``): stand-in servers (``sumjudge.standin``, one
-process each) behind vLLM's ``vllm-router`` from PyPI. ``SUMJUDGE_ROUTER`` names its executable (the Makefile
-installs it outside the repository)."""
+process each) behind vLLM's ``vllm-router`` and SGLang's ``sglang-router`` from PyPI. ``SUMJUDGE_ROUTER`` and
+``SUMJUDGE_SGLANG_ROUTER`` name their executables (the Makefile installs them outside the repository)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,18 @@ import pytest
 from tests_live.serve import offline  # noqa: F401 (an autouse fixture)
 
 
+def executable(variable: str, what: str) -> str:
+    path = os.environ.get(variable)
+    if not path or not os.access(path, os.X_OK):
+        pytest.fail(f"{variable} must name the {what} executable (run `make test-router`)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def router() -> str:
-    path = os.environ.get("SUMJUDGE_ROUTER")
-    if not path or not os.access(path, os.X_OK):
-        pytest.fail("SUMJUDGE_ROUTER must name the vllm-router executable (run `make test-router`)")
-    return path
+    return executable("SUMJUDGE_ROUTER", "vllm-router")
 
 
 @pytest.fixture(scope="session")
 def sglang_router() -> str:
-    path = os.environ.get("SUMJUDGE_SGLANG_ROUTER")
-    if not path or not os.access(path, os.X_OK):
-        pytest.fail("SUMJUDGE_SGLANG_ROUTER must name the sglang-router executable (run `make test-router`)")
-    return path
+    return executable("SUMJUDGE_SGLANG_ROUTER", "sglang-router")
