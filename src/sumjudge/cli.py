@@ -80,7 +80,7 @@ def _cmd_scale(a) -> int:
     for m in report["instant"] + report["smaller"] + ([report["latency"]] if report["latency"] else []):
         print(json.dumps(m))
     for m in (report["routed"] or {}).get("throughput", []) + (report["routed"] or {}).get("policies", []):
-        print(json.dumps({k: v for k, v in m.items() if k not in ("timeline",)}))
+        print(json.dumps(m))
     print(json.dumps({"out": str(Path(a.out) / "scale.json"), "figure": str(Path(a.out) / "concurrency.png")
                       if report["latency"] else None}))
     return 0

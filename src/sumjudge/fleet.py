@@ -141,13 +141,16 @@ class Fleet:
 
 
 def listed_replicas(root: str) -> list[str]:
-    """The replicas a router names: vllm-router's ``/list_workers``, else SGLang's router's ``/workers``."""
+    """The replicas the router at ``root`` names (``llm.openai.REPLICA_ROUTES``, as the client asks them)."""
     import httpx
 
-    r = httpx.get(root + "/list_workers", timeout=5)
-    if r.status_code == 200:
-        return r.json().get("urls") or []
-    return [w["url"] for w in httpx.get(root + "/workers", timeout=5).json().get("workers") or []]
+    from .llm.openai import REPLICA_ROUTES, replicas_listed
+
+    for route in REPLICA_ROUTES:
+        r = httpx.get(root + route, timeout=5)
+        if r.status_code == 200 and (urls := replicas_listed(r.json())):
+            return urls
+    return []
 
 
 def router_from_environment() -> str | None:

@@ -16,46 +16,58 @@ from pathlib import Path
 from typing import Any
 
 
-def serving_from_log(path: Path) -> dict[str, Any] | None:
-    """The run's serving figures, or None where no answered call says where it was served or what was cached:
+class ServingTally:
+    """The serving figures of a run, fed one parsed ``calls.jsonl`` record at a time (``runs.usage_from_log`` feeds
+    it in the pass that counts the run's usage, so a large log is read once)."""
 
-    - ``replicas``: calls answered per replica;
-    - ``examples``: examples with at least two answered calls that name a replica; ``example_locality``: over
-      those, the mean share of an example's calls answered by the replica that answered most of them (1.0: every
-      example stayed on one replica; 1/N: scattered evenly over N);
-    - ``examples_on_one_replica``: how many of those examples were answered wholly by one replica;
-    - ``prompt_tokens`` and ``cached_tokens`` of the calls that report cached tokens, and ``prefix_hit_share``, the
-      second over the first."""
+    def __init__(self) -> None:
+        self.replicas: Counter[str] = Counter()
+        self.by_example: dict[str, Counter[str]] = defaultdict(Counter)
+        self.prompt = self.cached = self.reported = 0
+
+    def add(self, rec: dict[str, Any]) -> None:
+        if rec.get("event") != "chat" or rec.get("cache_hit"):
+            return
+        resp = rec.get("response") or {}
+        where = resp.get("served_by")
+        if where:
+            self.replicas[where] += 1
+            self.by_example[str(rec.get("scope"))][where] += 1
+        if isinstance(resp.get("cached_tokens"), int):
+            self.reported += 1
+            self.prompt += int(resp.get("prompt_tokens") or 0)
+            self.cached += resp["cached_tokens"]
+
+    def result(self) -> dict[str, Any] | None:
+        """The figures, or None where no answered call says where it was served or what was cached:
+
+        - ``replicas``: calls answered per replica;
+        - ``examples``: examples with at least two answered calls that name a replica; ``example_locality``: over
+          those, the mean share of an example's calls answered by the replica that answered most of them (1.0: every
+          example stayed on one replica; 1/N: scattered evenly over N);
+        - ``examples_on_one_replica``: how many of those examples were answered wholly by one replica;
+        - ``prompt_tokens`` and ``cached_tokens`` of the calls that report cached tokens, and ``prefix_hit_share``,
+          the second over the first."""
+        if not self.replicas and not self.reported:
+            return None
+        shared = [c for c in self.by_example.values() if sum(c.values()) >= 2]
+        shares = [max(c.values()) / sum(c.values()) for c in shared]
+        return {"replicas": dict(sorted(self.replicas.items())), "examples": len(shared),
+                "example_locality": round(sum(shares) / len(shares), 4) if shares else None,
+                "examples_on_one_replica": sum(len(c) == 1 for c in shared),
+                "calls_reporting_cache": self.reported, "prompt_tokens": self.prompt, "cached_tokens": self.cached,
+                "prefix_hit_share": round(self.cached / self.prompt, 4) if self.prompt else None}
+
+
+def serving_from_log(path: Path) -> dict[str, Any] | None:
+    """``ServingTally`` over a whole ``calls.jsonl`` (a line cut by a kill skipped); None where there is none."""
     if not path.exists():
         return None
-    replicas: Counter[str] = Counter()
-    by_example: dict[str, Counter[str]] = defaultdict(Counter)
-    prompt = cached = reported = 0
+    tally = ServingTally()
     with path.open(encoding="utf-8") as f:
         for line in f:
-            if '"served_by"' not in line and '"cached_tokens"' not in line:
-                continue
             try:
-                rec = json.loads(line)
+                tally.add(json.loads(line))
             except json.JSONDecodeError:  # a line cut by a kill
                 continue
-            if rec.get("event") != "chat" or rec.get("cache_hit"):
-                continue
-            resp = rec.get("response") or {}
-            where = resp.get("served_by")
-            if where:
-                replicas[where] += 1
-                by_example[str(rec.get("scope"))][where] += 1
-            if isinstance(resp.get("cached_tokens"), int):
-                reported += 1
-                prompt += int(resp.get("prompt_tokens") or 0)
-                cached += resp["cached_tokens"]
-    if not replicas and not reported:
-        return None
-    shared = [c for c in by_example.values() if sum(c.values()) >= 2]
-    shares = [max(c.values()) / sum(c.values()) for c in shared]
-    return {"replicas": dict(sorted(replicas.items())), "examples": len(shared),
-            "example_locality": round(sum(shares) / len(shares), 4) if shares else None,
-            "examples_on_one_replica": sum(len(c) == 1 for c in shared),
-            "calls_reporting_cache": reported, "prompt_tokens": prompt, "cached_tokens": cached,
-            "prefix_hit_share": round(cached / prompt, 4) if prompt else None}
+    return tally.result()

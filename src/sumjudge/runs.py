@@ -28,7 +28,7 @@ from .data import registry as data_registry
 from .llm import BackendRequestError, OptionScoringError, PromptTooLongError, make_llm
 from .errors import ConfigError, SumjudgeError
 from .llm.engine import LLM, Calls
-from .locality import serving_from_log
+from .locality import ServingTally
 from .judges import get_method, make_config
 from .judges.base import Judgement
 from .run_metrics import METRICS_BY_KIND
@@ -555,20 +555,22 @@ def run_metrics(r: Run, judgements: list[Judgement], llm: Calls, server: dict | 
     level = rc.level or data_registry.get(rc.dataset).levels[0]  # rated examples carry no level of their own
     judged = [(ex, j) for ex, j in zip(examples, judgements) if j.label_source != "failed"]
     metrics_fn = r.spec.metrics or METRICS_BY_KIND[r.spec.kind]
+    tally = ServingTally()  # replicas and prefix hits, where the server says them: in the same pass over the log
     out = {"method": rc.method, "dataset": rc.dataset,
            "level": getattr(examples[0], "level", level) if examples else level, "n_examples": len(examples),
            **metrics_fn([ex for ex, _ in judged], [j for _, j in judged]),
            "failed_examples": failure_summary(judgements), "parse_rates": parse_rates(judgements),
            "cost": cost_summary(judgements), "engine": engine_stats(llm), "server": server,
-           "usage_all_processes": usage_from_log(r.out / "calls.jsonl")}
-    served = serving_from_log(r.out / "calls.jsonl")  # replicas and prefix hits, where the server says them
+           "usage_all_processes": usage_from_log(r.out / "calls.jsonl", tally)}
+    served = tally.result()
     return out | {"serving": served} if served else out
 
 
-def usage_from_log(path: Path) -> dict[str, int]:
+def usage_from_log(path: Path, tally: ServingTally | None = None) -> dict[str, int]:
     """Totals over every process that worked on the run (``calls.jsonl`` keeps them all): calls, the calls
     a backend answered (paid), tokens of those, parse failures. The engine's own counters cover this process
-    only, so calls paid before a kill would otherwise vanish from the totals."""
+    only, so calls paid before a kill would otherwise vanish from the totals. ``tally``: fed every call record of
+    the same pass (where the calls were served)."""
     tot = dict(processes=0, calls=0, option_calls=0, backend_calls=0, cache_hits=0, prompt_tokens=0,
                completion_tokens=0, paid_prompt_tokens=0, paid_completion_tokens=0, parse_failures=0)
     if not path.exists():
@@ -585,6 +587,8 @@ def usage_from_log(path: Path) -> dict[str, int]:
             elif ev == "parse" and not rec.get("ok"):
                 tot["parse_failures"] += 1
             elif ev in ("chat", "options"):
+                if tally is not None:
+                    tally.add(rec)
                 tot["calls" if ev == "chat" else "option_calls"] += 1
                 hit = bool(rec.get("cache_hit"))
                 tot["cache_hits" if hit else "backend_calls"] += 1

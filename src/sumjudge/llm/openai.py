@@ -90,6 +90,20 @@ def asked_wait(value: str | None) -> float | None:
             return None
 
 
+# Where a router names its replicas: vllm-router's GET /list_workers ({"urls": [...]}), SGLang's router's GET /workers
+# ({"workers": [{"url": ...}, ...]})
+REPLICA_ROUTES = ("/list_workers", "/workers")
+
+
+def replicas_listed(body: Any) -> list[str]:
+    """The replica URLs in a router's answer to one of ``REPLICA_ROUTES`` ([] for anything else)."""
+    if not isinstance(body, dict):
+        return []
+    urls = body.get("urls") if "urls" in body else [w.get("url") for w in body.get("workers") or []
+                                                       if isinstance(w, dict)]
+    return urls if isinstance(urls, list) and urls and all(isinstance(u, str) for u in urls) else []
+
+
 def server_root(base_url: str) -> str:
     """The server's root for its non-OpenAI routes (vLLM's ``/tokenize``, ``/metrics``, ``/health``):
     the base URL without a trailing ``/v1``."""
@@ -349,12 +363,10 @@ class OpenAIBackend:
         replica's ``GET /models``; the smallest context of them is the run's) and the prefix-cache counters (each
         replica's ``/metrics``, summed). Requests in flight default to ``CONCURRENCY_PER_SERVER`` per replica.
         A replica the client cannot reach leaves what it would have said unknown; never an error."""
-        urls = None
-        for route, read in (("/list_workers", lambda b: b.get("urls")),  # vllm-router
-                            ("/workers", lambda b: [w.get("url") for w in b.get("workers") or [] if isinstance(w, dict)])):
+        for route in REPLICA_ROUTES:
             status, body = self._get_json(self.root + route)
-            urls = read(body) if status == 200 and isinstance(body, dict) else None
-            if isinstance(urls, list) and urls and all(isinstance(u, str) for u in urls):
+            urls = replicas_listed(body) if status == 200 else []
+            if urls:
                 break
         else:
             return
