@@ -126,7 +126,7 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     within each gold class), alpha, ROC-AUC where the judgements carry graded scores, the unreadable share, and
     what it cost per example (a score judge's held-out run apart). ``calibration``: a score judge's threshold
     (``calibrate``): BAcc and alpha are then those of the thresholded labels."""
-    from .metrics import balanced_accuracy, krippendorff_alpha, labels_said, readable_bacc_ci, roc_auc
+    from .metrics import balanced_accuracy, binary_alpha_ci, krippendorff_alpha, labels_said, readable_bacc_ci, roc_auc
     from .run_metrics import said_column
 
     readable = [(p["gold"], p["label"]) for p in preds if p["label"] is not None]
@@ -137,11 +137,12 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
         metrics["bacc"] = balanced_accuracy([g for g, _ in readable], [y for _, y in readable]) if readable else None
         metrics["k_alpha"] = krippendorff_alpha([p["gold"] for p in preds], [p["label"] for p in preds])
     ci = readable_bacc_ci([g for g, _ in readable], [y for _, y in readable], seed=seed) or (None, None)
+    alpha_ci = binary_alpha_ci([g for g, _ in readable], [y for _, y in readable], seed=seed) or (None, None)
     n = max(1, len(preds))
     cost = metrics["cost"]
     return {"dataset": cell.dataset, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),
             "bacc_ci_low": ci[0], "bacc_ci_high": ci[1], **said_column(labels_said([p["label"] for p in preds])),
-            "k_alpha": metrics.get("k_alpha"),
+            "k_alpha": metrics.get("k_alpha"), "k_alpha_ci_low": alpha_ci[0], "k_alpha_ci_high": alpha_ci[1],
             "roc_auc": roc_auc([g for g, _ in scored], [v for _, v in scored]) if graded else None,
             **{k: (calibration or {}).get(k) for k in ("threshold", "held_out_n", "threshold_from")},
             "unreadable_share": sum(p["label"] is None for p in preds) / n,
@@ -325,26 +326,75 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return sorted(front, key=lambda i: points[i][0])
 
 
+PARETO_MARGIN = 1.5  # the Pareto figure's x axis reaches this factor beyond the cheapest and the dearest judge
+
+
+def point_keys(points: list[tuple[float, float]], *, near: float = 0.04) -> list[list[int]]:
+    """Points (x on a log axis, y in 0-1) grouped where they would overlap on the plot (closer than ``near`` of the
+    axes' span; the x axis spans the points' decades and ``PARETO_MARGIN`` each side): each group is marked once,
+    with all its numbers, so that no number is drawn over another."""
+    import math
+
+    xs = [math.log10(max(x, 1e-9)) for x, _ in points]
+    span = max(xs, default=0) - min(xs, default=0) + 2 * math.log10(PARETO_MARGIN)
+    groups: list[list[int]] = []
+    for i, (x, (_, y)) in enumerate(zip(xs, points)):
+        for g in groups:
+            j = g[0]
+            if math.hypot((x - xs[j]) / span, y - points[j][1]) < near:
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    return groups
+
+
 def pareto_figure(table: list[dict[str, Any]], highlight: tuple[str, ...] = ()):
-    """Tokens per example (log axis) against BAcc, one panel per dataset, the Pareto front drawn; judges whose name
-    starts with one of ``highlight`` in their own colour."""
+    """Tokens per example (log axis) against BAcc on its whole 0-1 scale with chance (0.5) marked, one panel per
+    dataset: each judge a numbered point with its 95% interval as an error bar, the Pareto front drawn, and beside
+    the panel the key (number, judge, BAcc and interval; judges whose name starts with one of ``highlight`` in their
+    own colour). Points that would overlap share one mark naming all their numbers."""
     import matplotlib.pyplot as plt
 
+    from .run_metrics import SAID_COLUMN, one_label_said
+
     datasets = sorted({r["dataset"] for r in table})
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
-    for ax, ds in zip(axes[0], datasets):
+    fig, axes = plt.subplots(1, 2 * len(datasets), figsize=(8.5 * len(datasets), 4.2), squeeze=False,
+                             gridspec_kw={"width_ratios": [1.45, 1] * len(datasets)})
+    for k, ds in enumerate(datasets):
+        ax, key = axes[0][2 * k], axes[0][2 * k + 1]
         rows = [r for r in table if r["dataset"] == ds and r["bacc"] is not None and r["bacc"] == r["bacc"]]
+        rows.sort(key=lambda r: -r["bacc"])
         pts = [(max(1e-9, r["prompt_tokens_per_example"] + r["completion_tokens_per_example"]), r["bacc"])
                for r in rows]
         mine = [r["judge"].startswith(tuple(highlight)) if highlight else False for r in rows]
-        ax.scatter([c for c, _ in pts], [a for _, a in pts], c=["#c33" if m else "#36a" for m in mine])
-        for (c, a), r, m in zip(pts, rows, mine):
-            ax.annotate(r["judge"], (c, a), fontsize=7, xytext=(3, 3), textcoords="offset points",
-                        weight="bold" if m else "normal", color="#c33" if m else "black")
+        colour = ["#c33" if m else "#36a" for m in mine]
+        low = [a - (r.get("bacc_ci_low") if r.get("bacc_ci_low") is not None else a) for (_, a), r in zip(pts, rows)]
+        high = [(r.get("bacc_ci_high") if r.get("bacc_ci_high") is not None else a) - a for (_, a), r in zip(pts, rows)]
+        ax.axhline(0.5, color="#bbb", lw=0.8, zorder=0)
+        ax.errorbar([c for c, _ in pts], [a for _, a in pts], yerr=[low, high], fmt="none", ecolor="#999",
+                    elinewidth=1, capsize=2, zorder=1)
+        ax.scatter([c for c, _ in pts], [a for _, a in pts], c=colour, zorder=2)
+        for group in point_keys(pts):
+            c, a = pts[group[0]]
+            ax.annotate(",".join(str(i + 1) for i in group), (c, a), fontsize=7, xytext=(4, 3),
+                        textcoords="offset points", color=colour[group[0]])
         front = pareto_front(pts)
         ax.plot([pts[i][0] for i in front], [pts[i][1] for i in front], "--", color="grey", label="Pareto front")
         ax.set_xscale("log")
-        ax.set(title=ds, xlabel="tokens per example (prompt + completion)", ylabel="BAcc")
-        ax.legend(loc="lower right", fontsize=7)
+        lo, hi = min((c for c, _ in pts), default=1), max((c for c, _ in pts), default=10)
+        ax.set_xlim(lo / PARETO_MARGIN, hi * PARETO_MARGIN)
+        ax.set_ylim(0, 1)
+        ax.set(title=f"{ds} (n = {max((r['n'] for r in rows), default=0)})",
+               xlabel="tokens per example (prompt + completion)", ylabel="BAcc (bars: 95% CI; grey line: chance)")
+        key.axis("off")
+        lines = [f"{i + 1}  {r['judge']}: {r['bacc']:.2f} "
+                 + (f"[{r['bacc_ci_low']:.2f}, {r['bacc_ci_high']:.2f}]" if r.get("bacc_ci_low") is not None else "")
+                 + (" (one label to all)" if one_label_said(r.get(SAID_COLUMN)) else "") for i, r in enumerate(rows)]
+        for i, (line, m) in enumerate(zip(lines, mine)):
+            key.text(0, 1 - 0.065 * i, line, fontsize=7.5, va="top", transform=key.transAxes,
+                     color="#c33" if m else "black", weight="bold" if m else "normal")
+        key.text(0, 1 - 0.065 * (len(lines) + 0.5), "- - Pareto front: no judge cheaper and better",
+                 fontsize=7.5, va="top", color="grey", transform=key.transAxes)
     fig.tight_layout()
     return fig

@@ -363,6 +363,47 @@ def readable_bacc_ci(y_true: Sequence[int], y_pred: Sequence[int | None], seed: 
     return balanced_accuracy_ci([t for t, _ in pairs], [p for _, p in pairs], seed=seed)
 
 
+def binary_alpha_ci(y_true: Sequence[int], y_pred: Sequence[int | None], n_resamples: int = 1000,
+                    confidence: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of Krippendorff's nominal alpha between gold and predicted binary labels, over
+    the examples with a readable label, resampled within each gold class (as ``balanced_accuracy_ci``). Two coders
+    and no missing value give alpha in closed form: with N units, d of them disagreeing, and n0 / n1 the counts of
+    each value among all 2N, alpha = 1 - (2N - 1) d / (n0 n1) (equal to ``krippendorff_alpha``). None where
+    ``readable_bacc_ci`` is None; a resample with one value everywhere (alpha undefined) is left out."""
+    pairs = [(t, p) for t, p in zip(y_true, y_pred) if p is not None]
+    if len(pairs) < 4 or len({t for t, _ in pairs}) < 2:
+        return None
+    y, p = np.asarray([t for t, _ in pairs]), np.asarray([q for _, q in pairs])
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    idx = np.concatenate([pos[rng.integers(0, len(pos), (n_resamples, len(pos)))],
+                          neg[rng.integers(0, len(neg), (n_resamples, len(neg)))]], axis=1)
+    alpha = binary_alpha_rows(y[idx], p[idx])
+    alpha = alpha[~np.isnan(alpha)]
+    return percentile_interval(alpha, confidence) if len(alpha) else None
+
+
+def binary_alpha_rows(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    """Krippendorff's nominal alpha of each row's (gold, predicted) binary labels, in closed form (see
+    ``binary_alpha_ci``); NaN for a row with one value everywhere."""
+    units = y_true.shape[1]
+    ones = (y_true == 1).sum(axis=1) + (y_pred == 1).sum(axis=1)
+    zeros = 2 * units - ones
+    d = (y_true != y_pred).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ones * zeros > 0, 1 - (2 * units - 1) * d / np.maximum(ones * zeros, 1), np.nan)
+
+
+def error_rate_cis(report: "BinaryReport", confidence: float = 0.95
+                   ) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """Wilson intervals of a report's FPR (over its FP + TN gold-faithful examples) and FNR (over FN + TP), as
+    shares (0-1); None where a rate has no example."""
+    def one(rate: float, n: int) -> tuple[float, float] | None:
+        ci = wilson_ci(100 * rate if rate == rate else None, n, confidence)
+        return None if ci is None else (float(ci[0]) / 100, float(ci[1]) / 100)
+    return one(report.fpr, report.fp + report.tn), one(report.fnr, report.fn + report.tp)
+
+
 # Variance of Fisher's z of each correlation on n pairs (Fieller, Hartley and Pearson, 1957: Spearman and Kendall).
 FISHER_Z_VARIANCE = {"pearson": lambda n: 1 / (n - 3), "spearman": lambda n: 1.06 / (n - 3),
                      "kendall": lambda n: 0.437 / (n - 4)}
@@ -387,14 +428,35 @@ def balanced_accuracy_ci(y_true: Sequence[int], y_pred: Sequence[int], n_resampl
                          confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap CI of balanced accuracy, resampling within each gold class (stratified: every resample
     keeps both classes, so no resample leaves BAcc undefined, as an unstratified one can on a few examples)."""
+    resampled = balanced_accuracy_resamples(y_true, y_pred, n_resamples, seed)
+    if resampled is None:
+        return float("nan"), float("nan")
+    return percentile_interval(resampled, confidence)
+
+
+def balanced_accuracy_resamples(y_true: Sequence[int], y_pred: Sequence[int], n_resamples: int = 1000, seed: int = 0
+                                ) -> np.ndarray | None:
+    """``balanced_accuracy_ci``'s bootstrap resamples of BAcc (within each gold class); None with one class."""
     y, p = np.asarray(y_true), np.asarray(y_pred)
     rng = np.random.default_rng(seed)
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
     if not len(pos) or not len(neg):
-        return float("nan"), float("nan")
+        return None
     tpr = (p[pos][rng.integers(0, len(pos), (n_resamples, len(pos)))] == 1).mean(axis=1)
     tnr = (p[neg][rng.integers(0, len(neg), (n_resamples, len(neg)))] == 0).mean(axis=1)
-    return percentile_interval((tpr + tnr) / 2, confidence)
+    return (tpr + tnr) / 2
+
+
+def fisher_resamples(r: float, n: int, method: str = "pearson", n_resamples: int = 1000, seed: int = 0
+                     ) -> np.ndarray | None:
+    """Draws of a correlation from ``fisher_ci``'s sampling distribution (normal on Fisher's z), to combine with
+    other resampled scores; None where ``fisher_ci`` is None."""
+    if r is None or n is None or r != r or n < 5:
+        return None
+    if abs(r) >= 1:
+        return np.full(n_resamples, float(r))
+    z = np.random.default_rng(seed).normal(math.atanh(r), math.sqrt(FISHER_Z_VARIANCE[method](n)), n_resamples)
+    return np.tanh(z)
 
 
 def mean_ci(values: Sequence[float], n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0

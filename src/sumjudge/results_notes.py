@@ -13,10 +13,11 @@ import csv
 import re
 from pathlib import Path
 
+from .run_metrics import SAID_COLUMN, one_label_said
+
 LABEL_COLUMNS = ("experiment", "evaluator", "judge", "detector", "method", "setting", "stances", "prompts", "subset",
                  "dataset", "level", "aspect", "rounds", "sessions", "vote", "metric", "protocol")
 VALUE_COLUMNS = ("reproduced", "bacc", "BAcc", "mean_bacc", "value")
-_SAID = re.compile(r"^(\d+) × 1, (\d+) × 0$")
 _CI = re.compile(r"^\[\s*(-?[\d.eE+-]+|nan),\s*(-?[\d.eE+-]+|nan)\]$")
 
 
@@ -68,9 +69,9 @@ def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> li
                          "nothing was measured there")
     said = {}
     for r in rows:  # a judge's rows of several metrics say the same: named once
-        m = _SAID.match((r.get("labels said") or "").strip())
-        if m and (int(m.group(1)) == 0) != (int(m.group(2)) == 0):
-            said.setdefault(_label(r, skip=("metric",)), "1" if int(m.group(1)) else "0")
+        one = one_label_said(r.get(SAID_COLUMN))
+        if one is not None:
+            said.setdefault(_label(r, skip=("metric",)), one)
     if said:
         first, label = next(iter(said.items()))
         notes.append(f"`{name}`: in {len(said)} cell{'s' if len(said) > 1 else ''} a judge said one label to every "

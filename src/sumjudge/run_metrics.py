@@ -49,13 +49,17 @@ def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
 
 
 def binary_metrics(y: list[int], judgements: list[Judgement]) -> dict[str, Any]:
-    from .metrics import binary_report, krippendorff_alpha, labels_said, readable_bacc_ci
+    from .metrics import (binary_alpha_ci, binary_report, error_rate_cis, krippendorff_alpha, labels_said,
+                          readable_bacc_ci)
 
     def report(p: list[int | None]) -> dict[str, Any]:
         rep = binary_report(y, p)
-        ci = readable_bacc_ci(y, p)
-        return {"bacc": rep.bacc, "bacc_ci": list(ci) if ci else None, "k_alpha": krippendorff_alpha(y, p),
-                "fpr": rep.fpr, "fnr": rep.fnr, "n": rep.n, "said": labels_said(p),
+        ci, alpha_ci = readable_bacc_ci(y, p), binary_alpha_ci(y, p)
+        fpr_ci, fnr_ci = error_rate_cis(rep)
+        listed = (lambda c: list(c) if c else None)
+        return {"bacc": rep.bacc, "bacc_ci": listed(ci), "k_alpha": krippendorff_alpha(y, p),
+                "k_alpha_ci": listed(alpha_ci), "fpr": rep.fpr, "fpr_ci": listed(fpr_ci), "fnr": rep.fnr,
+                "fnr_ci": listed(fnr_ci), "n": rep.n, "said": labels_said(p),
                 "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn}}
 
     out = {**report([j.label for j in judgements]), "label_sources": count_by(j.label_source for j in judgements)}
@@ -145,6 +149,17 @@ def said_column(said: dict[str, int] | None) -> dict[str, Any]:
     column, ``"15 × 1, 5 × 0"``: a judge that says one label to everything shows there (``results_notes`` says so
     in words)."""
     return {SAID_COLUMN: None if said is None else f"{said.get('1', 0)} × 1, {said.get('0', 0)} × 0"}
+
+
+def one_label_said(cell: str | None) -> str | None:
+    """The label ("1" or "0") a ``said_column`` cell shows given to every readable example; None where both were
+    said, or nothing."""
+    import re
+
+    m = re.match(r"^(\d+) × 1, (\d+) × 0$", (cell or "").strip())
+    if not m or (int(m.group(1)) == 0) == (int(m.group(2)) == 0):
+        return None
+    return "1" if int(m.group(1)) else "0"
 
 
 def parse_columns(metrics: dict[str, Any]) -> dict[str, Any]:

@@ -189,3 +189,31 @@ def test_a_cells_folder_is_named_by_its_whole_configuration_defaults_included(tm
     monkeypatch.setitem(METHODS, "zero-shot", dataclasses.replace(spec, config_cls=grown))
     (_, after), = plan(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None)
     assert before != after and before.parent == after.parent
+
+
+def test_the_pareto_figure_shows_intervals_on_the_whole_scale_and_marks_overlapping_points_once():
+    """Error bars are each judge's 95% interval, BAcc spans 0-1 with chance drawn, and points that would sit on one
+    another share one mark naming both numbers (the key beside the panel lists every judge, one-label judges said)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sumjudge.arena import pareto_figure, point_keys
+    from sumjudge.report import figure_data
+
+    assert point_keys([(600, 0.5), (610, 0.5), (1400, 0.45), (1450, 0.46), (1000, 0.9), (700, 0.5)]) == [
+        [0, 1], [2, 3], [4], [5]]
+    base = {"dataset": "d", "n": 20, "completion_tokens_per_example": 0}
+    table = [{**base, "judge": "a", "bacc": 0.6, "bacc_ci_low": 0.4, "bacc_ci_high": 0.8,
+              "prompt_tokens_per_example": 100, "labels said": "10 × 1, 10 × 0"},
+             {**base, "judge": "b", "bacc": 0.5, "bacc_ci_low": 0.5, "bacc_ci_high": 0.5,
+              "prompt_tokens_per_example": 1000, "labels said": "0 × 1, 20 × 0"},
+             {**base, "judge": "c", "bacc": 0.5, "bacc_ci_low": 0.5, "bacc_ci_high": 0.5,
+              "prompt_tokens_per_example": 1010, "labels said": "20 × 1, 0 × 0"}]
+    plot, key = figure_data(pareto_figure(table))
+    assert plot["ylim"] == [0, 1] and plot["title"] == "d (n = 20)"
+    bars = next(c["segments"] for c in plot["collections"] if "segments" in c)
+    assert [[0.4], [0.8]] == [[bars[0][0][1]], [bars[0][1][1]]]  # judge a's interval, drawn as its bar
+    assert sorted(t["text"] for t in plot["texts"]) == ["1", "2,3"]
+    assert [t["text"] for t in key["texts"][:3]] == ["1  a: 0.60 [0.40, 0.80]",
+                                                     "2  b: 0.50 [0.50, 0.50] (one label to all)",
+                                                     "3  c: 0.50 [0.50, 0.50] (one label to all)"]

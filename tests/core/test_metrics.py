@@ -244,6 +244,43 @@ def test_every_bacc_of_a_run_comes_with_its_interval_and_correlations_with_fishe
     assert df["95% CI"][0] == "[70, 88.9]" and df["95% CI"].isna()[1]
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_binary_alpha_in_closed_form_equals_krippendorff(seed):
+    """Two coders, binary labels, no missing value: alpha = 1 - (2N - 1) d / (n0 n1), the same as the krippendorff
+    package's (the bootstrap of K-alpha's interval computes it that way over a thousand resamples at once)."""
+    from sumjudge.metrics import binary_alpha_rows
+
+    rng = np.random.default_rng(seed)
+    y, p = rng.integers(0, 2, 15), rng.integers(0, 2, 15)
+    expected = krippendorff_alpha(list(y), list(p))
+    got = binary_alpha_rows(y[None, :], p[None, :])[0]
+    assert got == pytest.approx(expected) if expected == expected else got != got
+    assert np.isnan(binary_alpha_rows(np.ones((1, 4)), np.ones((1, 4)))[0])  # one value everywhere: undefined
+
+
+def test_k_alpha_fpr_and_fnr_of_a_run_come_with_intervals():
+    """K-alpha's interval is a stratified bootstrap (as BAcc's), FPR's and FNR's are Wilson's over the gold-faithful
+    and gold-unfaithful examples a rate is a share of (textbook: 1 of 4 -> [4.6, 69.9]); a judge that answers one
+    label to every example gets a zero-width FPR or FNR interval only where the share is not 0 or 1."""
+    from sumjudge.judges.base import Judgement
+    from sumjudge.metrics import binary_alpha_ci, binary_report, error_rate_cis
+    from sumjudge.run_metrics import binary_metrics
+
+    y = [0, 1] * 20
+    labels = [t if i % 5 else 1 - t for i, t in enumerate(y)]
+    m = binary_metrics(y, [Judgement(example_id=str(i), label=v, label_source="parsed") for i, v in enumerate(labels)])
+    for key in ("k_alpha", "fpr", "fnr"):
+        low, high = m[f"{key}_ci"]
+        assert low < m[key] < high, key
+    rep = binary_report([1, 1, 1, 1, 0, 0], [0, 1, 1, 1, 0, 0])  # 1 of 4 faithful flagged; no error missed
+    fpr_ci, fnr_ci = error_rate_cis(rep)
+    assert [round(100 * v, 1) for v in fpr_ci] == [4.6, 69.9]
+    assert fnr_ci[0] == 0 and 0 < fnr_ci[1] < 1
+    assert binary_alpha_ci([1, 1, 1], [1, 0, 1]) is None and binary_alpha_ci([0, 1, 1, 0], [None] * 4) is None
+    assert binary_alpha_ci(y, labels, seed=3) == binary_alpha_ci(y, labels, seed=3)  # seeded
+    assert error_rate_cis(binary_report([1, 1], [1, 1]))[1] is None  # no gold error: FNR has no interval
+
+
 def test_error_type_f1_and_matching_criteria_come_with_intervals():
     """FacTax's Tables 6-7: a per-type F1 with a bootstrap interval over summaries (a summary's gold and predicted
     types resampled together), the criteria's shares with Wilson's (textbook: 50% of 100 -> [40.4, 59.6])."""

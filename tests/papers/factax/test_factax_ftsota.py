@@ -176,3 +176,19 @@ def test_luo_baselines_send_the_papers_prompts_and_read_yes_no():
     j = run_sync(cot.judge(ex, llm, make_config(cot.config_cls, {})))
     assert j.label is None and j.label_source == "unparsed"  # "yes?" is no statement: retried, then counted
     assert sum("step by step" in r.messages[-1]["content"] for r in backend.requests) == 2
+
+
+def test_domain_and_macro_rows_carry_their_n_and_an_interval(tmp_path):
+    """A domain row rests on its pooled readable examples; MACRO on all of them, its interval a bootstrap of each
+    domain on its own, averaged per resample (it brackets the MACRO value and is seeded)."""
+    se = run_dir(tmp_path, "se", [(1, 1), (0, 0), (1, 1), (0, 1), (1, 0), (0, 0)] * 3)
+    qx = run_dir(tmp_path, "qx", [(1, 1), (0, 1), (1, None), (0, 0)] * 3)
+    grid = {("FACTAX", "summeval-consistency-sota"): (metrics_of(se), se), ("FACTAX", "qags-xsum"): (metrics_of(qx), qx)}
+    rows = {r["dataset"]: r for r in factax_tables.table2_rows(grid, "m")}
+    assert rows["[CNN/DM]"]["n"] == 18 and rows["[XSum]"]["n"] == 9 and rows["[MACRO]"]["n"] == 27
+    low, high = rows["[MACRO]"]["ci"]
+    assert low < rows["[MACRO]"]["reproduced"] < high
+    parts = factax_tables.parts_of({"summeval-consistency-sota": se, "qags-xsum": qx})
+    assert factax_tables.macro_interval(parts) == factax_tables.macro_interval(parts)
+    one_class = run_dir(tmp_path, "one", [(1, 1), (1, 0), (1, 1), (1, 1)])
+    assert factax_tables.macro_interval(factax_tables.parts_of({"qags-xsum": one_class})) is None

@@ -229,6 +229,35 @@ def domain_intervals(parts: list[Part]) -> dict[str, tuple[float, float] | None]
                for d, ps in pooled.items()}, **{d: p.ci() for d, p in scored.items()}}
 
 
+def domain_sizes(parts: list[Part]) -> dict[str, int]:
+    """Domain -> the readable examples ``domains_of``'s value rests on (pooled parts' readable labels; the pairs of a
+    score-labelled domain's Pearson)."""
+    pooled, scored = by_domain(parts)
+    return {**{d: sum(x is not None for q in ps for x in q.pred) for d, ps in pooled.items()},
+            **{d: p.pearson_n for d, p in scored.items()}}
+
+
+def macro_interval(parts: list[Part], n_resamples: int = 1000, seed: int = 0) -> tuple[float, float] | None:
+    """The 95% interval of MACRO (``macro`` of ``domains_of``): each domain resampled on its own (its pooled examples
+    within each gold class; a score-labelled domain's Pearson drawn on Fisher's z), the domains present averaged per
+    resample, the percentile interval of those means. None where a domain's value has no interval."""
+    import numpy as np
+
+    from ...metrics import balanced_accuracy_resamples, fisher_resamples, percentile_interval
+
+    pooled, scored = by_domain(parts)
+    draws = []
+    for k, ps in enumerate(pooled.values()):
+        pairs = [(t, y) for q in ps for t, y in zip(q.gold, q.pred) if y is not None]
+        draws.append(balanced_accuracy_resamples([t for t, _ in pairs], [y for _, y in pairs], n_resamples, seed + k)
+                     if len(pairs) >= 4 else None)
+    draws += [fisher_resamples(p.pearson, p.pearson_n, n_resamples=n_resamples, seed=seed + len(pooled) + k)
+              for k, p in enumerate(scored.values())]
+    if not draws or any(d is None for d in draws):
+        return None
+    return percentile_interval(np.mean(draws, axis=0))
+
+
 def domain_scores(runs: dict[str, Path]) -> dict[str, float | None]:
     """``domains_of`` the parts (``parts_of``) of one run per dataset."""
     return domains_of(parts_of(runs))
@@ -278,12 +307,16 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
             doms = domains_of(parts)
             doms_per_run.append({**doms, "MACRO": macro(doms)})
         intervals = domain_intervals(per_run[0]) if len(per_run) == 1 else {}  # several runs: their spread
+        if len(per_run) == 1:
+            intervals["MACRO"] = macro_interval(per_run[0])
+        sizes = domain_sizes(per_run[0]) if per_run else {}
+        sizes["MACRO"] = sum(sizes.values())
         for dom in doms_per_run[0]:
             rows.append({"experiment": experiment, "evaluator": label, "dataset": f"[{dom}]",
                          "metric": "Pearson x100" if dom in SCORED_DOMAINS else "BAcc %",
                          "paper": paper_value("factax", table, row, DOMAIN_COLUMN.get(dom, "")),
                          **_mean_spread([d.get(dom) for d in doms_per_run]), "ci": scaled_ci(intervals.get(dom)),
-                         "domain": dom, "model": model,
+                         "n": sizes.get(dom), "domain": dom, "model": model,
                          "note": ("MACRO over the domains present here (Reports, Stories enter as Pearson x100, as in the paper)"
                                   if dom == "MACRO" else "Pearson of the domain's dataset" if dom in SCORED_DOMAINS
                                   else "pooled over the domain's datasets")})
@@ -328,7 +361,10 @@ def table3_rows(grid, model: str, evaluator: str = "FACTAX") -> list[dict[str, A
 
 def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = None) -> list[dict[str, Any]]:
     """Window-size ablation: FacTax-WD with each ``window_words`` (0 = one sentence, None = whole summary); the
-    sizes' runs are submitted together (they share the engine's batches)."""
+    sizes' runs are submitted together (they share the engine's batches). The paper prints two of these cells
+    (Table 2, ``dataset``'s column): 30 words is FACTAX-WD's setting, the whole summary is FACTAX's."""
+    column = dataset_place(dataset)[1]
+    paper_rows = {30: "FACTAX-WD", None: "FACTAX"}
     rows = []
     cells = session.run_many([{"method": "factax-wd", "dataset": dataset, "settings": {"window_words": ww},
                                "limit": limit, "name": run_name("factax-wd", {"window_words": ww}, dataset)}
@@ -337,7 +373,9 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
         res = read_results(run)
         rows.append({"experiment": "window size", "dataset": dataset,
                      "window": "1 sentence" if ww == 0 else ("whole summary" if ww is None else f"{ww} words"),
-                     "metric": "BAcc %", "paper": None, "reproduced": 100 * m["bacc"] if m["bacc"] == m["bacc"] else None,
+                     "metric": "BAcc %", "paper_row": paper_rows.get(ww) if column else None,
+                     "paper": paper_value("factax", "table2", paper_rows[ww], column) if column and ww in paper_rows
+                     else None, "reproduced": 100 * m["bacc"] if m["bacc"] == m["bacc"] else None,
                      "ci": scaled_ci(m.get("bacc_ci")),
                      "mean_windows": statistics.fmean(r["judgement"]["details"]["n_windows"] for r in res) if res else None,
                      "n": m["n"], "unparsed": m["unparsed"], **said_column(m.get("said")), **parse_columns(m),

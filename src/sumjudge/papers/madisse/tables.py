@@ -84,9 +84,12 @@ def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str
         pct = (lambda v: None if v is None else 100 * v)
         rows += [{**common, "metric": "BAcc (%)", "paper": cell[0], "reproduced": pct(m.get("bacc")),
                   "ci": scaled_ci(m.get("bacc_ci"))},
-                 {**common, "metric": "K-alpha", "paper": cell[1], "reproduced": m.get("k_alpha")},
-                 {**common, "metric": "FPR (%)", "paper": rates[0], "reproduced": pct(m.get("fpr"))},
-                 {**common, "metric": "FNR (%)", "paper": rates[1], "reproduced": pct(m.get("fnr"))}]
+                 {**common, "metric": "K-alpha", "paper": cell[1], "reproduced": m.get("k_alpha"),
+                  "ci": m.get("k_alpha_ci")},
+                 {**common, "metric": "FPR (%)", "paper": rates[0], "reproduced": pct(m.get("fpr")),
+                  "ci": scaled_ci(m.get("fpr_ci"))},
+                 {**common, "metric": "FNR (%)", "paper": rates[1], "reproduced": pct(m.get("fnr")),
+                  "ci": scaled_ci(m.get("fnr_ci"))}]
     return rows
 
 
@@ -161,7 +164,8 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
 def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
     """Figure 3 / 6: each evaluator's BAcc, K-alpha, FPR, FNR on all sentences and on those the human
     annotators did not mark ambiguous (the same run, re-scored)."""
-    from ...metrics import binary_report, krippendorff_alpha, labels_said, readable_bacc_ci
+    from ...metrics import (binary_alpha_ci, binary_report, error_rate_cis, krippendorff_alpha, labels_said,
+                            readable_bacc_ci)
 
     rows = []
     for row, m in results.items():
@@ -173,9 +177,12 @@ def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
             variant = {"madisse-agents-vote": "agents_vote", "madisse-debates-vote": "debates_vote"}.get(row)
             p = [r["judgement"]["scores"].get(variant) if variant else r["judgement"]["label"] for r in sel]
             rep = binary_report(y, p)
+            fpr_ci, fnr_ci = error_rate_cis(rep)
             rows.append({"evaluator": ROW_NAMES[row], "subset": subset, "n": len(sel), "bacc": 100 * rep.bacc,
                          "bacc_95%_ci": ci_text(scaled_ci(readable_bacc_ci(y, p))),
-                         "k_alpha": krippendorff_alpha(y, p), "fpr": 100 * rep.fpr, "fnr": 100 * rep.fnr,
+                         "k_alpha": krippendorff_alpha(y, p), "k_alpha_95%_ci": ci_text(binary_alpha_ci(y, p)),
+                         "fpr": 100 * rep.fpr, "fpr_95%_ci": ci_text(scaled_ci(fpr_ci)),
+                         "fnr": 100 * rep.fnr, "fnr_95%_ci": ci_text(scaled_ci(fnr_ci)),
                          **said_column(labels_said(p))})
     return rows
 
@@ -205,8 +212,9 @@ def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], r
         pct = (lambda v: None if v is None else 100 * v)
         rows.append({"stances": name, "dataset": dataset, "level": level, "paper_dataset": "mediasum",
                      "paper_bacc": paper[0], "bacc": pct(m["bacc"]), "bacc_95%_ci": ci_text(scaled_ci(m.get("bacc_ci"))),
-                     "paper_k_alpha": paper[1], "k_alpha": m["k_alpha"],
-                     "paper_fpr": paper[2], "fpr": pct(m["fpr"]), "paper_fnr": paper[3], "fnr": pct(m["fnr"]),
+                     "paper_k_alpha": paper[1], "k_alpha": m["k_alpha"], "k_alpha_95%_ci": ci_text(m.get("k_alpha_ci")),
+                     "paper_fpr": paper[2], "fpr": pct(m["fpr"]), "fpr_95%_ci": ci_text(scaled_ci(m.get("fpr_ci"))),
+                     "paper_fnr": paper[3], "fnr": pct(m["fnr"]), "fnr_95%_ci": ci_text(scaled_ci(m.get("fnr_ci"))),
                      "n": metrics["n_examples"], **said_column(m.get("said")),
                      "calls_per_example": metrics["cost"]["calls_per_example"], "same_dataset_as_paper": col == "mediasum"})
     return rows
@@ -235,21 +243,37 @@ def longest_debate(session, dataset: str, level: str, *, rounds: int, faithful_a
 def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, max_sessions: int,
                          faithful_agents: int = 2, unfaithful_agents: int = 2, adjudicators: int = 3) -> list[dict]:
     """BAcc, K-alpha and cost for every (rounds, sessions) pair. Session k of a larger run repeats the
-    seeds of the smaller one, so the grid costs little more than its largest cells."""
+    seeds of the smaller one, so the grid costs little more than its largest cells. The paper prints three of its
+    cells (Table 3 / 33, the dataset's column): the paper's setting (``PAPER_DEBATE``) with one session (MADISSE)
+    and with three (simultaneous debates, agents vote and debates vote); the others have no paper number."""
     cells = [(r, m) for r in range(1, max_rounds + 1) for m in range(1, max_sessions + 1)]
+    paper_setting = {"faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
+                     "adjudicators": adjudicators} == {k: v for k, v in PAPER_DEBATE.items() if k != "rounds"}
     results = session.run_many([_grid_spec(dataset, level, r, m, faithful_agents, unfaithful_agents, adjudicators)
                                 for r, m in cells])  # submitted together: identical calls are asked once
     rows = []
     for (r, m), (metrics, _) in zip(cells, results):
         for vote in (["debates_vote", "agents_vote"] if m > 1 else ["single"]):
             v = metrics["variants"][vote] if m > 1 else metrics
-            rows.append({"rounds": r, "sessions": m, "vote": vote, "bacc": None if v["bacc"] is None else 100 * v["bacc"],
-                         "bacc_95%_ci": ci_text(scaled_ci(v.get("bacc_ci"))), "k_alpha": v["k_alpha"], "calls_per_example": metrics["cost"]["calls_per_example"],
+            paper_row = PAPER_GRID_ROWS.get((m, vote)) if paper_setting and r == PAPER_DEBATE["rounds"] else None
+            paper = (madisse_reported(paper_row, dataset, level) if paper_row else None) or (None, None)
+            rows.append({"rounds": r, "sessions": m, "vote": vote, "paper_row": paper_row, "paper_bacc": paper[0],
+                         "bacc": None if v["bacc"] is None else 100 * v["bacc"],
+                         "bacc_95%_ci": ci_text(scaled_ci(v.get("bacc_ci"))), "k_alpha": v["k_alpha"],
+                         "paper_k_alpha": paper[1], "k_alpha_95%_ci": ci_text(v.get("k_alpha_ci")),
+                         "calls_per_example": metrics["cost"]["calls_per_example"],
                          "tokens_per_example": metrics["cost"]["prompt_tokens_per_example"]
                          + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"],
                          **said_column(v.get("said"))})
     return rows
 
+
+# The debate setting of the paper's Table 3 rows (Section 5.2: 4 agents, 2 + 2 stances, at most 3 rounds; three
+# sessions for the simultaneous debates; 3 adjudicators, the authors' code), and the grid cells (sessions, vote)
+# those rows are.
+PAPER_DEBATE = {"rounds": 3, "faithful_agents": 2, "unfaithful_agents": 2, "adjudicators": 3}
+PAPER_GRID_ROWS = {(1, "single"): "madisse", (3, "agents_vote"): "madisse-agents-vote",
+                   (3, "debates_vote"): "madisse-debates-vote"}
 
 # The paper's columns are LLM-AggreFact's subsets (AggreFact-CNN/-XSum are AggreFact-FtSota's, not QAGS-C/X,
 # which have no MADISSE values); TofuEval MeetingBank/MediaSum are the same data as LLM-AggreFact's TofuEval parts.
@@ -274,7 +298,8 @@ def faithfulness_rows(experiment: str, method: str, metrics: dict[str, Any], **c
               "n": metrics["n_examples"], "unparsed": metrics.get("unparsed"), **said_column(metrics.get("said"))}
     return [{**common, "metric": "BAcc (%)", "paper": p_bacc, "reproduced": None if bacc is None else 100 * bacc,
              "ci": scaled_ci(metrics.get("bacc_ci"))},
-            {**common, "metric": "K-alpha", "paper": p_alpha, "reproduced": metrics.get("k_alpha")}]
+            {**common, "metric": "K-alpha", "paper": p_alpha, "reproduced": metrics.get("k_alpha"),
+             "ci": metrics.get("k_alpha_ci")}]
 
 
 def debate_html(result: dict[str, Any], max_chars: int = 600) -> str:
