@@ -27,12 +27,18 @@ TIME_COLUMN = re.compile(r"(^|_)(wall|latency|seconds)(_|$)|_s$|_per_s$|^wall s$
 
 
 def parse_sections(lines: list[str]) -> dict[str, str]:
-    """A page's ``## <name>`` sections (its tables, its figures' image lines), by name."""
+    """A page's ``## <name>`` sections (its tables, its figures' image lines), by name; a name met again (a table
+    and the figure drawn from it are saved under one name) is told apart by its place, ``<name> (2)``, so that
+    neither hides the other."""
     out: dict[str, list[str]] = {}
     current = None
     for line in lines:
         if line.startswith("## "):
-            current = line[3:].strip()
+            name = current = line[3:].strip()
+            k = 1
+            while current in out:
+                k += 1
+                current = f"{name} ({k})"
             out[current] = []
         elif current is not None:
             out[current].append(line)

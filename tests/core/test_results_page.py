@@ -168,3 +168,13 @@ def test_a_state_rewrite_keeps_the_page_as_written(tmp_path):
     rewrite_state(tmp_path, "10_x", {**rec, "check": {"state": "stale", "since": "def", "differences": ["x"]}})
     after = (tmp_path / "10_x.md").read_text(encoding="utf-8")
     assert after.endswith("| 1 |\n") and f"{STATE_HEADING} stale since `def`" in after
+
+
+def test_a_table_and_the_figure_drawn_from_it_under_one_name_are_both_compared():
+    """A notebook may save a table and a figure under one name (12's filtering): the page then has two sections of
+    that name, and a changed table must not hide behind the figure's section."""
+    lines = ["## filtering", "", "| a | b |", "|---|---|", "| x | 1 |", "", "## filtering", "", "![filtering](f.png)"]
+    sections = results_check.parse_sections(lines)
+    assert sections == {"filtering": "| a | b |\n|---|---|\n| x | 1 |", "filtering (2)": "![filtering](f.png)"}
+    changed = results_check.parse_sections([ln.replace("| x | 1 |", "| x | 2 |") for ln in lines])
+    assert results_check.table_difference("filtering", sections["filtering"], changed["filtering"])
