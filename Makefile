@@ -32,7 +32,7 @@ ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/routers-vllm-0.1.17-sglang-0.3.2
 ROUTER_STAMP := $(ROUTER_VENV)/.sumjudge-installed
 ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 
-.PHONY: router-env test-router check-page mark-stale render-page env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
+.PHONY: router-env test-router check-page mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -110,6 +110,11 @@ check-page: env
 # Write those stale marks (and lift the ones a replay no longer needs) on the page and its index
 mark-stale: env
 	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --mark
+
+# How far a fresh rerun moves a number: NOTEBOOKS run again from an empty cache (JOBS=1: each alone; JOBS=3: together,
+# as a recording runs them) and compared with the committed page; the index shows it after the next render-page
+rerun-drift: env
+	$(BIN)/python -m sumjudge.rerun_drift --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --jobs "$(or $(JOBS),1)"
 
 # After a change of how tables are computed or laid out (no prompt changed): rewrite the pages that differ with the
 # tables their recorded answers give now, answers and their provenance kept (no model); a notebook whose replay

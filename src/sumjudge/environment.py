@@ -10,6 +10,8 @@ VARIABLES: dict[str, str] = {
     "SUMJUDGE_HOME": "the project folder (data/, figures/, build/) when the package is installed outside a checkout",
     "SUMJUDGE_CACHE": "the response cache file (default data/cache/llm_cache.sqlite)",
     "SUMJUDGE_MODELS": "where built and fetched models are kept (default data/models)",
+    "SUMJUDGE_RUNS": "where notebooks keep their run folders (default build/runs; `make rerun-drift` points it at an "
+                     "empty folder so that nothing resumes)",
     "SUMJUDGE_DATA_RAW": "where downloaded benchmark files are kept (default data/raw)",
     "SUMJUDGE_DATA_MIRROR": "a local mirror of the benchmark files, read before any download",
     "SUMJUDGE_LLM_AGGREFACT_REVISION": "the LLM-AggreFact commit to download (default: its current main)",

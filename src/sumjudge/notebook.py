@@ -19,7 +19,7 @@ from . import profiles
 from .llm import make_llm
 from .llm.engine import LLM
 from .llm.recording import Recorder, Recording
-from .paths import figures_dir, project_root
+from .paths import figures_dir, project_root, runs_dir
 from .replay import ANSWERS, ANSWERS_PLAIN, model_label, replay_from_env, replay_llm
 from .plan import PlanSetting, planning_llm
 from .profiles import Profile
@@ -105,7 +105,7 @@ class Session:
     def runs_dir(self, planned: bool = True) -> Path:
         """The notebook's run folders (``planned``: a planned notebook's, under the plan's own folder)."""
         planning = self.planner if planned else None
-        root = Path(planning.runs_dir) if planning is not None else project_root() / "build" / "runs"
+        root = Path(planning.runs_dir) if planning is not None else runs_dir()
         if self.replay and planned:  # a replay's runs never resume (or overwrite) a real run's folders
             root = project_root() / "build" / "replay" / "runs"
         return root / self.notebook / f"{self.prof.name}-{slug(self.prof.model)}"

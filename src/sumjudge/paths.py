@@ -34,6 +34,11 @@ def models_dir() -> Path:
     return Path(read("SUMJUDGE_MODELS") or data_dir() / "models")
 
 
+def runs_dir() -> Path:
+    """Where notebooks keep their run folders (``SUMJUDGE_RUNS``, default ``build/runs``)."""
+    return Path(read("SUMJUDGE_RUNS") or project_root() / "build" / "runs")
+
+
 def raw_dir() -> Path:
     return Path(read("SUMJUDGE_DATA_RAW") or data_dir() / "raw")
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from .notebook_jobs import execute, notebook_parameters, notebooks, run_workers  # noqa: F401
-from .paths import project_root
+from .paths import project_root, runs_dir
 
 
 TIME_COLUMNS = ("notebook", "wall_s", "model", "calls", "cache_hits", "backend_calls", "waves", "rows_per_wave",
@@ -35,7 +35,7 @@ def notebook_time_profile(notebook: str, wall_s: float, since: float) -> list[di
     import json
 
     rows = []
-    for f in sorted((project_root() / "build" / "runs" / notebook).glob("*/time_profile.json")):
+    for f in sorted((runs_dir() / notebook).glob("*/time_profile.json")):
         if f.stat().st_mtime >= since:
             rows += [{"notebook": notebook, "wall_s": round(wall_s, 1), **e} for e in json.loads(f.read_text())]
     return rows or [{"notebook": notebook, "wall_s": round(wall_s, 1)}]
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         if heaviest:
             print("most model time (own prefill + decode + scoring): "
                   + ", ".join(f"{nb} {s:.0f}s" for nb, s in heaviest))
-    table = write_parse_rates(project_root() / "build" / "runs", a.profile, figures_dir(), since=t_all)
+    table = write_parse_rates(runs_dir(), a.profile, figures_dir(), since=t_all)
     if table:
         print(f"parse rates per method: {table.with_suffix('.md')}")
     from .results_page import write_results_page

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .paths import project_root
+from .paths import project_root, runs_dir
 
 
 def commit() -> str:
@@ -91,7 +91,7 @@ def provenance(profile: str, model: str | None) -> dict[str, Any]:
         except (OSError, RuntimeError):
             weights = {}
     return {"profile": profile, "commit": commit(), "model": model, "weights_sha256": weights,
-            "engines": engines(project_root() / "build" / "runs", profile),
+            "engines": engines(runs_dir(), profile),
             "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "system": platform.platform(),
                         "python": platform.python_version()},
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
@@ -310,6 +310,42 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
     return write_index(out, profile)
 
 
+DRIFT_FILE = "rerun_drift.json"  # how far a fresh rerun moved this page's numbers (``rerun_drift``)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def drift_lines(page: Path) -> list[str]:
+    """The index's section on reruns, from ``rerun_drift.json`` (``rerun_drift`` writes it); none without it."""
+    path = page / DRIFT_FILE
+    if not path.exists():
+        return []
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    lines = ["", "## How far a fresh rerun moves a number", "",
+             "Notebooks run again from an empty cache (`make rerun-drift`) on the recording machine's kind, compared "
+             "with this page: the requests both runs asked (same prompt, settings and model) and how many the model "
+             "answered otherwise, then every numeric cell both pages show (wall times aside) and how many moved, "
+             "with the largest moves of the headline columns. Decoding is greedy: an answer that differs does so "
+             "because bfloat16 sums in another order when a request shares its batch with others (a notebook run "
+             "alone batches otherwise than three at a time), and a cell moves when such an answer changes a label "
+             "or a score. Read a number on this page as moving by about this much on a rerun.", "",
+             "| rerun | notebook | machine | answers asked by both | answered otherwise | numeric cells | moved | "
+             "largest moves |", "|---|---|---|---|---|---|---|---|"]
+    for e in entries:
+        m = e.get("machine") or {}
+        where = f"{m.get('cpu') or ''}, {m.get('cores') or ''} cores"
+        for r in e["notebooks"]:
+            a = r["answers"]
+            share = f"{a['differ']} ({100 * a['differ'] / a['shared']:.0f}%)" if a["shared"] else "0"
+            big = "; ".join(f"{x['row']}: {x['column']} {_fmt(x['page'])} → {_fmt(x['fresh'])}"
+                            for x in r["largest"]) or "none"
+            lines.append(f"| {e['label']} | [{r['notebook']}]({r['notebook']}.md) | {where} | {a['shared']} | "
+                         f"{share} | {r['cells']} | {r['moved']} | {big} |")
+    return lines
+
+
 def write_index(out: Path, profile: str) -> Path:
     """``index.md`` from ``provenance.json``: every notebook's state, commit, machine and counts, each recording
     run's elapsed time, what the tables cannot show, the last run's parse rates and time profile."""
@@ -355,6 +391,7 @@ def write_index(out: Path, profile: str) -> Path:
             lines.append(f"| {rid} | `{str(r.get('commit', ''))[:7]}` | {(r.get('machine') or {}).get('cpu', '')} | "
                          f"{' '.join(n[:2] for n in r.get('notebooks', []))} | {r.get('jobs', '')} | "
                          f"{'' if r.get('wall_s') is None else round(r['wall_s'] / 60, 1)} |")
+    lines += drift_lines(out)
     cannot = [(r["notebook"], c) for r in records for c in r.get("cannot_show") or []]
     stale = [r for r in records if (r.get("check") or {}).get("state") in ("stale", "unrecorded")]
     lines += ["", "## What this run cannot show", ""]
