@@ -104,6 +104,7 @@ def test_a_planned_notebook_runs_on_the_planner_in_its_own_folders(tmp_path, mon
     from sumjudge.llm.types import ChatRequest
 
     monkeypatch.setattr(notebook, "project_root", lambda: tmp_path)
+    monkeypatch.setattr(paths, "project_root", lambda: tmp_path)  # where paths.runs_dir() puts the run folders
     real = notebook.Session("00_quickstart", profile="ci").runs_dir()
     assert real.is_relative_to(tmp_path / "build" / "runs")
     req = ChatRequest(messages=[{"role": "user", "content": "Is it consistent?"}], max_new_tokens=16)
