@@ -61,19 +61,20 @@ def answer_changes(recorded: Path, fresh: Path) -> dict[str, int]:
 
 
 def cell_moves(committed: Path, fresh: Path) -> tuple[int, list[dict[str, Any]]]:
-    """(numeric cells compared, the cells that moved) between two pages of one notebook: tables of the same columns
-    and rows, compared row by row."""
+    """(numeric cells compared, the cells that moved) between two pages of one notebook: tables of the same rows,
+    compared row by row in the columns both have (a column one of them lacks, e.g. one added since, is left out)."""
     old = parse_sections(committed.read_text(encoding="utf-8").splitlines())
     new = parse_sections(fresh.read_text(encoding="utf-8").splitlines())
     compared, moved = 0, []
     for name in sorted(set(old) & set(new)):
         h1, r1 = table_rows(old[name])
         h2, r2 = table_rows(new[name])
-        if not h1 or h1 != h2 or len(r1) != len(r2):
+        if not h1 or len(r1) != len(r2):
             continue
+        both = [(h, i, h2.index(h)) for i, h in enumerate(h1) if h in h2]
         for a, b in zip(r1, r2):
-            label = " / ".join(x for h, x in zip(h1, a) if h in ROW_COLUMNS and x) or a[0]
-            for h, x, y in zip(h1, a, b):
+            label = " / ".join(a[i] for h, i, _ in both if h in ROW_COLUMNS and a[i]) or a[0]
+            for h, x, y in ((h, a[i], b[j]) for h, i, j in both):
                 u, v = number(x), number(y)
                 if u is None or v is None or h in ROW_COLUMNS:
                     continue

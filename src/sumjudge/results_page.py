@@ -324,13 +324,17 @@ def drift_lines(page: Path) -> list[str]:
         return []
     entries = json.loads(path.read_text(encoding="utf-8"))
     lines = ["", "## How far a fresh rerun moves a number", "",
-             "Notebooks run again from an empty cache (`make rerun-drift`) on the recording machine's kind, compared "
-             "with this page: the requests both runs asked (same prompt, settings and model) and how many the model "
-             "answered otherwise, then every numeric cell both pages show (wall times aside) and how many moved, "
-             "with the largest moves of the headline columns. Decoding is greedy: an answer that differs does so "
-             "because bfloat16 sums in another order when a request shares its batch with others (a notebook run "
-             "alone batches otherwise than three at a time), and a cell moves when such an answer changes a label "
-             "or a score. Read a number on this page as moving by about this much on a rerun.", "",
+             "Notebooks run again from an empty cache (`make rerun-drift`: each alone, and three at a time as a "
+             "recording runs them) on the recording machine's kind, compared with this page. `answers asked by both`: "
+             "the requests both runs sent (the same prompt, settings and model); a request that quotes an earlier "
+             "answer (a retry, a debate's next turn) is asked by both only where that answer was the same. "
+             "`answered otherwise`: how many of those the model answered with other text. These notebooks decode "
+             "greedily, so such an answer differs because bfloat16 sums in another order when a request shares its "
+             "batch with others of other lengths (alone and three at a time batch differently, and so did the "
+             "recording). An answer can differ in its explanation and keep its label: `numeric cells` counts every "
+             "number both pages show (wall times aside), and a cell moves only when a changed answer changes a label "
+             "or a score. Read each number "
+             "on this page as one that a rerun may move by about the largest moves below.", "",
              "| rerun | notebook | machine | answers asked by both | answered otherwise | numeric cells | moved | "
              "largest moves |", "|---|---|---|---|---|---|---|---|"]
     for e in entries:
