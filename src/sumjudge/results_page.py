@@ -389,7 +389,11 @@ def write_index(out: Path, profile: str) -> Path:
     if runs:
         lines += ["", "## Recording runs", "",
                   "Notebooks of one run ran side by side on one engine (`jobs` at a time), so their own wall times "
-                  "overlap: a run's elapsed time is the one below, not the sum of its notebooks'.", "",
+                  "overlap: a run's elapsed time is the one below, not the sum of its notebooks'. A whole run is slow "
+                  "on a CPU, so notebooks are recorded a few at a time and a page may come from an earlier commit than "
+                  "the code: its replay at each commit asks exactly the requests it recorded (a changed prompt or "
+                  "setting stops it and marks the page stale), so a page marked recorded is what a run at this commit "
+                  "asks, answered as that run answered (a fresh run's answers move as the section below says).", "",
                   "| run | commit | machine | notebooks | jobs | elapsed min |", "|---|---|---|---|---|---|"]
         for rid, r in sorted(runs.items()):
             lines.append(f"| {rid} | `{str(r.get('commit', ''))[:7]}` | {(r.get('machine') or {}).get('cpu', '')} | "
