@@ -304,15 +304,26 @@ def parse_cells(methods: list[str], datasets: list[str]) -> list[Cell]:
 
 def ranking(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Judges by mean BAcc over the datasets where it is defined (the LLM-AggreFact leaderboard's average), with
-    how many datasets that mean covers and the mean prompt + completion tokens per example."""
+    its 95% interval, how many datasets that mean covers and the mean prompt + completion tokens per example. The
+    interval: one dataset's own; over several (independent examples), the mean's normal interval from each
+    dataset's standard error read off its interval (width / 3.92); none where a dataset has no interval."""
+    import math
+
     judges: dict[str, list[dict[str, Any]]] = {}
     for row in table:
         judges.setdefault(row["judge"], []).append(row)
     out = []
     for judge, rows in judges.items():
-        baccs = [r["bacc"] for r in rows if r["bacc"] is not None and r["bacc"] == r["bacc"]]
+        scored = [r for r in rows if r["bacc"] is not None and r["bacc"] == r["bacc"]]
+        baccs = [r["bacc"] for r in scored]
         tokens = [r["prompt_tokens_per_example"] + r["completion_tokens_per_example"] for r in rows]
-        out.append({"judge": judge, "mean_bacc": sum(baccs) / len(baccs) if baccs else None,
+        mean = sum(baccs) / len(baccs) if baccs else None
+        cis = [(r.get("bacc_ci_low"), r.get("bacc_ci_high")) for r in scored]
+        ci: tuple[float | None, float | None] = (None, None)
+        if cis and all(lo is not None and hi is not None and lo == lo and hi == hi for lo, hi in cis):
+            half = 1.96 * math.sqrt(sum(((hi - lo) / 3.92) ** 2 for lo, hi in cis)) / len(cis)
+            ci = cis[0] if len(cis) == 1 else (mean - half, mean + half)
+        out.append({"judge": judge, "mean_bacc": mean, "mean_bacc_ci_low": ci[0], "mean_bacc_ci_high": ci[1],
                     "datasets": len(baccs), "of_datasets": len(rows), "n": sum(r["n"] for r in rows),
                     "tokens_per_example": sum(tokens) / len(tokens)})
     return sorted(out, key=lambda r: (r["mean_bacc"] is None, -(r["mean_bacc"] or 0)))

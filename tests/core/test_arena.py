@@ -88,6 +88,12 @@ def test_ranking_and_pareto_front():
     assert [(r["judge"], round(r["mean_bacc"], 3), r["datasets"], r["of_datasets"]) for r in got] == \
         [("b", 0.75, 2, 2), ("a", 0.6, 1, 2)]
     assert got[0]["tokens_per_example"] == 100.0 and got[0]["n"] == 8
+    assert got[0]["mean_bacc_ci_low"] is None  # the datasets carry no interval: the mean has none
+    ci = {"x": (0.6, 0.99), "y": (0.5, 0.89)}  # each 0.39 wide: standard error 0.0995
+    got = ranking([{**r, "bacc_ci_low": ci[r["dataset"]][0], "bacc_ci_high": ci[r["dataset"]][1]} for r in table])
+    assert (got[0]["mean_bacc_ci_low"], got[0]["mean_bacc_ci_high"]) == pytest.approx((0.75 - 0.1379, 0.75 + 0.1379),
+                                                                                       abs=1e-3)
+    assert (got[1]["mean_bacc_ci_low"], got[1]["mean_bacc_ci_high"]) == (0.6, 0.99)  # one dataset: its own
 
 
 def test_a_score_judge_is_thresholded_on_held_out_examples_none_of_which_any_cell_judges(tmp_path):

@@ -190,5 +190,8 @@ def test_domain_and_macro_rows_carry_their_n_and_an_interval(tmp_path):
     assert low < rows["[MACRO]"]["reproduced"] < high
     parts = factax_tables.parts_of({"summeval-consistency-sota": se, "qags-xsum": qx})
     assert factax_tables.macro_interval(parts) == factax_tables.macro_interval(parts)
+    t3 = {r["dataset"]: r for r in factax_tables.table3_rows(grid, "m") if r["evaluator"] == "FacTax (m)"}
+    assert t3["MACRO"]["n"] == 27 and t3["MACRO"]["ci"] == rows["[MACRO]"]["ci"]  # Table 3: the same domains here
+    assert t3["CNN/DM"]["ci"] == rows["[CNN/DM]"]["ci"] and t3["CNN/DM"]["n"] == 18
     one_class = run_dir(tmp_path, "one", [(1, 1), (1, 0), (1, 1), (1, 1)])
     assert factax_tables.macro_interval(factax_tables.parts_of({"qags-xsum": one_class})) is None

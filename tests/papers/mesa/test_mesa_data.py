@@ -114,6 +114,9 @@ def test_likert_tables_run_on_qmsum_mistake(tmp_path):
     lk = meeting_error_metrics(exs, js)["types"]["OM"]["likert"]
     low, high = lk["gap_ci"]
     assert low < lk["gap"] < high
+    om = meeting_error_metrics(exs, js)["types"]["OM"]  # the mean rating (Table 2, Section 2.2) with its interval
+    low, high = om["mean_rating_ci"]
+    assert low < om["mean_rating"] == 1.5 < high
 
 
 @needs_mirror

@@ -343,11 +343,18 @@ def paper_only_rows() -> list[dict[str, Any]]:
 
 
 def table3_rows(grid, model: str, evaluator: str = "FACTAX") -> list[dict[str, Any]]:
-    """Table 3: FacTax's domain scores and MACRO with the profile's model, beside the paper's models."""
+    """Table 3: FacTax's domain scores and MACRO (over Table 3's domains) with the profile's model, beside the
+    paper's models; with one run each score has its n and 95% interval (as Table 2's domain rows)."""
     per_run = []
-    for parts in parts_per_run(grid, evaluator)[1]:
-        doms = {d: v for d, v in domains_of(parts).items() if d in TABLE3_COLUMN}
+    runs_parts = [[p for p in parts if p.domain in TABLE3_COLUMN] for parts in parts_per_run(grid, evaluator)[1]]
+    for parts in runs_parts:
+        doms = domains_of(parts)
         per_run.append({**doms, "MACRO": macro(doms)})
+    intervals, sizes = {}, {}
+    if len(runs_parts) == 1:
+        intervals = {**domain_intervals(runs_parts[0]), "MACRO": macro_interval(runs_parts[0])}
+        sizes = domain_sizes(runs_parts[0])
+        sizes["MACRO"] = sum(sizes.values())
     rows = []
     for name, cells in paper_results("factax")["table3"]["rows"].items():
         for dom, col in TABLE3_COLUMN.items():
@@ -355,7 +362,8 @@ def table3_rows(grid, model: str, evaluator: str = "FACTAX") -> list[dict[str, A
                          "paper": cells.get(col), "reproduced": None, "note": "the paper's model"})
     for dom in (per_run[0] if per_run else {}):
         rows.append({"experiment": "Table 3", "evaluator": f"FacTax ({model})", "dataset": dom, "metric": "BAcc %",
-                     "paper": None, **_mean_spread([d.get(dom) for d in per_run]), "model": model})
+                     "paper": None, **_mean_spread([d.get(dom) for d in per_run]),
+                     "ci": scaled_ci(intervals.get(dom)), "n": sizes.get(dom), "model": model})
     return rows
 
 

@@ -20,7 +20,7 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
       the mean human rating over the same summaries (Table 5, signed: positive = the LLM rates the impact
       higher); on yes/no-only data these are reported as unavailable;
     - always: mean impact rating (Table 2's quantity). A type without any human label is unavailable."""
-    from ...metrics import binary_report, labels_said, point_biserial, readable_bacc_ci
+    from ...metrics import binary_report, labels_said, mean_ci, point_biserial, readable_bacc_ci
 
     types = list(dict.fromkeys(k for j in judgements for k in j.scores))
     per: dict[str, Any] = {}
@@ -28,7 +28,9 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
         rows = [(ex.labels.get(t), j.scores.get(t), j.details.get("types", {}).get(t, {}).get("detected"),
                  ex.likert.get(t)) for ex, j in zip(examples, judgements)]
         ratings = [s for _, s, _, _ in rows if s is not None]
-        common = {"mean_rating": sum(ratings) / len(ratings) if ratings else None, "scored": len(ratings),
+        ci = mean_ci(ratings)
+        common = {"mean_rating": sum(ratings) / len(ratings) if ratings else None,
+                  "mean_rating_ci": list(ci) if ci else None, "scored": len(ratings),
                   "unscored": len(rows) - len(ratings), "likert": likert_metrics([(h, s) for _, s, _, h in rows])}
         labelled = [(y, s, d) for y, s, d, _ in rows if y is not None]
         if not labelled:

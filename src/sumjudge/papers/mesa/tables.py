@@ -320,7 +320,7 @@ def aspect_rows(single: dict[str, Any], multi: dict[str, Any], model: str) -> li
     for label, m in (("single-aspect", single), ("multi-aspect", multi)):
         for code, t in m["types"].items():
             pb = t.get("point_biserial", {})
-            for metric, val, ci in (("mean rating", t.get("mean_rating"), None), ("BAcc", t.get("bacc"), t.get("bacc_ci")),
+            for metric, val, ci in (("mean rating", t.get("mean_rating"), t.get("mean_rating_ci")), ("BAcc", t.get("bacc"), t.get("bacc_ci")),
                                     ("r_pb", pb.get("r"), fisher_ci(pb.get("r"), pb.get("n")))):
                 rows.append({"experiment": "Section 2.2", "evaluator": label, "aspect": code, "metric": metric,
                              "paper": None, "reproduced": val, "ci": ci, "model": model, "n": t.get("scored"),
