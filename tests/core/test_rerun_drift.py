@@ -46,3 +46,24 @@ def test_a_rerun_is_compared_answer_by_answer_and_cell_by_cell_and_shown_on_the_
     assert ("| alone | [00_quickstart](00_quickstart.md) | AMD EPYC, 2 cores | 3 | 1 (33%) | 4 | 1 | "
             "zero-shot / BAcc (%): reproduced 48.7 → 45.1 |") in lines
     assert drift_lines(tmp_path / "fresh") == []  # no reruns measured: no section
+
+
+def test_make_rerun_drift_runs_each_notebook_alone_or_all_together_and_records_under_that_label(tmp_path, monkeypatch):
+    """JOBS=1: one fresh run per notebook (each its own empty cache and run folders); JOBS=3: one run of them all;
+    each rerun's rows recorded under its label beside the committed page, which is never written over."""
+    committed = page(tmp_path / "page", "48.7", {"a": "Yes"})
+    calls = []
+
+    def fake_fresh_run(profile, notebooks, jobs, where):
+        calls.append((notebooks, jobs, where.name))
+        page(where / "figures" / f"results-{profile}", "50", {"a": "No"})
+        return 10.0
+
+    monkeypatch.setattr(rerun_drift, "fresh_run", fake_fresh_run)
+    monkeypatch.setattr("sumjudge.reproduce.notebooks", lambda spec: [type("NB", (), {"stem": "00_quickstart"})()])
+    rows = rerun_drift.rerun("smoke", ["00"], 1, committed, tmp_path / "work")
+    assert calls == [(["00_quickstart"], 1, "00")] and rows[0]["answers"]["differ"] == 1 and rows[0]["moved"] == 1
+    rerun_drift.rerun("smoke", ["00"], 3, committed, tmp_path / "work")
+    entries = json.loads((committed / "rerun_drift.json").read_text())
+    assert [(e["label"], e["jobs"], e["elapsed_s"]) for e in entries] == [("alone", 1, 10.0), ("3 at a time", 3, 10.0)]
+    assert "| 48.7 |" in (committed / "00_quickstart.md").read_text()  # the committed page is left as it was
