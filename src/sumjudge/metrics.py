@@ -357,10 +357,28 @@ def readable_bacc_ci(y_true: Sequence[int], y_pred: Sequence[int | None], seed: 
                      ) -> tuple[float, float] | None:
     """``balanced_accuracy_ci`` over the examples with a readable label (those BAcc is computed on); None where it
     says nothing: fewer than four readable examples, or one gold class only among them."""
+    pairs = readable_pairs(y_true, y_pred)
+    return None if pairs is None else balanced_accuracy_ci(*pairs, seed=seed)
+
+
+def readable_pairs(y_true: Sequence[int], y_pred: Sequence[int | None]) -> tuple[list[int], list[int]] | None:
+    """(gold, predicted) over the examples with a readable label; None where an interval over them says nothing:
+    fewer than four, or one gold class only."""
     pairs = [(t, p) for t, p in zip(y_true, y_pred) if p is not None]
     if len(pairs) < 4 or len({t for t, _ in pairs}) < 2:
         return None
-    return balanced_accuracy_ci([t for t, _ in pairs], [p for _, p in pairs], seed=seed)
+    return [t for t, _ in pairs], [p for _, p in pairs]
+
+
+def stratified_resamples(y: np.ndarray, n_resamples: int, rng: np.random.Generator
+                         ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Bootstrap resamples of the positions of each gold class (1s, then 0s: ``n_resamples`` rows each), so that
+    every resample keeps both classes; None with one class."""
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+    if not len(pos) or not len(neg):
+        return None
+    return (pos[rng.integers(0, len(pos), (n_resamples, len(pos)))],
+            neg[rng.integers(0, len(neg), (n_resamples, len(neg)))])
 
 
 def binary_alpha_ci(y_true: Sequence[int], y_pred: Sequence[int | None], n_resamples: int = 1000,
@@ -370,14 +388,11 @@ def binary_alpha_ci(y_true: Sequence[int], y_pred: Sequence[int | None], n_resam
     and no missing value give alpha in closed form: with N units, d of them disagreeing, and n0 / n1 the counts of
     each value among all 2N, alpha = 1 - (2N - 1) d / (n0 n1) (equal to ``krippendorff_alpha``). None where
     ``readable_bacc_ci`` is None; a resample with one value everywhere (alpha undefined) is left out."""
-    pairs = [(t, p) for t, p in zip(y_true, y_pred) if p is not None]
-    if len(pairs) < 4 or len({t for t, _ in pairs}) < 2:
+    pairs = readable_pairs(y_true, y_pred)
+    if pairs is None:
         return None
-    y, p = np.asarray([t for t, _ in pairs]), np.asarray([q for _, q in pairs])
-    rng = np.random.default_rng(seed)
-    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    idx = np.concatenate([pos[rng.integers(0, len(pos), (n_resamples, len(pos)))],
-                          neg[rng.integers(0, len(neg), (n_resamples, len(neg)))]], axis=1)
+    y, p = np.asarray(pairs[0]), np.asarray(pairs[1])
+    idx = np.concatenate(stratified_resamples(y, n_resamples, np.random.default_rng(seed)), axis=1)
     alpha = binary_alpha_rows(y[idx], p[idx])
     alpha = alpha[~np.isnan(alpha)]
     return percentile_interval(alpha, confidence) if len(alpha) else None
@@ -438,13 +453,11 @@ def balanced_accuracy_resamples(y_true: Sequence[int], y_pred: Sequence[int], n_
                                 ) -> np.ndarray | None:
     """``balanced_accuracy_ci``'s bootstrap resamples of BAcc (within each gold class); None with one class."""
     y, p = np.asarray(y_true), np.asarray(y_pred)
-    rng = np.random.default_rng(seed)
-    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    if not len(pos) or not len(neg):
+    drawn = stratified_resamples(y, n_resamples, np.random.default_rng(seed))
+    if drawn is None:
         return None
-    tpr = (p[pos][rng.integers(0, len(pos), (n_resamples, len(pos)))] == 1).mean(axis=1)
-    tnr = (p[neg][rng.integers(0, len(neg), (n_resamples, len(neg)))] == 0).mean(axis=1)
-    return (tpr + tnr) / 2
+    pos, neg = drawn
+    return ((p[pos] == 1).mean(axis=1) + (p[neg] == 0).mean(axis=1)) / 2
 
 
 def fisher_resamples(r: float, n: int, method: str = "pearson", n_resamples: int = 1000, seed: int = 0

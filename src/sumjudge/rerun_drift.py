@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from .results_check import parse_sections, table_rows
 from .results_notes import LABEL_COLUMNS, VALUE_COLUMNS, number
 from .results_page import DRIFT_FILE
 
-HEADLINE = set(VALUE_COLUMNS) | {"k_alpha", "fpr", "fnr", "accuracy", "r", "rho", "tau", "paper_bacc_reproduced"}
+HEADLINE = set(VALUE_COLUMNS) | {"k_alpha", "fpr", "fnr", "accuracy", "r", "rho", "tau"}
 TOP = 3  # largest moves shown per notebook
 ROW_COLUMNS = (*LABEL_COLUMNS, "who", "score", "bucket", "window")  # what names a row (not compared as a number)
 
@@ -41,15 +40,9 @@ def answer_text(response: dict[str, Any]) -> str:
 
 def answers(path: Path) -> dict[str, list[str]]:
     """A recorded answers file's answers (``answer_text``, each the backend gave, in order) by request key."""
-    out: dict[str, list[str]] = {}
-    if not path.exists():
-        return out
-    with lzma.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            rec = json.loads(line)
-            if "key" in rec and "responses" in rec:
-                out[rec["key"]] = [answer_text(r) for r in rec["responses"]]
-    return out
+    from .llm.recording import Recording
+
+    return {k: [answer_text(r) for r in a.responses] for k, a in Recording.load(path, missing_ok=True).answers.items()}
 
 
 def answer_changes(recorded: Path, fresh: Path) -> dict[str, int]:
@@ -89,14 +82,14 @@ def compare(page: Path, fresh: Path, label: str, notebooks: list[str], elapsed_s
             jobs: int | None = None) -> dict[str, Any]:
     """One labelled rerun of ``notebooks`` (their fresh page under ``fresh``) against the committed ``page``."""
     prov = json.loads((fresh / "provenance.json").read_text(encoding="utf-8")) if (fresh / "provenance.json").exists() else {}
+    recorded = json.loads((page / "provenance.json").read_text(encoding="utf-8"))["notebooks"]
     rows = []
     for nb in notebooks:
         rec = (prov.get("notebooks") or {}).get(nb) or {}
         compared, moved = cell_moves(page / f"{nb}.md", fresh / f"{nb}.md")
         headline = sorted((m for m in moved if m["column"] in HEADLINE), key=lambda m: -abs(m["move"]))
         rows.append({"notebook": nb, "commit": str(rec.get("commit", ""))[:7],
-                     "page_commit": str(json.loads((page / "provenance.json").read_text())["notebooks"][nb]
-                                        .get("commit", ""))[:7],
+                     "page_commit": str(recorded[nb].get("commit", ""))[:7],
                      "answers": answer_changes(page / nb / "answers.jsonl.xz", fresh / nb / "answers.jsonl.xz"),
                      "cells": compared, "moved": len(moved), "headline_moved": len(headline),
                      "largest": headline[:TOP]})

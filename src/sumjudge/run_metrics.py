@@ -48,24 +48,28 @@ def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
     return binary_metrics([flip(int(ex.ambiguity.ambiguous)) for ex in examples], flipped)
 
 
-def binary_metrics(y: list[int], judgements: list[Judgement]) -> dict[str, Any]:
+def binary_scores(y: list[int], p: list[int | None]) -> dict[str, Any]:
+    """BAcc, K-alpha, FPR, FNR of predicted labels ``p`` (None: unreadable) against gold ``y``, each with its 95%
+    interval, the labels said and the confusion counts."""
     from .metrics import (binary_alpha_ci, binary_report, error_rate_cis, krippendorff_alpha, labels_said,
                           readable_bacc_ci)
 
-    def report(p: list[int | None]) -> dict[str, Any]:
-        rep = binary_report(y, p)
-        ci, alpha_ci = readable_bacc_ci(y, p), binary_alpha_ci(y, p)
-        fpr_ci, fnr_ci = error_rate_cis(rep)
-        listed = (lambda c: list(c) if c else None)
-        return {"bacc": rep.bacc, "bacc_ci": listed(ci), "k_alpha": krippendorff_alpha(y, p),
-                "k_alpha_ci": listed(alpha_ci), "fpr": rep.fpr, "fpr_ci": listed(fpr_ci), "fnr": rep.fnr,
-                "fnr_ci": listed(fnr_ci), "n": rep.n, "said": labels_said(p),
-                "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn}}
+    rep = binary_report(y, p)
+    ci, alpha_ci = readable_bacc_ci(y, p), binary_alpha_ci(y, p)
+    fpr_ci, fnr_ci = error_rate_cis(rep)
+    listed = (lambda c: list(c) if c else None)
+    return {"bacc": rep.bacc, "bacc_ci": listed(ci), "k_alpha": krippendorff_alpha(y, p),
+            "k_alpha_ci": listed(alpha_ci), "fpr": rep.fpr, "fpr_ci": listed(fpr_ci), "fnr": rep.fnr,
+            "fnr_ci": listed(fnr_ci), "n": rep.n, "said": labels_said(p),
+            "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn}}
 
-    out = {**report([j.label for j in judgements]), "label_sources": count_by(j.label_source for j in judgements)}
+
+def binary_metrics(y: list[int], judgements: list[Judgement]) -> dict[str, Any]:
+    out = {**binary_scores(y, [j.label for j in judgements]),
+           "label_sources": count_by(j.label_source for j in judgements)}
     variants = sorted({k for j in judgements for k in j.scores})  # e.g. a debate's agents vote / debates vote
     if variants:
-        out["variants"] = {k: report([j.scores.get(k) for j in judgements]) for k in variants}
+        out["variants"] = {k: binary_scores(y, [j.scores.get(k) for j in judgements]) for k in variants}
     return out
 
 

@@ -21,7 +21,8 @@ def page(root, bacc, answers, commit="abc1234"):
         f.write(json.dumps({"type": "format", "version": 1}) + "\n")
         for key, text in answers.items():
             response = {"text": text, "latency_s": 1.0} if isinstance(text, str) else {"probs": text, "latency_s": 2.0}
-            f.write(json.dumps({"key": key, "kind": "chat", "responses": [response]}) + "\n")
+            f.write(json.dumps({"type": "answer", "key": key, "kind": "chat", "engine": 0, "request": {},
+                                "responses": [response]}) + "\n")
     return root
 
 

@@ -229,12 +229,14 @@ def domain_intervals(parts: list[Part]) -> dict[str, tuple[float, float] | None]
                for d, ps in pooled.items()}, **{d: p.ci() for d, p in scored.items()}}
 
 
-def domain_sizes(parts: list[Part]) -> dict[str, int]:
-    """Domain -> the readable examples ``domains_of``'s value rests on (pooled parts' readable labels; the pairs of a
-    score-labelled domain's Pearson)."""
+def domain_uncertainty(parts: list[Part]) -> tuple[dict[str, Any], dict[str, int]]:
+    """(domain -> 95% interval, domain -> n) of one run's domain scores and MACRO: ``domain_intervals`` and
+    ``macro_interval``; n the readable examples a domain's value rests on (pooled parts' readable labels; the pairs of
+    a score-labelled domain's Pearson), MACRO's their sum."""
     pooled, scored = by_domain(parts)
-    return {**{d: sum(x is not None for q in ps for x in q.pred) for d, ps in pooled.items()},
-            **{d: p.pearson_n for d, p in scored.items()}}
+    sizes = {**{d: sum(x is not None for q in ps for x in q.pred) for d, ps in pooled.items()},
+             **{d: p.pearson_n for d, p in scored.items()}}
+    return {**domain_intervals(parts), "MACRO": macro_interval(parts)}, {**sizes, "MACRO": sum(sizes.values())}
 
 
 def macro_interval(parts: list[Part], n_resamples: int = 1000, seed: int = 0) -> tuple[float, float] | None:
@@ -243,14 +245,13 @@ def macro_interval(parts: list[Part], n_resamples: int = 1000, seed: int = 0) ->
     resample, the percentile interval of those means. None where a domain's value has no interval."""
     import numpy as np
 
-    from ...metrics import balanced_accuracy_resamples, fisher_resamples, percentile_interval
+    from ...metrics import balanced_accuracy_resamples, fisher_resamples, percentile_interval, readable_pairs
 
     pooled, scored = by_domain(parts)
     draws = []
     for k, ps in enumerate(pooled.values()):
-        pairs = [(t, y) for q in ps for t, y in zip(q.gold, q.pred) if y is not None]
-        draws.append(balanced_accuracy_resamples([t for t, _ in pairs], [y for _, y in pairs], n_resamples, seed + k)
-                     if len(pairs) >= 4 else None)
+        pairs = readable_pairs([y for q in ps for y in q.gold], [y for q in ps for y in q.pred])
+        draws.append(None if pairs is None else balanced_accuracy_resamples(*pairs, n_resamples, seed + k))
     draws += [fisher_resamples(p.pearson, p.pearson_n, n_resamples=n_resamples, seed=seed + len(pooled) + k)
               for k, p in enumerate(scored.values())]
     if not draws or any(d is None for d in draws):
@@ -306,11 +307,9 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
         for parts in per_run:
             doms = domains_of(parts)
             doms_per_run.append({**doms, "MACRO": macro(doms)})
-        intervals = domain_intervals(per_run[0]) if len(per_run) == 1 else {}  # several runs: their spread
-        if len(per_run) == 1:
-            intervals["MACRO"] = macro_interval(per_run[0])
-        sizes = domain_sizes(per_run[0]) if per_run else {}
-        sizes["MACRO"] = sum(sizes.values())
+        intervals, sizes = domain_uncertainty(per_run[0])
+        if len(per_run) > 1:  # several runs: their spread instead
+            intervals = {}
         for dom in doms_per_run[0]:
             rows.append({"experiment": experiment, "evaluator": label, "dataset": f"[{dom}]",
                          "metric": "Pearson x100" if dom in SCORED_DOMAINS else "BAcc %",
@@ -350,11 +349,7 @@ def table3_rows(grid, model: str, evaluator: str = "FACTAX") -> list[dict[str, A
     for parts in runs_parts:
         doms = domains_of(parts)
         per_run.append({**doms, "MACRO": macro(doms)})
-    intervals, sizes = {}, {}
-    if len(runs_parts) == 1:
-        intervals = {**domain_intervals(runs_parts[0]), "MACRO": macro_interval(runs_parts[0])}
-        sizes = domain_sizes(runs_parts[0])
-        sizes["MACRO"] = sum(sizes.values())
+    intervals, sizes = domain_uncertainty(runs_parts[0]) if len(runs_parts) == 1 else ({}, {})
     rows = []
     for name, cells in paper_results("factax")["table3"]["rows"].items():
         for dom, col in TABLE3_COLUMN.items():

@@ -164,8 +164,7 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
 def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
     """Figure 3 / 6: each evaluator's BAcc, K-alpha, FPR, FNR on all sentences and on those the human
     annotators did not mark ambiguous (the same run, re-scored)."""
-    from ...metrics import (binary_alpha_ci, binary_report, error_rate_cis, krippendorff_alpha, labels_said,
-                            readable_bacc_ci)
+    from ...run_metrics import binary_scores
 
     rows = []
     for row, m in results.items():
@@ -176,14 +175,13 @@ def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
             y = [r["example"]["label"] for r in sel]
             variant = {"madisse-agents-vote": "agents_vote", "madisse-debates-vote": "debates_vote"}.get(row)
             p = [r["judgement"]["scores"].get(variant) if variant else r["judgement"]["label"] for r in sel]
-            rep = binary_report(y, p)
-            fpr_ci, fnr_ci = error_rate_cis(rep)
-            rows.append({"evaluator": ROW_NAMES[row], "subset": subset, "n": len(sel), "bacc": 100 * rep.bacc,
-                         "bacc_95%_ci": ci_text(scaled_ci(readable_bacc_ci(y, p))),
-                         "k_alpha": krippendorff_alpha(y, p), "k_alpha_95%_ci": ci_text(binary_alpha_ci(y, p)),
-                         "fpr": 100 * rep.fpr, "fpr_95%_ci": ci_text(scaled_ci(fpr_ci)),
-                         "fnr": 100 * rep.fnr, "fnr_95%_ci": ci_text(scaled_ci(fnr_ci)),
-                         **said_column(labels_said(p))})
+            b = binary_scores(y, p)
+            rows.append({"evaluator": ROW_NAMES[row], "subset": subset, "n": len(sel), "bacc": 100 * b["bacc"],
+                         "bacc_95%_ci": ci_text(scaled_ci(b["bacc_ci"])),
+                         "k_alpha": b["k_alpha"], "k_alpha_95%_ci": ci_text(b["k_alpha_ci"]),
+                         "fpr": 100 * b["fpr"], "fpr_95%_ci": ci_text(scaled_ci(b["fpr_ci"])),
+                         "fnr": 100 * b["fnr"], "fnr_95%_ci": ci_text(scaled_ci(b["fnr_ci"])),
+                         **said_column(b["said"])})
     return rows
 
 
