@@ -92,7 +92,10 @@ class Session:
         paper (``Profile.engine_for``, e.g. a long-context model)."""
         from .judges import get_method
 
-        engine = self.prof.engine_for(get_method(method).paper)
+        return self._llm_for_paper(get_method(method).paper)
+
+    def _llm_for_paper(self, paper: str) -> LLM:
+        engine = self.prof.engine_for(paper)
         if engine == (self.prof.backend, self.prof.model, self.prof.base_url) or self.planner is not None:
             return self.llm
         if engine not in self._engines:
@@ -125,18 +128,19 @@ class Session:
         from .runs import RunConfig
 
         p = self.prof
-        backend, model, base_url = p.engine_for(get_method(method).paper)
+        spec = get_method(method)  # looked up once here; the run looks it up once more when it starts
+        backend, model, base_url = p.engine_for(spec.paper)
         rc = RunConfig(method=method, dataset=dataset, split=split, level=level,
                        limit=limit if limit is not None else p.n, backend=backend, model=model,
                        base_url=base_url, seed=p.seed, settings=self.method_settings(method, **(settings or {})))
         # the folder name carries a hash of the whole configuration (run + the method's resolved settings,
         # defaults included): another profile, setting or default never collides with an older run
-        method_cfg = asdict(make_config(get_method(method).config_cls, rc.settings, seed=rc.seed))
+        method_cfg = asdict(make_config(spec.config_cls, rc.settings, seed=rc.seed))
         # (a dtype the profile sets is part of it: the same weights in another dtype answer differently)
         key = [rc.to_json(), method_cfg] + ([p.dtype] if p.dtype and backend == "hf" else [])
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:8]
         out = self.runs_dir() / f"{name or f'{method}-{dataset}-{level}'}-{digest}"
-        return rc, out, self.llm_for(method)
+        return rc, out, self._llm_for_paper(spec.paper)
 
     def run(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
             split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None,

@@ -282,6 +282,7 @@ class Run:
     cfg: Any  # the method's config dataclass
     examples: list
     out: Path
+    dataset: Any  # data.registry.DatasetSpec: the dataset named by rc.dataset, resolved once by ``prepare``
 
     @property
     def record(self) -> dict[str, Any]:
@@ -290,7 +291,8 @@ class Run:
 
 
 def prepare(rc: RunConfig, out: str | Path) -> Run:
-    """The run ``rc`` describes, checked (the method fits the dataset, the folder can hold it), its folder made."""
+    """The run ``rc`` describes, checked (the method fits the dataset, the folder can hold it), its folder made.
+    The method and the dataset are looked up here, once; the run carries them to everything after."""
     spec = get_method(rc.method)
     cfg = make_config(spec.config_cls, rc.settings, seed=rc.seed)
     ds = data_registry.get(rc.dataset)
@@ -308,7 +310,7 @@ def prepare(rc: RunConfig, out: str | Path) -> Run:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"--out {out}: cannot create the run folder ({e.strerror or e})") from None
-    return Run(rc, spec, cfg, examples, out)
+    return Run(rc, spec, cfg, examples, out, ds)
 
 
 def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | Path | None = None,
@@ -529,7 +531,7 @@ _AFTER_LOOP: contextvars.ContextVar = contextvars.ContextVar("sumjudge_runs_afte
 
 def write_config(r: Run, llm: Calls) -> None:
     """``config.json``: the run's record, the backend, the data's provenance, the method's warnings."""
-    ds = data_registry.get(r.rc.dataset)
+    ds = r.dataset
     provenance = ds.provenance(r.rc.split or ds.splits[0]) if ds.provenance else None
     warnings = r.cfg.warnings() if hasattr(r.cfg, "warnings") else []  # e.g. greedy decoding of a sampled protocol
     for w in warnings:
@@ -552,7 +554,7 @@ def run_metrics(r: Run, judgements: list[Judgement], llm: Calls, server: dict | 
     """The method's metrics over the examples that were judged (failed ones, server refusals, counted apart),
     parse rates, cost, this run's engine counters, the server's counters, usage over every process."""
     rc, examples = r.rc, r.examples
-    level = rc.level or data_registry.get(rc.dataset).levels[0]  # rated examples carry no level of their own
+    level = rc.level or r.dataset.levels[0]  # rated examples carry no level of their own
     judged = [(ex, j) for ex, j in zip(examples, judgements) if j.label_source != "failed"]
     metrics_fn = r.spec.metrics or METRICS_BY_KIND[r.spec.kind]
     tally = ServingTally()  # replicas and prefix hits, where the server says them: in the same pass over the log
