@@ -49,7 +49,7 @@ class Cell:
 
 
 def scores_judge(method: str) -> bool:
-    from .judges import get_method
+    from .method_registry import get_method
 
     return get_method(method).scores
 
@@ -62,14 +62,15 @@ def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend:
     truncation), under the cell's own. A score judge's cell is followed by its held-out run (``held_out``
     examples, default ``limit``, none of them judged by any cell)."""
     from .data import registry
-    from .judges import get_method, make_config
+    from .judges.settings import make_config
+    from .method_registry import get_method
     from .runs import RunConfig
 
     jobs = []
     for c in cells:
         spec = get_method(c.method)
         if spec.kind != "faithfulness":
-            from .judges import methods
+            from .method_registry import methods
 
             judges = sorted(n for n, m in methods().items() if m.kind == "faithfulness")
             raise ConfigError(f"arena: {c.method} is a {spec.kind} judge; the arena compares binary faithfulness "
@@ -177,7 +178,7 @@ def printed_twin(cell: Cell) -> tuple[str, Cell] | None:
     """(what differs, the same judge as the paper prints it) when ``cell`` runs a method the authors' way where the
     paper reads otherwise (``MethodSpec.as_printed``: its settings hold the as-run ones; its other settings are
     kept); None otherwise."""
-    from .judges import get_method
+    from .method_registry import get_method
 
     s = dict(cell.settings)
     for pair in get_method(cell.method).as_printed:
@@ -188,7 +189,7 @@ def printed_twin(cell: Cell) -> tuple[str, Cell] | None:
 
 def fidelity_cells(datasets: list[str], methods: list[str]) -> list[Cell]:
     """Both cells of every as-printed pair of ``methods`` on every dataset."""
-    from .judges import get_method
+    from .method_registry import get_method
 
     return [c for m in methods for pair in get_method(m).as_printed for ds in datasets
             for c in (Cell(m, ds, pair.as_run), printed_twin(Cell(m, ds, pair.as_run))[1])]

@@ -87,7 +87,7 @@ def build_requests(cut, k: int, doc_tokens: int, max_new_tokens: int, salt: str 
     """4 agents per document, as a round of a stance-initialised debate; ``salt`` starts every prompt (a
     benchmark pass of its own against a server's prefix cache, with the same token count in every pass);
     ``long_docs`` more documents of ``long_doc_tokens`` (a batch of short rows beside long ones)."""
-    from .judges import get_method
+    from .method_registry import get_method
     from .llm import ChatRequest
     from .prompts import render
 

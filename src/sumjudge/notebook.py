@@ -90,7 +90,7 @@ class Session:
     def llm_for(self, method: str) -> LLM:
         """The engine that runs ``method``: the profile's, or the model the profile names for the method's
         paper (``Profile.engine_for``, e.g. a long-context model)."""
-        from .judges import get_method
+        from .method_registry import get_method
 
         return self._llm_for_paper(get_method(method).paper)
 
@@ -124,7 +124,8 @@ class Session:
         """(run config, run folder, engine) of ``method`` on the profile's first ``n`` examples (or ``limit``)."""
         from dataclasses import asdict
 
-        from .judges import get_method, make_config
+        from .judges.settings import make_config
+        from .method_registry import get_method
         from .runs import RunConfig
 
         p = self.prof

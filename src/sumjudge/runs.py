@@ -29,7 +29,8 @@ from .llm import BackendRequestError, OptionScoringError, PromptTooLongError, ma
 from .errors import ConfigError, SumjudgeError
 from .llm.engine import LLM, Calls
 from .locality import ServingTally
-from .judges import get_method, make_config
+from .judges.settings import make_config
+from .method_registry import get_method
 from .judges.base import Judgement
 from .run_metrics import METRICS_BY_KIND
 
@@ -278,7 +279,7 @@ class Run:
     """One run as it executes: its configuration, method, method settings, examples and folder."""
 
     rc: RunConfig
-    spec: Any  # judges.base.MethodSpec
+    spec: Any  # method_registry.MethodSpec
     cfg: Any  # the method's config dataclass
     examples: list
     out: Path

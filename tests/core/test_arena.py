@@ -162,8 +162,8 @@ def test_cell_rows_of_a_score_judge_and_the_as_printed_pairs():
 def test_a_profile_gives_a_judge_only_the_policy_fields_its_config_has(monkeypatch):
     from dataclasses import dataclass
 
-    from sumjudge.judges import METHODS
-    from sumjudge.judges.base import MethodSpec, register
+    from sumjudge.method_registry import METHODS
+    from sumjudge.method_registry import MethodSpec, register
     from sumjudge.notebook import Session
 
     @dataclass
@@ -185,7 +185,7 @@ def test_a_cells_folder_is_named_by_its_whole_configuration_defaults_included(tm
     import dataclasses
 
     from sumjudge.arena import plan
-    from sumjudge.judges import METHODS
+    from sumjudge.method_registry import METHODS
 
     cells = [Cell("zero-shot", "tofueval-meetingbank")]
     (_, before), = plan(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None)

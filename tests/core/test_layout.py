@@ -141,8 +141,18 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_circle_among_the_packages_modules():
     graph = _module_graph()
-    assert len(graph) > 60 and "sumjudge.judges.base" in graph["sumjudge.judges"]
+    assert len(graph) > 60 and "sumjudge.judges.base" in graph["sumjudge.judges.aspects"]
     assert _circles(graph) == []
+
+
+def test_the_entry_points_read_the_methods_registry_not_the_judges_package():
+    """Method lookup lives in one top-level module; the judges' package face imports nothing (importing a judge's
+    helper never loads the registry, and the registry never loads a judge)."""
+    graph = _module_graph()
+    assert graph["sumjudge.judges"] == set()
+    for entry in ("runs", "notebook", "arena", "parse_report"):
+        assert "sumjudge.method_registry" in graph[f"sumjudge.{entry}"], entry
+    assert not {d for d in graph["sumjudge.method_registry"] if d.startswith(("sumjudge.papers", "sumjudge.judges"))}
 
 
 def test_the_circle_finder_sees_a_circle():

@@ -14,7 +14,8 @@ def _block() -> str:
 
 def test_the_readme_judge_registers_and_judges(monkeypatch):
     from sumjudge.data.records import FaithExample
-    from sumjudge.judges import METHODS, get_method, make_config
+    from sumjudge.judges.settings import make_config
+    from sumjudge.method_registry import get_method, METHODS
     from sumjudge.llm import NullCache, run_sync
     from sumjudge.llm.engine import LLM
     from sumjudge.llm.scripted import Rule, ScriptedBackend

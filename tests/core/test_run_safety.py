@@ -16,7 +16,8 @@ from conftest import needs_mirror
 from sumjudge import cli
 from sumjudge.data import registry
 from sumjudge.llm import ConfigError
-from sumjudge.judges import get_method, make_config
+from sumjudge.judges.settings import make_config
+from sumjudge.method_registry import get_method
 from sumjudge.runs import RunLock
 
 pytestmark = needs_mirror

@@ -1,7 +1,4 @@
-"""Judges: the registry and what every judge builds on, and the pieces the papers' judges share (G-Eval's
-aspect scoring, rated aspects, sentence windows). Every judge is registered by its paper, on the first lookup
-(``methods``, ``get_method``: ``base.PLUGIN_PACKAGES``)."""
-
-from .base import METHODS, Judgement, MethodSpec, get_method, make_config, methods
-
-__all__ = ["METHODS", "Judgement", "MethodSpec", "get_method", "make_config", "methods"]
+"""Judges: what every judge builds on (``base``: the Judgement record, requests, prompt fitting), settings
+(``settings``: every method setting checked against its config) and the pieces the papers' judges share (G-Eval's
+aspect scoring, rated aspects). The methods are registered in ``sumjudge.method_registry``, by their papers, on the
+first lookup."""

@@ -15,7 +15,8 @@ from typing import Any, Awaitable, Callable
 from ..data.records import RatedExample
 from ..errors import ConfigError
 from ..prompts import load as load_template
-from .base import Judgement, methods
+from ..method_registry import methods
+from .base import Judgement
 
 # dataset -> aspect -> template, in the order of the paper's table (``register_templates``)
 TEMPLATES: dict[str, dict[str, str]] = {}

@@ -1,15 +1,15 @@
-"""What every method shares: the Judgement record, the registry, config parsing, prompt fitting."""
+"""What every judge builds on: the Judgement record, requests, prompt fitting, seeds. The registry of methods is
+``sumjudge.method_registry``; settings are parsed by ``judges.settings``."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 from ..llm import ChatRequest, PromptTooLongError
 from ..errors import ConfigError
-from ..llm.engine import LLM, Calls
+from ..llm.engine import Calls
 from ..llm.fitting import fit_to_context
 from ..prompts import load as load_template
 
@@ -36,98 +36,6 @@ class Judgement:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-JudgeFn = Callable[[Any, LLM, Any], Awaitable[Judgement]]
-
-
-@dataclass(frozen=True)
-class AsPrinted:
-    """A method whose default follows the authors' code where the printed paper differs: the settings of each
-    reading, so that both can run on the same examples (the arena's as-printed vs as-run pairs)."""
-    what: str  # what differs, in words
-    as_run: tuple[tuple[str, str], ...]  # the settings of the code's reading (() when it is the default)
-    as_printed: tuple[tuple[str, str], ...]  # the settings of the paper's
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    name: str
-    paper: str
-    kind: str  # "faithfulness" | "rated" | "meeting-errors"
-    config_cls: type
-    judge: JudgeFn
-    description: str
-    # checks of the whole run before any call (examples, engine, config), e.g. inputs the model cannot hold
-    preflight: Callable[[list, LLM, Any], Awaitable[None]] | None = None
-    # the run's metrics (examples, judgements) -> dict; None: the kind's own (run_metrics.METRICS_BY_KIND)
-    metrics: Callable[[list, list], dict[str, Any]] | None = None
-    # parse events' roles for the parse-rate report: a regex over an event's tag whose group 1 names the role
-    roles: str | None = None
-    # a faithfulness judge whose label thresholds a graded score (Judgement.score, higher = more faithful): the
-    # arena chooses its threshold on held-out examples and reports ROC-AUC beside BAcc
-    scores: bool = False
-    as_printed: tuple[AsPrinted, ...] = ()  # readings of the printed paper beside the code's (default) one
-
-
-METHODS: dict[str, MethodSpec] = {}
-# the packages whose import registers methods beyond the shared judges: every paper's folder. Found by name on the
-# first lookup (``methods``, ``get_method``), as lm-evaluation-harness finds its tasks: nothing below the entry
-# points imports a paper, and a paper imports the judges it builds on without a circle.
-PLUGIN_PACKAGES = ("sumjudge.papers",)
-_discovered: list[str] = []
-
-
-def methods() -> dict[str, MethodSpec]:
-    """Every registered method: the shared judges and, imported on first use, every plug-in package's."""
-    import importlib
-
-    for package in PLUGIN_PACKAGES:
-        if package not in _discovered:
-            _discovered.append(package)  # before the import: a package that looks a method up while loading
-            importlib.import_module(package)
-    return METHODS
-
-
-def register(spec: MethodSpec) -> MethodSpec:
-    METHODS[spec.name] = spec
-    return spec
-
-
-def get_method(name: str) -> MethodSpec:
-    if name not in METHODS:
-        methods()
-    if name not in METHODS:
-        raise ConfigError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
-    return METHODS[name]
-
-
-def make_config(cls: type, sets: dict[str, Any] | list[str] | None = None, **defaults: Any):
-    """Build a config dataclass from ``key=value`` strings (CLI ``--set``) or a dict, every value converted to
-    the field's type and checked against its rule (``settings.build_config``). Unknown keys are errors."""
-    from .settings import build_config
-
-    names = {f.name for f in dataclasses.fields(cls)}
-    values: dict[str, Any] = {k: v for k, v in defaults.items() if k in names}
-    items = sets.items() if isinstance(sets, dict) else [s.split("=", 1) if "=" in s else (s, None) for s in sets or []]
-    for k, v in items:
-        if v is None and not isinstance(sets, dict):  # "--set key" without a value (a dict may hold None)
-            raise ConfigError(f"--set {k}: expected key=value")
-        if isinstance(v, str) and k in names and _wants_json(cls, k):
-            try:
-                v = json.loads(v)
-            except json.JSONDecodeError:
-                pass
-        values[k] = v
-    return build_config(cls, values)
-
-
-def _wants_json(cls: type, name: str) -> bool:
-    """Free-form settings (``Any``: lists, mappings) take JSON from the command line; typed ones are converted
-    from the string by ``settings``."""
-    import typing
-
-    return typing.get_type_hints(cls)[name] is Any
 
 
 async def fit_prompt(llm: Calls, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,

@@ -199,3 +199,27 @@ def build_config(cls: type, values: dict[str, Any]):
     if callable(check):
         check()
     return cfg
+
+
+def make_config(cls: type, sets: dict[str, Any] | list[str] | None = None, **defaults: Any):
+    """Build a config dataclass from ``key=value`` strings (CLI ``--set``) or a dict, every value converted to
+    the field's type and checked against its rule (``build_config``). Unknown keys are errors."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {k: v for k, v in defaults.items() if k in names}
+    items = sets.items() if isinstance(sets, dict) else [s.split("=", 1) if "=" in s else (s, None) for s in sets or []]
+    for k, v in items:
+        if v is None and not isinstance(sets, dict):  # "--set key" without a value (a dict may hold None)
+            raise ConfigError(f"--set {k}: expected key=value")
+        if isinstance(v, str) and k in names and _wants_json(cls, k):
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError:
+                pass
+        values[k] = v
+    return build_config(cls, values)
+
+
+def _wants_json(cls: type, name: str) -> bool:
+    """Free-form settings (``Any``: lists, mappings) take JSON from the command line; typed ones are converted
+    from the string by ``build_config``."""
+    return typing.get_type_hints(cls)[name] is Any

@@ -8,7 +8,8 @@ import pytest
 from conftest import needs_mirror
 
 from sumjudge.data import registry
-from sumjudge.judges import get_method, make_config
+from sumjudge.judges.settings import make_config
+from sumjudge.method_registry import get_method
 from sumjudge.llm import NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import Rule, ScriptedBackend

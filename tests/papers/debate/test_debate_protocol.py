@@ -6,7 +6,8 @@ from sumjudge.data.records import RatedExample
 from sumjudge.llm import ConfigError, NullCache, OptionScoringError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.judges import get_method, make_config
+from sumjudge.judges.settings import make_config
+from sumjudge.method_registry import get_method
 from sumjudge.papers.debate.protocol import CRITICS, says_no_issue
 from sumjudge.prompts import load as load_template
 

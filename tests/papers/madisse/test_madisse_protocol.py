@@ -12,7 +12,7 @@ from sumjudge.data.records import FaithExample
 from sumjudge.llm import ConfigError, NullCache, ResponseCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.judges import make_config
+from sumjudge.judges.settings import make_config
 from sumjudge.papers.madisse.baselines import SelfConsistencyConfig, majority, self_consistency
 from sumjudge.papers.madisse.protocol import MadisseConfig, madisse
 

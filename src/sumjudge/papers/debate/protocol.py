@@ -49,7 +49,8 @@ from ...llm.parsing import complete_lines, scale_score
 from ...llm.types import ChatRequest
 from ...prompts import load as load_template
 from ...judges.aspects import KIND, Aspect, consistency_aspect, score_aspects, thresholded
-from ...judges.base import AsPrinted, MethodSpec, fit_fields, register
+from ...judges.base import fit_fields
+from ...method_registry import AsPrinted, MethodSpec, register
 from ...judges.geval import GEvalConfig, g_eval
 from ...llm.fitting import fit_to_context
 from .aspects import DEBATE_TEMPLATES

@@ -83,7 +83,8 @@ def repeatability_rows(session, dataset: str, aspect: str, *, examples: int, rep
     Per text: the distinct final scores and whether every transcript was identical."""
     from ...data import registry
     from ...llm.engine import run_sync
-    from ...judges import get_method, make_config
+    from ...judges.settings import make_config
+    from ...method_registry import get_method
 
     spec = get_method("debate")
     cfg = make_config(spec.config_cls, session.method_settings("debate", aspects=aspect, iterations=iterations),

@@ -34,7 +34,8 @@ from ...data.records import FaithExample
 from ...llm.engine import Calls
 from ...llm.parsing import ParseError, complete_lines
 from .alignment import align
-from ...judges.base import Judgement, MethodSpec, fit_prompt, register, request
+from ...judges.base import fit_prompt, Judgement, request
+from ...method_registry import MethodSpec, register
 from .windows import sentences, windows
 from .metrics import factax_metrics
 

@@ -69,7 +69,7 @@ def run_settings(method: str, settings: dict[str, Any], i: int, runs: int, seed:
         return dict(settings)
     from dataclasses import fields as dc_fields
 
-    from ...judges.base import get_method
+    from ...method_registry import get_method
 
     defaults = {f.name: f.default for f in dc_fields(get_method(method).config_cls)}
     out = {**settings, "seed": seed + i}

@@ -20,7 +20,8 @@ from ...llm.types import ChatRequest, ChatResponse
 from ...prompts import load as load_template
 from ...llm.parsing import binary_label, tag_bodies
 from ...prompts import variant
-from ...judges.base import GREEDY_WARNING, AsPrinted, Judgement, MethodSpec, derive_seed, fit_prompt, register, request
+from ...judges.base import derive_seed, fit_prompt, GREEDY_WARNING, Judgement, request
+from ...method_registry import AsPrinted, MethodSpec, register
 
 
 LABEL_RETRIES = ("resample", "follow_up")

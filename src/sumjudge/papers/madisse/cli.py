@@ -14,7 +14,7 @@ def _cmd_learn(a) -> int:
     from ...data import registry
     from ...llm import make_llm
     from ...llm.engine import run_sync
-    from ...judges import make_config
+    from ...judges.settings import make_config
     from .guidelines import learn_guidelines
     from .protocol import MadisseConfig
 

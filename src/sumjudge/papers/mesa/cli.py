@@ -14,7 +14,8 @@ def _cmd_mesa_feedback(a) -> int:
     from ...data import registry
     from ...llm import make_llm
     from ...llm.engine import run_sync
-    from ...judges import get_method, make_config
+    from ...judges.settings import make_config
+    from ...method_registry import get_method
     from .feedback import save, self_train
 
     cfg = make_config(get_method("mesa").config_cls, parse_sets(a.set), seed=a.seed)

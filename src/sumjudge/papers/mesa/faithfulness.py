@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...data.records import FaithExample, MeetingErrorExample
-from ...judges.base import AsPrinted, Judgement, MethodSpec, register
+from ...judges.base import Judgement
+from ...method_registry import AsPrinted, MethodSpec, register
 from ...llm.engine import Calls
 from .protocol import MesaConfig, mesa, preflight, step_role
 

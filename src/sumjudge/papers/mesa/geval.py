@@ -16,7 +16,8 @@ from typing import Any
 from ...data.records import MeetingErrorExample
 from ...llm.engine import Calls
 from ...judges.aspects import Aspect
-from ...judges.base import Judgement, MethodSpec, register
+from ...judges.base import Judgement
+from ...method_registry import MethodSpec, register
 from ...judges.geval import GEvalConfig, geval_aspect
 from .metrics import meeting_error_metrics
 from ...llm.fitting import longest_prefix

@@ -55,7 +55,8 @@ from ...llm.fitting import certainly_fits, longest_prefix
 from ...llm.parsing import ParseError, json_number, lenient_json
 from ...prompts import load as load_template
 from ...prompts import render
-from ...judges.base import Judgement, MethodSpec, register
+from ...judges.base import Judgement
+from ...method_registry import MethodSpec, register
 from . import madp
 from .metrics import meeting_error_metrics
 

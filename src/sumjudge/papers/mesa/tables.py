@@ -54,7 +54,8 @@ def shared_transcript_tokens(session, variants: list[tuple[dict[str, Any], bool]
     variant (and G-Eval-4) reads the same transcript text, cut once; None when the engine cannot count tokens
     or has no context length (nothing is cut then)."""
     from ...data import registry
-    from ...judges import get_method, make_config
+    from ...judges.settings import make_config
+    from ...method_registry import get_method
     from .protocol import transcript_budget
 
     llm = session.llm_for("mesa")
@@ -85,7 +86,8 @@ class FeedbackJob:
         import hashlib
 
         from ...data import registry
-        from ...judges import get_method, make_config
+        from ...judges.settings import make_config
+        from ...method_registry import get_method
 
         self.session, self.iterations = session, iterations
         self.cfg = make_config(get_method("mesa").config_cls, session.method_settings("mesa", **settings),

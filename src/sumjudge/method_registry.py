@@ -1,0 +1,78 @@
+"""The methods' registry: every judge is a ``MethodSpec`` registered by name (``register``), and the entry points
+(the command line, notebooks, the arena, the planner, the reproduction) look methods up here (``get_method``,
+``methods``). The papers register theirs when their package is imported, which happens on the first lookup
+(``PLUGIN_PACKAGES``): nothing below the entry points imports a paper."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .judges.base import Judgement
+    from .llm.engine import LLM
+
+JudgeFn = Callable[[Any, "LLM", Any], Awaitable["Judgement"]]
+
+
+@dataclass(frozen=True)
+class AsPrinted:
+    """A method whose default follows the authors' code where the printed paper differs: the settings of each
+    reading, so that both can run on the same examples (the arena's as-printed vs as-run pairs)."""
+    what: str  # what differs, in words
+    as_run: tuple[tuple[str, str], ...]  # the settings of the code's reading (() when it is the default)
+    as_printed: tuple[tuple[str, str], ...]  # the settings of the paper's
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    paper: str
+    kind: str  # "faithfulness" | "rated" | "meeting-errors"
+    config_cls: type
+    judge: JudgeFn
+    description: str
+    # checks of the whole run before any call (examples, engine, config), e.g. inputs the model cannot hold
+    preflight: Callable[[list, "LLM", Any], Awaitable[None]] | None = None
+    # the run's metrics (examples, judgements) -> dict; None: the kind's own (run_metrics.METRICS_BY_KIND)
+    metrics: Callable[[list, list], dict[str, Any]] | None = None
+    # parse events' roles for the parse-rate report: a regex over an event's tag whose group 1 names the role
+    roles: str | None = None
+    # a faithfulness judge whose label thresholds a graded score (Judgement.score, higher = more faithful): the
+    # arena chooses its threshold on held-out examples and reports ROC-AUC beside BAcc
+    scores: bool = False
+    as_printed: tuple[AsPrinted, ...] = ()  # readings of the printed paper beside the code's (default) one
+
+
+METHODS: dict[str, MethodSpec] = {}
+# the packages whose import registers methods beyond the shared judges: every paper's folder. Found by name on the
+# first lookup (``methods``, ``get_method``), as lm-evaluation-harness finds its tasks: nothing below the entry
+# points imports a paper, and a paper imports the judges it builds on without a circle.
+PLUGIN_PACKAGES = ("sumjudge.papers",)
+_discovered: list[str] = []
+
+
+def methods() -> dict[str, MethodSpec]:
+    """Every registered method: the shared judges and, imported on first use, every plug-in package's."""
+    import importlib
+
+    for package in PLUGIN_PACKAGES:
+        if package not in _discovered:
+            _discovered.append(package)  # before the import: a package that looks a method up while loading
+            importlib.import_module(package)
+    return METHODS
+
+
+def register(spec: MethodSpec) -> MethodSpec:
+    METHODS[spec.name] = spec
+    return spec
+
+
+def get_method(name: str) -> MethodSpec:
+    if name not in METHODS:
+        methods()
+    if name not in METHODS:
+        raise ConfigError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
+    return METHODS[name]
