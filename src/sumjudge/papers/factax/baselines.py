@@ -23,7 +23,7 @@ from ...data.records import FaithExample
 from ...llm.engine import Calls
 from ...llm.parsing import complete_lines, star_rating, yes_no
 from ...judges.aspects import consistency_aspect, thresholded
-from ...judges.base import fit_prompt, Judgement, request
+from ...judges.base import Judgement, fit_prompt, request
 from ...method_registry import AsPrinted, MethodSpec, register
 from ...judges.geval import GEvalConfig, geval_aspect
 

@@ -34,7 +34,7 @@ from ...data.records import FaithExample
 from ...llm.engine import Calls
 from ...llm.parsing import ParseError, complete_lines
 from .alignment import align
-from ...judges.base import fit_prompt, Judgement, request
+from ...judges.base import Judgement, fit_prompt, request
 from ...method_registry import MethodSpec, register
 from .windows import sentences, windows
 from .metrics import factax_metrics

@@ -20,7 +20,7 @@ from ...llm.types import ChatRequest, ChatResponse
 from ...prompts import load as load_template
 from ...llm.parsing import binary_label, tag_bodies
 from ...prompts import variant
-from ...judges.base import derive_seed, fit_prompt, GREEDY_WARNING, Judgement, request
+from ...judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_prompt, request
 from ...method_registry import AsPrinted, MethodSpec, register
 
 

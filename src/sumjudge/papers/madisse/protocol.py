@@ -49,7 +49,7 @@ from ...llm.engine import Calls
 from ...llm.parsing import ParseError, xml_tag
 from ...prompts import load as load_template
 from ...prompts import variant
-from ...judges.base import derive_seed, fit_fields, GREEDY_WARNING, Judgement, request, user
+from ...judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_fields, request, user
 from ...method_registry import AsPrinted, MethodSpec, register
 from ...llm.fitting import fit_to_context
 from .baselines import answer_room, label_with_fallback

@@ -14,7 +14,7 @@ from ....data.records import FaithExample
 from ....errors import ConfigError
 from ....llm.engine import Calls
 from ....llm.parsing import ParseError, complete_lines
-from ....judges.base import fit_prompt, Judgement, request
+from ....judges.base import Judgement, fit_prompt, request
 from ....method_registry import MethodSpec, register
 from ..metrics import factax_metrics
 from ..protocol import LABELS, NEGATING_PREFIX, parse_factax
