@@ -196,3 +196,27 @@ def test_environment_variables_are_listed_and_read_in_one_place():
     doc = (PKG.parent.parent / "docs" / "command-line.md").read_text(encoding="utf-8")
     assert all(f"| `{k}` | {v} |" in doc for k, v in VARIABLES.items())
     assert set(re.findall(r"\| `(SUMJUDGE_[A-Z_]+)` \|", doc)) == set(VARIABLES)
+
+
+def test_every_papers_config_shares_the_generation_settings():
+    """One declaration of the generation settings (``judges.settings.Generation``): every paper's method config
+    subclasses it, and none declares a generation field again unless it changes its default or type."""
+    import dataclasses
+
+    from sumjudge.judges.settings import Generation
+    from sumjudge.method_registry import methods
+
+    shared = {f.name: f for f in dataclasses.fields(Generation)}
+    specs = [s for s in methods().values() if s.paper in PAPERS]
+    assert len(specs) > 15
+    for spec in specs:
+        assert issubclass(spec.config_cls, Generation), spec.name
+        for klass in spec.config_cls.__mro__:
+            if klass is Generation or not dataclasses.is_dataclass(klass):
+                continue
+            for name in set(vars(klass).get("__annotations__", {})) & set(shared):
+                parent = next(k for k in klass.__mro__[1:] if dataclasses.is_dataclass(k)
+                              and name in {f.name for f in dataclasses.fields(k)})
+                before = {f.name: f for f in dataclasses.fields(parent)}[name]
+                now = {f.name: f for f in dataclasses.fields(klass)}[name]
+                assert (now.default, now.type) != (before.default, before.type), f"{klass.__name__}.{name} said again"

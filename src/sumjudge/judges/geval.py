@@ -27,6 +27,7 @@ from ..llm.engine import Calls
 from ..llm.parsing import ParseError, scale_score
 from .aspects import Aspect, score_aspects
 from .base import fit_prompt, user
+from .settings import Generation
 
 # protocol -> (temperature, max_new_tokens, the prompt's message role, what an unreadable sample counts as)
 PROTOCOLS: dict[str, tuple[float, int, str, float | None]] = {
@@ -36,17 +37,14 @@ PROTOCOLS: dict[str, tuple[float, int, str, float | None]] = {
 
 
 @dataclass
-class GEvalConfig:
+class GEvalConfig(Generation):  # fallback is not used: G-Eval's score is a probability-weighted mean already
+    max_new_tokens: int | None = None  # samples mode; None = the protocol's
+    temperature: float | None = None  # samples mode; None = the protocol's
     aspects: Any = None  # list or comma-separated names; None = every aspect of the dataset
     mode: str = "auto"  # probs | samples | auto
     protocol: str = "paper"  # samples mode: paper | repository (PROTOCOLS)
     samples: int = 20
-    temperature: float | None = None  # samples mode; None = the protocol's
-    max_new_tokens: int | None = None  # samples mode; None = the protocol's
     min_coverage: float = 0.5  # probs mode: the least probability the scale's points must hold
-    seed: int = 0
-    truncate: str = "error"
-    fallback: str = "none"  # not used: G-Eval's score is a probability-weighted mean already
 
     def sampling(self) -> tuple[float, int, str, float | None]:
         temp, tokens, role, unreadable = PROTOCOLS[self.protocol]

@@ -55,6 +55,23 @@ class Rule:
         return self.max is None or v <= self.max
 
 
+@dataclass
+class Generation:
+    """The generation settings every method's config shares; a method's config subclasses it and overrides the
+    defaults its paper used. ``max_new_tokens``: the answer's token budget; ``temperature``: 0 decodes greedily;
+    ``seed``: the run's seed, from which each sampled call derives its own; ``truncate``: what a prompt over the
+    model's context does (``error``: the run stops and names the example; ``truncate``: the document's end is cut,
+    the words cut recorded); ``fallback``: what an answer whose value cannot be read does (``none``: it stays
+    unreadable and is counted; ``option_scores``: the likelier option by the model's own scores, recorded as
+    such)."""
+
+    max_new_tokens: int = 512
+    temperature: float = 0.0
+    seed: int = 0
+    truncate: str = "error"
+    fallback: str = "none"
+
+
 # Settings shared by several methods, by field name.
 RULES: dict[str, Rule] = {
     "temperature": Rule(min=0),

@@ -50,6 +50,7 @@ from ...llm.types import ChatRequest
 from ...prompts import load as load_template
 from ...judges.aspects import KIND, Aspect, consistency_aspect, score_aspects, thresholded
 from ...judges.base import fit_fields
+from ...judges.settings import Generation
 from ...method_registry import AsPrinted, MethodSpec, register
 from ...judges.geval import GEvalConfig, g_eval
 from ...llm.fitting import fit_to_context
@@ -74,19 +75,15 @@ def says_no_issue(feedback: str) -> bool:
 
 
 @dataclass
-class DebateConfig:
+class DebateConfig(Generation):  # the paper: temperature 0 (Generation's), top-p 1; 512 answer tokens
     aspects: Any = None  # list or comma-separated names; None = every aspect of the dataset
     iterations: int = 3  # n, the maximum number of Critic reviews (Figure 2 left: 1..5)
     critic: str = "strictly-negative"  # strictly-negative | moderately-negative | weakly-negative | plain
     prompt_type: str = "original"  # original | sophisticated (Appendix C; strictly-negative only)
     critic_stop: str = "instructed"  # instructed: + G.1's NO_ISSUES sentence | paper: the Section 2 text as printed
     tie_breaker: bool = False  # Appendix E.3
-    max_new_tokens: int = 512
     history_tokens: int | None = None  # context kept for the debate when fitting the text (None: a third)
-    temperature: float = 0.0  # the paper: temperature 0, top-p 1
-    seed: int = 0
-    truncate: str = "error"
-    fallback: str = "none"  # none | option_scores (for an unreadable final score)
+    # fallback=option_scores: for an unreadable final score
 
     def check(self) -> None:
         """Run when the config is built: an unknown persona / prompt type fails before any model loads."""

@@ -24,6 +24,7 @@ from ...llm.engine import Calls
 from ...llm.parsing import complete_lines, star_rating, yes_no
 from ...judges.aspects import consistency_aspect, thresholded
 from ...judges.base import Judgement, fit_prompt, request
+from ...judges.settings import Generation
 from ...method_registry import AsPrinted, MethodSpec, register
 from ...judges.geval import GEvalConfig, geval_aspect
 
@@ -34,13 +35,9 @@ def parse_stars(text: str) -> float:
 
 
 @dataclass
-class StarConfig:
-    threshold: float = 4
+class StarConfig(Generation):  # fallback=option_scores: the likeliest star count 1-5, recorded
     max_new_tokens: int = 64
-    temperature: float = 0.0
-    seed: int = 0
-    truncate: str = "error"
-    fallback: str = "none"  # none | option_scores (the likeliest star count 1-5, recorded)
+    threshold: float = 4
 
 
 async def star(example: FaithExample, llm: Calls, config: StarConfig) -> Judgement:
@@ -59,13 +56,9 @@ async def star(example: FaithExample, llm: Calls, config: StarConfig) -> Judgeme
 
 
 @dataclass
-class LuoConfig:
-    template: str = "factax/luo2023_zero_shot"
+class LuoConfig(Generation):  # greedy; the paper averages three runs: factax_tables.run_grid samples them (run_temperature)
     max_new_tokens: int = 16  # "Answer (yes or no):"
-    temperature: float = 0.0  # the paper averages three runs: factax_tables.run_grid samples them (run_temperature)
-    seed: int = 0
-    truncate: str = "error"
-    fallback: str = "none"  # none | option_scores
+    template: str = "factax/luo2023_zero_shot"
 
 
 @dataclass

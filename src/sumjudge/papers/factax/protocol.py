@@ -35,6 +35,7 @@ from ...llm.engine import Calls
 from ...llm.parsing import ParseError, complete_lines
 from .alignment import align
 from ...judges.base import Judgement, fit_prompt, request
+from ...judges.settings import Generation
 from ...method_registry import MethodSpec, register
 from .windows import sentences, windows
 from .metrics import factax_metrics
@@ -103,16 +104,11 @@ def is_correct(labels: list[str]) -> bool:
 
 
 @dataclass
-class FacTaxConfig:
+class FacTaxConfig(Generation):  # greedy, 512 answer tokens (Generation's defaults)
     window_words: int | None = None  # None: the whole summary (FacTax) | N words per window (FacTax-WD) | 0: a sentence
     align_over: int = 1024  # documents longer than this (tokens) are aligned (Appendix C)
     align_tokens: int = 1024  # FacTax: aligned context budget
     align_sentences: int = 5  # FacTax-WD: sentences per window
-    max_new_tokens: int = 512
-    temperature: float = 0.0
-    seed: int = 0
-    truncate: str = "error"
-    fallback: str = "none"  # none | option_scores
 
 
 @dataclass

@@ -21,6 +21,7 @@ from ...prompts import load as load_template
 from ...llm.parsing import binary_label, tag_bodies
 from ...prompts import variant
 from ...judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_prompt, request
+from ...judges.settings import Generation
 from ...method_registry import AsPrinted, MethodSpec, register
 
 
@@ -28,15 +29,12 @@ LABEL_RETRIES = ("resample", "follow_up")
 
 
 @dataclass
-class ZeroShotConfig:
-    template: str = "madisse/table26_zero_shot"
-    prompts: str = "code"  # code: the authors' prompts.py wording where it differs | printed: the paper's table
+class ZeroShotConfig(Generation):  # fallback=option_scores: the likelier of "0"/"1" after "<label>"
     max_new_tokens: int = 1000  # the code's max_gen_len
     temperature: float = 1.0  # the code samples (llama_prediction)
+    template: str = "madisse/table26_zero_shot"
+    prompts: str = "code"  # code: the authors' prompts.py wording where it differs | printed: the paper's table
     top_p: float = 0.9
-    seed: int = 0
-    truncate: str = "error"  # error | truncate (cut the document's end to fit the context)
-    fallback: str = "none"  # none | option_scores: an unparseable answer gets the likelier of "0"/"1" after "<label>"
     # resample: an answer without a readable label is asked again (a new sample) | follow_up: the model is asked, after
     # its own answer, for the label it left out (madisse/label_follow_up; a short reply instead of a new chain of thought)
     label_retry: str = "resample"

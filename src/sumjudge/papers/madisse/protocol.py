@@ -50,6 +50,7 @@ from ...llm.parsing import ParseError, xml_tag
 from ...prompts import load as load_template
 from ...prompts import variant
 from ...judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_fields, request, user
+from ...judges.settings import Generation
 from ...method_registry import AsPrinted, MethodSpec, register
 from ...llm.fitting import fit_to_context
 from .baselines import answer_room, label_with_fallback
@@ -58,7 +59,9 @@ FAITHFUL, UNFAITHFUL = 1, 0
 
 
 @dataclass
-class MadisseConfig:
+class MadisseConfig(Generation):
+    max_new_tokens: int = 1000  # the code's max_gen_len
+    temperature: float = 1.0  # the code samples every call (llama_prediction)
     init: str = "stance"  # stance | none (MADISSE wo initialization)
     faithful_agents: int = 2
     unfaithful_agents: int = 2
@@ -72,15 +75,11 @@ class MadisseConfig:
     prompts: str = "code"  # code (the authors' prompts.py) | printed (the paper's Tables 28-30)
     guidelines: str = ""  # a guidelines file (e.g. learned ones); empty = the paper's 13 guidelines
     guideline_list: tuple[str, ...] | None = None  # inline guidelines (learning phase; may be empty): win over the file
-    max_new_tokens: int = 1000  # the code's max_gen_len
     history_tokens: int | None = None  # context reserved for the chat history when fitting the document
     # (None: a third of the model context). A round whose history still overflows drops its oldest rounds
     # (recorded as history_rounds_dropped); neither the paper nor the code cuts anything (8k context).
-    temperature: float = 1.0  # the code samples every call (llama_prediction)
     top_p: float = 0.9
-    seed: int = 0
-    truncate: str = "error"
-    fallback: str = "none"  # none | option_scores, for an agent's or adjudicator's unreadable label
+    # fallback=option_scores: for an agent's or adjudicator's unreadable label
     # resample (the engine's retries draw a new answer) | follow_up: an answer without a readable label is followed
     # by a turn asking for it (madisse/label_follow_up: a short reply instead of a new argument)
     label_retry: str = "resample"

@@ -56,6 +56,7 @@ from ...llm.parsing import ParseError, json_number, lenient_json
 from ...prompts import load as load_template
 from ...prompts import render
 from ...judges.base import Judgement
+from ...judges.settings import Generation
 from ...method_registry import MethodSpec, register
 from . import madp
 from .metrics import meeting_error_metrics
@@ -158,7 +159,8 @@ def _yaml_types(criteria: str) -> dict[str, ErrorType]:
 
 
 @dataclass
-class MesaConfig:
+class MesaConfig(Generation):  # greedy
+    max_new_tokens: int = 1024
     steps: int = 3  # 3: identify, rate, score (Figures 3-5) | 1: single-step (Table 1)
     aspect_mode: str = "single"  # single: one error type per prompt (MESA) | multi: all types in one prompt (2.2)
     types: Any = None  # error-type codes (list or comma-separated); None = every type of the criteria file
@@ -172,13 +174,9 @@ class MesaConfig:
     perspectives: Any = None  # madp_prompts=sumjudge: the challengers' perspectives; None = mesa_madp.PERSPECTIVES
     challenger_models: Any = None  # MADP-M: ["backend:model[@base_url]", ...]; None = MADP-S (the run's model)
     feedback: Any = None  # self-training reports (a mesa_feedback JSON file or its mapping); None = iteration 0
-    max_new_tokens: int = 1024
     transcript_tokens: int | None = None  # cut every transcript to at most this many tokens (a comparison's
     # shared budget: every variant then reads the same text); None = this configuration's own budget
-    temperature: float = 0.0
-    seed: int = 0
-    truncate: str = "error"
-    fallback: str = "none"  # none | option_scores (see the module docstring; recorded as score_source)
+    # fallback=option_scores: see the module docstring; recorded as score_source
 
     def check(self) -> None:
         """Cross-field checks, run when the config is built (before any model loads)."""

@@ -15,6 +15,7 @@ from ....errors import ConfigError
 from ....llm.engine import Calls
 from ....llm.parsing import ParseError, complete_lines
 from ....judges.base import Judgement, fit_prompt, request
+from ....judges.settings import Generation
 from ....method_registry import MethodSpec, register
 from ..metrics import factax_metrics
 from ..protocol import LABELS, NEGATING_PREFIX, parse_factax
@@ -23,12 +24,9 @@ PROMPTS = {"binary": "factax/s51_binary_completion", "taxonomy": "factax/s51_err
 
 
 @dataclass
-class SFTInferenceConfig:
-    inference: str = "binary"  # binary (INF-Binary) | taxonomy (INF-Taxonomy)
+class SFTInferenceConfig(Generation):  # greedy, as the fine-tuned model was evaluated
     max_new_tokens: int = 24
-    seed: int = 0
-    truncate: str = "error"
-    fallback: str = "none"
+    inference: str = "binary"  # binary (INF-Binary) | taxonomy (INF-Taxonomy)
 
 
 def parse_binary(text: str) -> int:
@@ -52,7 +50,7 @@ async def factax_sft(example: FaithExample, llm: Calls, config: SFTInferenceConf
                              max_new_tokens=config.max_new_tokens, policy=config.truncate, tag=example.id,
                              shrink="document")
     # a user turn, as in training (factax_sft.tokenize_pair)
-    req = request(prompt, max_new_tokens=config.max_new_tokens, seed=config.seed,
+    req = request(prompt, max_new_tokens=config.max_new_tokens, temperature=config.temperature, seed=config.seed,
                   tag=f"{example.id}/factax-sft-{config.inference}")
     if config.inference == "binary":
         parse = parse_binary
