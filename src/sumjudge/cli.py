@@ -9,18 +9,17 @@ import sys
 from pathlib import Path
 
 from .cli_flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE,  # noqa: F401
-                        add_budget_flags, add_engine_flags, budget_of, check_engine_flags, parse_sets)
+                        add_budget_flags, add_engine_flags, add_run_flags, budget_of, check_engine_flags,
+                        run_config_of)
 from .llm.backends import backend_names
 from .fleet import ROUTER_POLICIES
 
 
 def _cmd_run(a) -> int:
-    from .runs import RunConfig, clean_nan, run
+    from .runs import clean_nan, run
 
     check_engine_flags(a)
-    settings = parse_sets(a.set)
-    rc = RunConfig(method=a.method, dataset=a.dataset, split=a.split, level=a.level, limit=a.limit,
-                   backend=a.backend, model=a.model, base_url=a.base_url, seed=a.seed, settings=settings)
+    rc = run_config_of(a, a.method)
     opts = {}
     if a.token_budget is not None:
         opts["token_budget"] = a.token_budget
@@ -242,16 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a method on a dataset into a run folder")
     r.add_argument("method")
-    r.add_argument("--dataset", required=True)
-    r.add_argument("--split")
-    r.add_argument("--level", choices=("sentence", "summary"))
-    r.add_argument("--limit", type=int, help="a seeded subset of N examples (label-stratified; whole groups for rated data)")
-    add_engine_flags(r)
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--set", action="append", metavar="KEY=VALUE", help="method setting (repeatable)")
-    r.add_argument("--out", required=True, type=Path)
-    r.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    r.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
+    add_run_flags(r)
     r.add_argument("--token-budget", type=int, help="hf: rows x padded tokens of the decoding batch")
     r.add_argument("--dtype", choices=("float32", "bfloat16", "float16", "cpu-native"),
                    help="hf: the weights' dtype (default: bfloat16 on a GPU, float32 on a CPU; cpu-native: bfloat16 "
@@ -267,7 +257,6 @@ def build_parser() -> argparse.ArgumentParser:
                                          "name, weights and context are always in it; the address only where the "
                                          "server does not say which weights it serves): keeps two servers of the "
                                          "same weights apart, or lets such a server reuse its answers elsewhere")
-    add_budget_flags(r)
     r.set_defaults(fn=_cmd_run)
 
     add_paper_commands(sub)  # each paper's own commands (guideline learning, self-training)

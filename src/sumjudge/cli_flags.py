@@ -75,6 +75,36 @@ def add_engine_flags(p, *, model_help: str = "tiny | smoke | gemma-270m | a loca
     p.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://host:8000/v1 (vLLM)")
 
 
+def add_run_flags(p, *, dataset: str | None = None, split: str | None = None, level: bool = True,
+                  limit: int | None = None) -> None:
+    """What every command that makes a run folder takes: the data (``--dataset``, ``--split``, ``--level``,
+    ``--limit``; the defaults given here), the engine (``add_engine_flags``), ``--seed``, the method's ``--set``,
+    the folder (``--out``), the cache and the budget."""
+    p.add_argument("--dataset", required=dataset is None, default=dataset)
+    p.add_argument("--split", default=split)
+    if level:
+        p.add_argument("--level", choices=("sentence", "summary"))
+    p.add_argument("--limit", type=int, default=limit,
+                   help="a seeded subset of N examples (label-stratified; whole groups for rated data)")
+    add_engine_flags(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="method setting (repeatable)")
+    p.add_argument("--out", required=True, type=Path,
+                   help="the run folder (a new or empty one, or an earlier run's: the same command resumes it)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    p.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
+    add_budget_flags(p)
+
+
+def run_config_of(a, method: str, **extra):
+    """The ``runs.RunConfig`` of a command's flags (``add_run_flags``) for ``method``."""
+    from .runs import RunConfig
+
+    return RunConfig(method=method, dataset=a.dataset, split=a.split, level=getattr(a, "level", None), limit=a.limit,
+                     backend=a.backend, model=a.model, base_url=a.base_url, seed=a.seed, settings=parse_sets(a.set),
+                     **extra)
+
+
 def budget_of(a):
     """The cost guard of ``--max-calls`` / ``--max-tokens`` (None when neither is given)."""
     from .llm.budget import Budget

@@ -274,6 +274,18 @@ def parse_rates(judgements: list[Judgement]) -> dict[str, Any]:
             "examples_with_fallback": sum(int(j.usage.get("fallbacks", 0)) > 0 for j in judgements)}
 
 
+@dataclass(frozen=True)
+class Procedure:
+    """A paper's work that is not judging examples one by one (MADISSE's guideline learning, MESA's self-training),
+    run as a method runs: in a run folder, under its lock, within the budget, its calls logged and cached.
+    ``work(run, calls)`` writes its product into ``run.out`` and returns a summary, written as ``metrics.json``.
+    ``args``: its own arguments, part of the run's record (another value is another run)."""
+
+    name: str
+    args: dict[str, Any]
+    work: Callable[["Run", Calls], Awaitable[dict[str, Any]]]
+
+
 @dataclass
 class Run:
     """One run as it executes: its configuration, method, method settings, examples and folder."""
@@ -284,14 +296,18 @@ class Run:
     examples: list
     out: Path
     dataset: Any  # data.registry.DatasetSpec: the dataset named by rc.dataset, resolved once by ``prepare``
+    procedure: Procedure | None = None  # a paper's procedure instead of judging each example
 
     @property
     def record(self) -> dict[str, Any]:
         """What identifies the run in ``config.json``: another record in the same folder is another run."""
-        return {"run": self.rc.to_json(), "method_config": dataclasses.asdict(self.cfg)}
+        record = {"run": self.rc.to_json(), "method_config": dataclasses.asdict(self.cfg)}
+        if self.procedure is not None:
+            record["procedure"] = {"name": self.procedure.name, **self.procedure.args}
+        return record
 
 
-def prepare(rc: RunConfig, out: str | Path) -> Run:
+def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None) -> Run:
     """The run ``rc`` describes, checked (the method fits the dataset, the folder can hold it), its folder made.
     The method and the dataset are looked up here, once; the run carries them to everything after."""
     spec = get_method(rc.method)
@@ -311,17 +327,18 @@ def prepare(rc: RunConfig, out: str | Path) -> Run:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"--out {out}: cannot create the run folder ({e.strerror or e})") from None
-    return Run(rc, spec, cfg, examples, out, ds)
+    return Run(rc, spec, cfg, examples, out, ds, procedure)
 
 
 def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | Path | None = None,
         llm: LLM | None = None, progress: bool = True, backend_options: dict | None = None,
-        budget=None) -> dict[str, Any]:
+        budget=None, procedure: Procedure | None = None) -> dict[str, Any]:
     """Execute one run into ``out``; returns the metrics. Rerunning into the same folder with the same
     config resumes (finished calls come from the cache); a different config is refused. ``budget`` (an
-    ``llm.budget.Budget``) caps the backend calls and tokens: past it the run stops with ``BudgetExhausted``."""
+    ``llm.budget.Budget``) caps the backend calls and tokens: past it the run stops with ``BudgetExhausted``.
+    ``procedure``: a paper's procedure over the run's examples instead of its method's judge (``Procedure``)."""
     before = FolderState.of(Path(out))
-    r = prepare(rc, out)
+    r = prepare(rc, out, procedure)
     try:
         with RunLock(r.out):
             claim_folder(r)
@@ -399,7 +416,9 @@ def claim_folder(r: Run) -> None:
     to the next configuration, its files kept beside); stale results and metrics are removed."""
     out = r.out
     prev = check_run_folder(out)  # again under the lock: another process may have written it meanwhile
-    if prev is not None and {k: prev.get(k) for k in r.record} != json.loads(json.dumps(r.record)):
+    keys = set(r.record) | ({"procedure"} & set(prev or {}))  # a judging run never takes a procedure's folder
+    if prev is not None and {k: prev.get(k) for k in keys} != {k: v for k, v in json.loads(json.dumps(r.record)).items()
+                                                                 if k in keys}:
         if not failed_before_results(out):
             raise ConfigError(f"{out} holds a run with a different configuration; use another --out folder")
         # a run that failed before any result (e.g. a prompt over the context) leaves its folder to the rerun its
@@ -442,10 +461,13 @@ async def execute_async(r: Run, view: Calls, *, progress: bool = True) -> dict[s
         # where this process's calls begin (a resumed run has several processes)
         view.write_event({"event": "process_start", "pid": os.getpid(), "host": platform.node(), "time": time.time(),
                           "sumjudge": __version__})
-        judgements = await judge_all(r.examples, view, r.spec, r.cfg, max_concurrent=r.rc.max_concurrent_examples,
-                                     progress=progress)
-        write_results(r, judgements)
-        metrics = run_metrics(r, judgements, view, server_stats(server_before, counters() if counters else None))
+        if r.procedure is not None:
+            metrics = procedure_metrics(r, await r.procedure.work(r, view), view)
+        else:
+            judgements = await judge_all(r.examples, view, r.spec, r.cfg, max_concurrent=r.rc.max_concurrent_examples,
+                                         progress=progress)
+            write_results(r, judgements)
+            metrics = run_metrics(r, judgements, view, server_stats(server_before, counters() if counters else None))
         metrics["wall_s"] = time.time() - t0
         write_atomic(r.out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
         remove_stale_temps(r.out)
@@ -567,6 +589,14 @@ def run_metrics(r: Run, judgements: list[Judgement], llm: Calls, server: dict | 
            "usage_all_processes": usage_from_log(r.out / "calls.jsonl", tally)}
     served = tally.result()
     return out | {"serving": served} if served else out
+
+
+def procedure_metrics(r: Run, summary: dict[str, Any], llm: Calls) -> dict[str, Any]:
+    """A procedure's ``metrics.json``: what it ran on, its own summary, this process's engine counters and the
+    usage over every process."""
+    return {"procedure": r.procedure.name, "method": r.rc.method, "dataset": r.rc.dataset,
+            "n_examples": len(r.examples), **summary, "engine": engine_stats(llm),
+            "usage_all_processes": usage_from_log(r.out / "calls.jsonl")}
 
 
 def usage_from_log(path: Path, tally: ServingTally | None = None) -> dict[str, int]:

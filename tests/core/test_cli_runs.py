@@ -225,21 +225,47 @@ def test_madisse_runs_end_to_end_on_the_tiny_model(tiny_model_dir, tmp_path, cap
 
 @pytest.mark.slow
 def test_learn_guidelines_cli_writes_a_file_madisse_can_use(tiny_model_dir, tmp_path, capsys):
-    out = tmp_path / "learned" / "guidelines.txt"
-    assert cli.main(["learn-guidelines", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "2",
-                     "--model", tiny_model_dir, "--set", "rounds=1", "--set", "max_new_tokens=8", "--set",
-                     "truncate=truncate", "--cache", tmp_path / "c", "--out", out, "--max-passes", "1"]) == 0
+    out = tmp_path / "learned"
+    learn = ["learn-guidelines", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "2",
+             "--model", tiny_model_dir, "--set", "rounds=1", "--set", "max_new_tokens=8", "--set",
+             "truncate=truncate", "--cache", tmp_path / "c", "--out", out, "--max-passes", "1"]
+    assert cli.main(learn) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert summary["guidelines"] >= 13 and out.exists() and out.with_suffix(".log.json").exists()
-    assert out.read_text().startswith("1. You should aim for accuracy")
+    guidelines = out / "guidelines.txt"
+    assert summary["guidelines"] >= 13 and summary["file"] == str(guidelines) and (out / "learning.json").exists()
+    assert guidelines.read_text().startswith("1. You should aim for accuracy")
+    # a run folder as every method's: its record (the procedure and its arguments), its calls, its metrics
+    config = json.loads((out / "config.json").read_text())
+    assert config["procedure"] == {"name": "learn-guidelines", "max_passes": 1, "start": "paper"}
+    assert config["run"]["method"] == "madisse" and config["method_config"]["rounds"] == 1
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["procedure"] == "learn-guidelines" and metrics["n_examples"] == 2 and metrics["guidelines"] >= 13
+    paid = metrics["usage_all_processes"]["backend_calls"]
+    assert paid > 0 and json.loads((out / "calls.jsonl").read_text().splitlines()[0])["event"] == "process_start"
+    # the same command again resumes from the cache; other arguments in the same folder are another run
+    assert cli.main(learn) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["backend_calls"] == 0
+    assert cli.main([*learn[:-2], "--max-passes", "2"]) == 2
+    assert "different configuration" in capsys.readouterr().err
+    # and a judging run does not take the procedure's folder
+    assert cli.main(["run", "madisse", *learn[1:-2]]) == 2
     assert cli.main(["run", "madisse", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "2",
                      "--model", tiny_model_dir, "--set", "rounds=1", "--set", "max_new_tokens=8", "--set",
-                     "truncate=truncate", "--set", f"guidelines={out}", "--cache", tmp_path / "c",
+                     "truncate=truncate", "--set", f"guidelines={guidelines}", "--cache", tmp_path / "c",
                      "--out", tmp_path / "run"]) == 0
     calls = [json.loads(x) for x in (tmp_path / "run" / "calls.jsonl").read_text().splitlines()]
     chats = [c for c in calls if c["event"] == "chat"]  # after the process_start line
     assert calls[0]["event"] == "process_start"
     assert "1. You should aim for accuracy" in chats[0]["request"]["messages"][-1]["content"]
+
+
+def test_learn_guidelines_stops_at_its_budget_and_resumes(tiny_model_dir, tmp_path, capsys):
+    learn = ["learn-guidelines", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "1",
+             "--model", tiny_model_dir, "--set", "rounds=1", "--set", "max_new_tokens=4", "--set", "truncate=truncate",
+             "--cache", tmp_path / "c", "--out", tmp_path / "learned", "--max-passes", "1"]
+    assert cli.main([*learn, "--max-calls", "1"]) == 6  # the budget flags, as for every run
+    assert not (tmp_path / "learned" / "metrics.json").exists()
+    assert cli.main(learn) == 0 and (tmp_path / "learned" / "guidelines.txt").exists()
 
 
 @pytest.mark.slow
@@ -299,11 +325,11 @@ def test_mesa_self_training_cli_on_the_tiny_model_writes_a_feedback_file(tiny_mo
              "summary": f"They decided plan {i // 2}.", "RED": i % 3, "HAL": "no"} for i in range(8)]
     data = tmp_path / "likert.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = tmp_path / "fb.json"
+    out = tmp_path / "fb"
     assert cli.main(["mesa-feedback", "--dataset", f"meeting-file:{data}", "--iterations", "1", "--backend", "hf",
                      "--model", tiny_model_dir, "--set", "types=RED,HAL", "--set", "max_new_tokens=8",
                      "--set", "fallback=option_scores", "--cache", tmp_path / "c", "--out", out]) == 0
-    fb = json.loads(out.read_text())
+    fb = json.loads((out / "feedback.json").read_text())
     from sumjudge.data import registry
 
     train = registry.load(f"meeting-file:{data}", split="train")
@@ -311,7 +337,9 @@ def test_mesa_self_training_cli_on_the_tiny_model_writes_a_feedback_file(tiny_mo
     assert fb["iteration"] == 1 and fb["train_ids"] == [e.id for e in train] and train and test
     h = fb["history"][0]  # a random model cannot write the judge's JSON: counted, no report invented
     assert h["judged"] + h["unparsed"] >= 2 * len(train) and set(fb["reports"]) <= {"RED", "HAL"}
-    assert (tmp_path / "fb.calls.jsonl").exists()
+    assert (out / "calls.jsonl").exists() and json.loads((out / "config.json").read_text())["procedure"] == {
+        "name": "mesa-feedback", "iterations": 1, "judge": None}
+    assert json.loads((out / "metrics.json").read_text())["train"] == len(train)
 
 
 @pytest.mark.slow

@@ -1,47 +1,41 @@
-"""MADISSE's command: ``sumjudge learn-guidelines`` (the guideline learning phase, Appendix A.1.1)."""
+"""MADISSE's command: ``sumjudge learn-guidelines`` (the guideline learning phase, Appendix A.1.1), run as every
+method runs (``runs.run``: a run folder, its lock, the cache, the budget)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from ...cli_flags import add_engine_flags, check_engine_flags, parse_sets
+from ...cli_flags import add_run_flags, budget_of, check_engine_flags, run_config_of
+
+GUIDELINES_FILE = "guidelines.txt"  # in the run folder: for `sumjudge run madisse --set guidelines=FILE`
+LEARNING_FILE = "learning.json"  # passes, convergence and each added guideline with its example
 
 
 def _cmd_learn(a) -> int:
     """MADISSE guideline learning phase (Appendix A.1.1) -> a guidelines file for `madisse --set guidelines=FILE`."""
     check_engine_flags(a)
-    from ...data import registry
-    from ...llm import make_llm
-    from ...llm.engine import run_sync
-    from ...judges.settings import make_config
+    from ...runs import Procedure, run
     from .guidelines import learn_guidelines
-    from .protocol import MadisseConfig
 
-    cfg = make_config(MadisseConfig, parse_sets(a.set), seed=a.seed)
-    examples = registry.load(a.dataset, split=a.split, level=a.level, limit=a.limit, seed=a.seed)
-    out = Path(a.out)
-    llm = make_llm(a.backend, a.model, base_url=a.base_url, cache=a.cache, log=out.with_suffix(".calls.jsonl"))
-    res = run_sync(learn_guidelines(examples, llm, cfg, max_passes=a.max_passes, start=a.start))
-    res.save(out)
-    out.with_suffix(".log.json").write_text(json.dumps({"passes": res.passes, "converged": res.converged,
-                                                        "added": res.log}, indent=2))
-    print(json.dumps({"guidelines": len(res.guidelines), "added": len(res.log), "passes": res.passes,
-                      "converged": res.converged, "out": str(out)}))
+    async def learn(r, llm) -> dict:
+        res = await learn_guidelines(r.examples, llm, r.cfg, max_passes=a.max_passes, start=a.start)
+        path = res.save(r.out / GUIDELINES_FILE)
+        (r.out / LEARNING_FILE).write_text(json.dumps({"passes": res.passes, "converged": res.converged,
+                                                       "added": res.log}, indent=2), encoding="utf-8")
+        return {"guidelines": len(res.guidelines), "added": len(res.log), "passes": res.passes,
+                "converged": res.converged, "file": str(path)}
+
+    m = run(run_config_of(a, "madisse"), a.out, no_cache=a.no_cache, cache=a.cache, budget=budget_of(a),
+            procedure=Procedure("learn-guidelines", {"max_passes": a.max_passes, "start": a.start}, learn))
+    print(json.dumps({k: m[k] for k in ("guidelines", "added", "passes", "converged", "file")}
+                     | {"out": str(a.out), "backend_calls": m["engine"]["backend_calls"]}))
     return 0
 
 
 def add_commands(sub) -> None:
-    g = sub.add_parser("learn-guidelines", help="MADISSE guideline learning phase on labelled (dev) examples")
-    g.add_argument("--dataset", required=True)
-    g.add_argument("--split")
-    g.add_argument("--level", choices=("sentence", "summary"))
-    g.add_argument("--limit", type=int, default=20)
-    add_engine_flags(g)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--set", action="append", metavar="KEY=VALUE", help="madisse setting (repeatable)")
+    g = sub.add_parser("learn-guidelines", help="MADISSE guideline learning phase on labelled (dev) examples, into a "
+                       f"run folder ({GUIDELINES_FILE} for `run madisse --set guidelines=FILE`)")
+    add_run_flags(g, limit=20)
     g.add_argument("--max-passes", type=int, default=3)
     g.add_argument("--start", default="paper", choices=("paper", "empty"))
-    g.add_argument("--cache", type=Path)
-    g.add_argument("--out", required=True, type=Path, help="guidelines file to write (plus .log.json, .calls.jsonl)")
     g.set_defaults(fn=_cmd_learn)

@@ -1,46 +1,40 @@
-"""MESA's command: ``sumjudge mesa-feedback`` (self-training, Section 2.5)."""
+"""MESA's command: ``sumjudge mesa-feedback`` (self-training, Section 2.5), run as every method runs
+(``runs.run``: a run folder, its lock, the cache, the budget)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from ...cli_flags import add_engine_flags, check_engine_flags, parse_sets
+from ...cli_flags import add_run_flags, budget_of, check_engine_flags, run_config_of
+
+FEEDBACK_FILE = "feedback.json"  # in the run folder: for `sumjudge run mesa --set feedback=FILE`
 
 
 def _cmd_mesa_feedback(a) -> int:
     """MESA self-training (Section 2.5) on the train split -> a feedback file for `mesa --set feedback=FILE`."""
     check_engine_flags(a)
-    from ...data import registry
-    from ...llm import make_llm
-    from ...llm.engine import run_sync
-    from ...judges.settings import make_config
-    from ...method_registry import get_method
+    from ...runs import Procedure, run
     from .feedback import save, self_train
 
-    cfg = make_config(get_method("mesa").config_cls, parse_sets(a.set), seed=a.seed)
-    train = registry.load(a.dataset, split=a.split, limit=a.limit, seed=a.seed)
-    out = Path(a.out)
-    llm = make_llm(a.backend, a.model, base_url=a.base_url, cache=a.cache, log=out.with_suffix(".calls.jsonl"))
-    fb = run_sync(self_train(train, llm, cfg, iterations=a.iterations, judge=a.judge))
-    save(fb, out)
-    last = fb["history"][-1] if fb else {}
-    print(json.dumps({"iteration": fb.get("iteration", 0), "reports": sorted(fb.get("reports", {})),
-                      "judged": last.get("judged"), "unparsed": last.get("unparsed"), "train": len(train),
-                      "out": str(out)}))
+    async def train(r, llm) -> dict:
+        fb = await self_train(r.examples, llm, r.cfg, iterations=a.iterations, judge=a.judge)
+        path = save(fb, r.out / FEEDBACK_FILE)
+        last = fb["history"][-1] if fb else {}
+        return {"iteration": fb.get("iteration", 0), "reports": sorted(fb.get("reports", {})),
+                "judged": last.get("judged"), "unparsed": last.get("unparsed"), "train": len(r.examples),
+                "file": str(path)}
+
+    m = run(run_config_of(a, "mesa"), a.out, no_cache=a.no_cache, cache=a.cache, budget=budget_of(a),
+            procedure=Procedure("mesa-feedback", {"iterations": a.iterations, "judge": a.judge}, train))
+    print(json.dumps({k: m[k] for k in ("iteration", "reports", "judged", "unparsed", "train", "file")}
+                     | {"out": str(a.out), "backend_calls": m["engine"]["backend_calls"]}))
     return 0
 
 
 def add_commands(sub) -> None:
-    f = sub.add_parser("mesa-feedback", help="MESA self-training: feedback reports learned on the train split")
-    f.add_argument("--dataset", default="meeting-errors")
-    f.add_argument("--split", default="train")
-    f.add_argument("--limit", type=int)
+    f = sub.add_parser("mesa-feedback", help="MESA self-training: feedback reports learned on the train split, into a "
+                       f"run folder ({FEEDBACK_FILE} for `run mesa --set feedback=FILE`)")
+    add_run_flags(f, dataset="meeting-errors", split="train", level=False)
     f.add_argument("--iterations", type=int, default=1)
-    add_engine_flags(f)
     f.add_argument("--judge", help="another model for the judge calls: backend:model[@base_url]")
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--set", action="append", metavar="KEY=VALUE", help="mesa setting (repeatable)")
-    f.add_argument("--cache", type=Path)
-    f.add_argument("--out", required=True, type=Path, help="feedback file to write (JSON; plus .calls.jsonl)")
     f.set_defaults(fn=_cmd_mesa_feedback)
