@@ -54,7 +54,7 @@ def scores_judge(method: str) -> bool:
     return get_method(method).scores
 
 
-def plan(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend: str, model: str,
+def run_configs(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend: str, model: str,
          base_url: str | None, level: str | None = None, settings_for=None, held_out: int | None = None
          ) -> list[tuple[Any, Path]]:
     """(run config, folder) per cell; every judge of a dataset gets the same examples (same limit and seed).
@@ -250,7 +250,7 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
     from .runs import run_many
 
     out = Path(out)
-    jobs = plan(cells, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url, level=level,
+    jobs = run_configs(cells, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url, level=level,
                 settings_for=settings_for, held_out=held_out)
     if llm is None:
         llm = make_llm(backend, model, base_url=base_url, cache=cache, **(backend_options or {}))

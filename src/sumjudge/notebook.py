@@ -119,7 +119,7 @@ class Session:
         ``method``, then ``extra``."""
         return {**self.prof.settings_for(method), **extra}
 
-    def plan(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
+    def prepare_run(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
              split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None):
         """(run config, run folder, engine) of ``method`` on the profile's first ``n`` examples (or ``limit``)."""
         from dataclasses import asdict
@@ -149,7 +149,8 @@ class Session:
         """Run ``method`` on the profile's first ``n`` examples (or ``limit``); returns (metrics, run folder)."""
         from .runs import run
 
-        rc, out, llm = self.plan(method, dataset, name=name, level=level, split=split, limit=limit, settings=settings)
+        rc, out, llm = self.prepare_run(method, dataset, name=name, level=level, split=split, limit=limit,
+                                        settings=settings)
         try:
             return run(rc, out, llm=llm, progress=progress), out
         finally:
@@ -184,7 +185,7 @@ class Session:
 
     def _plans(self, runs: list[dict[str, Any]]) -> tuple[list, list]:
         """Each run's (config, folder, engine), and those to run (the same run asked twice runs once)."""
-        plans = [self.plan(**spec) for spec in runs]
+        plans = [self.prepare_run(**spec) for spec in runs]
         return plans, list({out: (rc, out, llm) for rc, out, llm in plans}.values())
 
     @staticmethod

@@ -467,7 +467,7 @@ async def execute_async(r: Run, view: Calls, *, progress: bool = True) -> dict[s
             judgements = await judge_all(r.examples, view, r.spec, r.cfg, max_concurrent=r.rc.max_concurrent_examples,
                                          progress=progress)
             write_results(r, judgements)
-            metrics = run_metrics(r, judgements, view, server_stats(server_before, counters() if counters else None))
+            metrics = metrics_of(r, judgements, view, server_stats(server_before, counters() if counters else None))
         metrics["wall_s"] = time.time() - t0
         write_atomic(r.out / "metrics.json", json.dumps(clean_nan(metrics), indent=2))
         remove_stale_temps(r.out)
@@ -573,7 +573,7 @@ def write_results(r: Run, judgements: list[Judgement]) -> None:
     write_jsonl_atomic(r.out / "results.jsonl", rows)
 
 
-def run_metrics(r: Run, judgements: list[Judgement], llm: Calls, server: dict | None) -> dict[str, Any]:
+def metrics_of(r: Run, judgements: list[Judgement], llm: Calls, server: dict | None) -> dict[str, Any]:
     """The method's metrics over the examples that were judged (failed ones, server refusals, counted apart),
     parse rates, cost, this run's engine counters, the server's counters, usage over every process."""
     rc, examples = r.rc, r.examples

@@ -97,11 +97,11 @@ def test_ranking_and_pareto_front():
 
 
 def test_a_score_judge_is_thresholded_on_held_out_examples_none_of_which_any_cell_judges(tmp_path):
-    from sumjudge.arena import calibrate, plan
+    from sumjudge.arena import calibrate, run_configs
     from sumjudge.data import registry
 
     cells = [Cell("zero-shot", "tofueval-meetingbank"), Cell("g-eval-consistency", "tofueval-meetingbank")]
-    jobs = plan(cells, tmp_path, limit=6, seed=3, backend="scripted", model="m", base_url=None, held_out=8)
+    jobs = run_configs(cells, tmp_path, limit=6, seed=3, backend="scripted", model="m", base_url=None, held_out=8)
     assert [(rc.method, rc.limit, rc.held_out_of) for rc, _ in jobs] == [
         ("zero-shot", 6, None), ("g-eval-consistency", 6, None), ("g-eval-consistency", 8, 6)]
     assert len({folder for _, folder in jobs}) == 3 and "held_out_of" not in jobs[0][0].to_json()
@@ -109,7 +109,7 @@ def test_a_score_judge_is_thresholded_on_held_out_examples_none_of_which_any_cel
     held = registry.load("tofueval-meetingbank", limit=8, seed=3, outside=6)
     assert len(held) == 8 and not judged & {e.id for e in held} and {e.label for e in held} == {0, 1}
     with pytest.raises(Exception, match="give --limit"):
-        plan(cells, tmp_path, limit=None, seed=3, backend="scripted", model="m", base_url=None)
+        run_configs(cells, tmp_path, limit=None, seed=3, backend="scripted", model="m", base_url=None)
 
     def p(ex, gold, score):
         return {"dataset": "d", "judge": "g", "example": ex, "gold": gold, "label": None, "score": score,
@@ -184,16 +184,16 @@ def test_a_cells_folder_is_named_by_its_whole_configuration_defaults_included(tm
     # is neither refused as "a different configuration" nor mixed with the new one
     import dataclasses
 
-    from sumjudge.arena import plan
+    from sumjudge.arena import run_configs
     from sumjudge.method_registry import METHODS
 
     cells = [Cell("zero-shot", "tofueval-meetingbank")]
-    (_, before), = plan(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None)
+    (_, before), = run_configs(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None)
     spec = METHODS["zero-shot"]
     grown = dataclasses.make_dataclass("Grown", [("new_setting", str, dataclasses.field(default="x"))],
                                        bases=(spec.config_cls,))
     monkeypatch.setitem(METHODS, "zero-shot", dataclasses.replace(spec, config_cls=grown))
-    (_, after), = plan(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None)
+    (_, after), = run_configs(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None)
     assert before != after and before.parent == after.parent
 
 
