@@ -276,8 +276,8 @@ def parse_rates(judgements: list[Judgement]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Procedure:
-    """A paper's work that is not judging examples one by one (MADISSE's guideline learning, MESA's self-training),
-    run as a method runs: in a run folder, under its lock, within the budget, its calls logged and cached.
+    """A paper's work that is not judging examples one by one (learning guidelines on labelled examples, training on
+    feedback), run as a method runs: in a run folder, under its lock, within the budget, its calls logged and cached.
     ``work(run, calls)`` writes its product into ``run.out`` and returns a summary, written as ``metrics.json``.
     ``args``: its own arguments, part of the run's record (another value is another run)."""
 
