@@ -1,13 +1,12 @@
 """Dialogue-summary factuality benchmarks used by FacTax: DiaSumFact and FacEval (summary level).
 
-Error classes are converted to FacTax's five types (``factax_types``); the raw classes stay in
+Error classes are converted to FacTax's five types (``papers.factax.types``); the raw classes stay in
 ``meta``. A summary is unfaithful (label 0) if any of its sentences carries an error (DiaSumFact) or
 its ``w/ Error`` flag is set (FacEval).
 """
 
 from __future__ import annotations
 
-from .factax_types import ADDITION, DIASUMFACT, FACEVAL
 from .readers import field, read_csv, read_json, yes_no
 from .records import FaithExample
 from .sources import DataFormatError, resolve
@@ -18,6 +17,8 @@ NO_ERROR = "No Error"
 
 
 def load_diasumfact() -> list[FaithExample]:
+    from ..papers.factax.types import ADDITION, DIASUMFACT
+
     path = resolve(DIASUMFACT_FILE)
     data = read_json(path)
     if not isinstance(data, dict):
@@ -53,6 +54,8 @@ def load_diasumfact() -> list[FaithExample]:
 
 
 def load_faceval() -> list[FaithExample]:
+    from ..papers.factax.types import FACEVAL
+
     path = resolve(FACEVAL_FILE)
     flags = tuple(FACEVAL)
     rows = read_csv(path, ("DocID", "Dialogue", "Model", "Summary", *flags, "w/ Error"))

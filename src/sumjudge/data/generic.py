@@ -11,7 +11,7 @@ Use from the CLI as ``--dataset file:PATH`` or with options, e.g.
 - ``error_types=COLUMN``: FacTax's five error types per summary (a JSON or Python-literal list, or names
   separated by ``;`` or ``,``; "unmapped" marks a type left unmapped); ``error_map=aggrefact`` reads AggreFact's
   unified types instead (``['intrinsic-NP', 'extrinsic-predicate']``, ``noise``) and converts them as FacTax's
-  Section 3 says (``factax_types.AGGREFACT_UNIFIED``).
+  Section 3 says (``papers.factax.types.AGGREFACT_UNIFIED``).
 - ``keep=COLUMN:VALUE`` (repeatable; ``|`` between values): only rows whose column holds one of the values.
 - ``split=COLUMN``: the column ``--split`` filters on (e.g. AggreFact's ``cut``: val / test); without it,
   ``--split`` other than ``test`` is refused.
@@ -123,7 +123,7 @@ def _listed(v, path: Path, i: int, column: str):
 def _error_types(row: dict, column: str, path: Path, i: int, error_map: str | None = None) -> list[str]:
     """FacTax type names from a list or a ';'/','-separated string ('_' and case are forgiven; "unmapped" is
     FacTax's unmapped type), or, with ``error_map="aggrefact"``, AggreFact's unified types converted."""
-    from .factax_types import FACTAX_TYPES, UNMAPPED, UNMAPPED_TYPES, convert_unified
+    from ..papers.factax.types import FACTAX_TYPES, UNMAPPED, UNMAPPED_TYPES, convert_unified
 
     v = row.get(column)
     if v is None or (isinstance(v, str) and not v.strip()) or v != v:  # missing, empty or NaN: no error type

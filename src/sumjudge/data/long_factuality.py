@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..paths import raw_dir
-from .factax_types import GOVREPORT
 from .readers import field, number, read_csv, read_json, read_jsonl
 from .records import FaithExample
 from . import sources
@@ -107,6 +106,8 @@ def govreport_documents(path: Path, needed: set[str]) -> dict[str, str]:
 
 def govreport_error_types(path: Path | None) -> dict[tuple[str, str], dict[str, Any]]:
     """(report key, model) -> FacTax types pooled over annotators and the raw classes per annotator."""
+    from ..papers.factax.types import GOVREPORT
+
     if path is None:
         return {}
     out: dict[tuple[str, str], dict[str, Any]] = {}

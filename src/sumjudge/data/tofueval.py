@@ -18,7 +18,6 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from .ambiguity import normalise_category, normalise_subcategory
 from .readers import read_jsonl
 from .records import Ambiguity, FaithExample
 from .sources import DataFormatError, DataMissingError, resolve
@@ -60,6 +59,8 @@ def error_types(raw: str) -> list[str]:
 
 
 def read_ambiguity_file(path: Path) -> list[dict]:
+    from ..papers.madisse.taxonomy import normalise_category, normalise_subcategory
+
     out = []
     for i, r in read_jsonl(path):
         for field in ("doc", "summary", "ambiguity", "category", "sub-category", "explanation"):

@@ -10,7 +10,7 @@ import pytest
 from conftest import needs_mirror
 
 from sumjudge.data import generic, meeting_errors, registry, sources, summeval, tofueval
-from sumjudge.data.factax_types import FACTAX_TYPES, UNMAPPED
+from sumjudge.papers.factax.types import FACTAX_TYPES, UNMAPPED
 from sumjudge.data.sources import DataFormatError, DataMissingError
 from sumjudge.data.stats import dataset_stats
 

@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from sumjudge.data import generic, registry
-from sumjudge.data.factax_types import (
+from sumjudge.papers.factax.types import (
     ADDITION,
     AGGREFACT_UNIFIED,
     CIRCUMSTANTIAL,

@@ -27,7 +27,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from ....data.factax_types import FACTAX_TYPES, UNMAPPED_TYPES
+from ..types import FACTAX_TYPES, UNMAPPED_TYPES
 from ....data.records import FaithExample
 from ....errors import ConfigError
 from ....prompts import render

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .sources import DataFormatError
+from ...data.sources import DataFormatError
 
 # (category, Table 24 type name)
 TAXONOMY: tuple[tuple[str, str], ...] = (
