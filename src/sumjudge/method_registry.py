@@ -1,7 +1,7 @@
 """The methods' registry: every judge is a ``MethodSpec`` registered by name (``register``), and the entry points
 (the command line, notebooks, the arena, the planner, the reproduction) look methods up here (``get_method``,
 ``methods``). The papers register theirs when their package is imported, which happens on the first lookup
-(``PLUGIN_PACKAGES``): nothing below the entry points imports a paper."""
+(``plugins.discover``): nothing below the entry points imports a paper."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .errors import ConfigError
+from .plugins import discover
 
 if TYPE_CHECKING:
     from .judges.base import Judgement
@@ -47,21 +48,12 @@ class MethodSpec:
 
 
 METHODS: dict[str, MethodSpec] = {}
-# the packages whose import registers methods beyond the shared judges: every paper's folder. Found by name on the
-# first lookup (``methods``, ``get_method``), as lm-evaluation-harness finds its tasks: nothing below the entry
-# points imports a paper, and a paper imports the judges it builds on without a circle.
-PLUGIN_PACKAGES = ("sumjudge.papers",)
-_discovered: list[str] = []
 
 
 def methods() -> dict[str, MethodSpec]:
-    """Every registered method: the shared judges and, imported on first use, every plug-in package's."""
-    import importlib
-
-    for package in PLUGIN_PACKAGES:
-        if package not in _discovered:
-            _discovered.append(package)  # before the import: a package that looks a method up while loading
-            importlib.import_module(package)
+    """Every registered method: the shared judges and, imported on first use, every plug-in package's
+    (``plugins.discover``)."""
+    discover()
     return METHODS
 
 

@@ -8,21 +8,34 @@ import sumjudge
 from sumjudge.papers import PAPERS
 
 PKG = Path(sumjudge.__file__).parent
-# The core: the engine, runs, metrics, reports, notebooks' helpers, the command line, the judges' registry and
-# the pieces judges share, and the profiles' code. Not in it: papers/ (each paper's own), the profiles' YAML files
-# (a profile sets each paper's runs by method name) and data/ (loaders cite the papers that published the data,
-# and convert its annotations to the taxonomies those papers define).
+# The core: the engine, runs, metrics, reports, notebooks' helpers, the command line, the methods' registry, the
+# pieces judges share, the profiles' code and the data layer (records, loaders, the taxonomies' registry). Not in it:
+# papers/ (each paper's own) and the profiles' YAML files (a profile sets each paper's runs by method name).
 CORE = sorted([*PKG.glob("*.py"), *PKG.glob("llm/*.py"), *PKG.glob("prompts/*.py"), *PKG.glob("judges/*.py"),
-               *PKG.glob("profiles/*.py")])
+               *PKG.glob("profiles/*.py"), *PKG.glob("data/*.py")])
 # a paper named as such (any case of MADISSE, MESA, FacTax; DEBATE in capitals or as the method "debate")
 PAPER_NAME = re.compile(r"(?i:madisse|mesa|factax)|\bDEBATE\b|[\"']debate[\"'/]")
+# where a file comes from: a repository's address, or a quoted path with a folder (the layout of data/raw and of the
+# mirror, which follow the publishers' repositories). A loader may cite its source; nothing else may name a paper.
+PROVENANCE = re.compile(r"github\.com/\S+|f?\"[^\"]*/[^\"]*\"|f?'[^']*/[^']*'")
+
+
+def _paper_names(f: Path) -> dict[str, str]:
+    data = f.parent.name == "data"
+    return {f"{f.relative_to(PKG)}:{i}": line.strip() for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
+            if PAPER_NAME.search(PROVENANCE.sub("", line) if data else line)}
 
 
 def test_the_core_names_no_paper():
-    assert len(CORE) > 15
-    found = {str(f.relative_to(PKG)): line.strip() for f in CORE
-             for line in f.read_text(encoding="utf-8").splitlines() if PAPER_NAME.search(line)}
+    assert len(CORE) > 30 and PKG / "data" / "loaders.py" not in CORE and PKG / "data" / "tofueval.py" in CORE
+    found = {k: v for f in CORE for k, v in _paper_names(f).items()}
     assert found == {}
+
+
+def test_a_data_module_may_cite_its_sources_only():
+    assert not PAPER_NAME.search(PROVENANCE.sub("", 'X = "madisse/sample_data.json"  # github.com/amazon-science/madisse'))
+    for line in ("MESA_TYPES = (", "# converted to FacTax's five types", 'f"{_MADISSE}"'):
+        assert PAPER_NAME.search(PROVENANCE.sub("", line)), line
 
 
 def test_the_grep_would_see_a_paper_name():

@@ -6,8 +6,8 @@
   (internet), saved there as jsonl for next time.
 - AggreFact-FtSota (Tang et al. 2023, ``aggre_fact_sota.csv``): columns ``dataset`` (FRANK,
   Polytope, SummEval, CLIFF, Goyal21, Cao22, Wang20, ...), ``origin`` (cnndm / xsum), ``doc``,
-  ``summary``, ``label``, ``cut`` (val / test), ``model_name``. FacTax splits it by ``origin`` into CNN/DM and
-  XSum, and Table 2 reports each source (``SOTA_SOURCES``) in a column of its own. The loader keeps AggreFact's
+  ``summary``, ``label``, ``cut`` (val / test), ``model_name``. A paper's table may split it by ``origin`` into CNN/DM and
+  XSum and report each source (``SOTA_SOURCES``) in a column of its own. The loader keeps AggreFact's
   SOTA models (``SOTA_MODELS``, the repository's ``utils.py``), so the full ``aggre_fact_final.csv`` gives the
   same subset when it is the file at hand.
 """

@@ -1,12 +1,13 @@
-"""Dialogue-summary factuality benchmarks used by FacTax: DiaSumFact and FacEval (summary level).
+"""Dialogue-summary factuality benchmarks: DiaSumFact and FacEval (summary level).
 
-Error classes are converted to FacTax's five types (``papers.factax.types``); the raw classes stay in
+Error classes are converted to the registered error taxonomy (``taxonomies.ERRORS``); the raw classes stay in
 ``meta``. A summary is unfaithful (label 0) if any of its sentences carries an error (DiaSumFact) or
 its ``w/ Error`` flag is set (FacEval).
 """
 
 from __future__ import annotations
 
+from . import taxonomies
 from .readers import field, read_csv, read_json, yes_no
 from .records import FaithExample
 from .sources import DataFormatError, resolve
@@ -14,11 +15,11 @@ from .sources import DataFormatError, resolve
 DIASUMFACT_FILE = "diasumfact/annotations.json"
 FACEVAL_FILE = "faceval/FacEval_human_result.csv"
 NO_ERROR = "No Error"
+FACEVAL_FLAGS = ("SubObjE", "ProE", "NegE", "ParE", "HalE", "OtherE")  # the file's error columns
 
 
 def load_diasumfact() -> list[FaithExample]:
-    from ..papers.factax.types import ADDITION, DIASUMFACT
-
+    taxonomy = taxonomies.get(taxonomies.ERRORS)
     path = resolve(DIASUMFACT_FILE)
     data = read_json(path)
     if not isinstance(data, dict):
@@ -35,15 +36,16 @@ def load_diasumfact() -> list[FaithExample]:
                 anns = field(s, "annotation", path, f"{where}#{s.get('index')}")
                 classes = [a.get("error_class") for a in anns]
                 for c in classes:
-                    if c != NO_ERROR and c not in DIASUMFACT:
+                    if c != NO_ERROR and not taxonomy.knows("diasumfact", c):
                         raise DataFormatError(path, f"{where}#{s['index']}", "error_class", f"unknown class {c!r}")
                 errs = [c for c in classes if c != NO_ERROR]
                 sentences.append(field(s, "sentence", path, f"{where}#{s['index']}"))
                 labels.append(int(not errs))
                 raw.append(errs)
-                types += [DIASUMFACT[c] for c in errs]
-                types += [ADDITION for a in anns if a.get("error_class") != NO_ERROR
-                          and str(a.get("intrinsic/extrinsic", "")).strip().lower() == "extrinsic"]
+                types += taxonomy.convert("diasumfact", errs)
+                types += [t for a in anns if a.get("error_class") != NO_ERROR
+                          and str(a.get("intrinsic/extrinsic", "")).strip().lower() == "extrinsic"
+                          for t in taxonomy.extrinsic]
             out.append(FaithExample(
                 id=f"diasumfact-{did}|{model}", dataset="diasumfact", document=document,
                 summary=field(ann, "model_prediction", path, where), label=int(all(labels)), level="summary",
@@ -54,10 +56,9 @@ def load_diasumfact() -> list[FaithExample]:
 
 
 def load_faceval() -> list[FaithExample]:
-    from ..papers.factax.types import FACEVAL
-
+    taxonomy = taxonomies.get(taxonomies.ERRORS)
     path = resolve(FACEVAL_FILE)
-    flags = tuple(FACEVAL)
+    flags = FACEVAL_FLAGS
     rows = read_csv(path, ("DocID", "Dialogue", "Model", "Summary", *flags, "w/ Error"))
     out = []
     for i, r in rows:
@@ -66,7 +67,7 @@ def load_faceval() -> list[FaithExample]:
         out.append(FaithExample(
             id=f"faceval-{r['DocID']}|{r['Model']}", dataset="faceval", document=field(r, "Dialogue", path, i),
             summary=field(r, "Summary", path, i), label=1 - with_error, level="summary",
-            error_types=sorted({FACEVAL[f] for f in raw}),
+            error_types=taxonomy.convert("faceval", raw),
             meta={"doc_id": r["DocID"], "model": r["Model"], "raw_error_flags": raw, "row": i,
                   "flags_agree": bool(raw) == bool(with_error)}))
     return out

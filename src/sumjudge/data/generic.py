@@ -8,16 +8,16 @@ Use from the CLI as ``--dataset file:PATH`` or with options, e.g.
   written in double quotes (``labels="[a, b]":0``). ``faithful=correct`` (values separated by ``|``) labels
   those values 1 and every other value 0: a label derived from an error-type column (``label=error_type``, or
   ``label_from=error_type``).
-- ``error_types=COLUMN``: FacTax's five error types per summary (a JSON or Python-literal list, or names
+- ``error_types=COLUMN``: the registered error taxonomy's types per summary (``taxonomies.ERRORS``) (a JSON or Python-literal list, or names
   separated by ``;`` or ``,``; "unmapped" marks a type left unmapped); ``error_map=aggrefact`` reads AggreFact's
-  unified types instead (``['intrinsic-NP', 'extrinsic-predicate']``, ``noise``) and converts them as FacTax's
-  Section 3 says (``papers.factax.types.AGGREFACT_UNIFIED``).
+  unified types instead (``['intrinsic-NP', 'extrinsic-predicate']``, ``noise``) and converts them through the
+  taxonomy's ``aggrefact-unified`` conversion.
 - ``keep=COLUMN:VALUE`` (repeatable; ``|`` between values): only rows whose column holds one of the values.
 - ``split=COLUMN``: the column ``--split`` filters on (e.g. AggreFact's ``cut``: val / test); without it,
   ``--split`` other than ``test`` is refused.
 - Ids need not be unique: a repeated id gets ``#2``, ``#3`` ... (the column's value stays in ``meta['doc_id']``).
-- ``domain=CNN/DM|XSum|Dialogues|Reports|Stories`` and ``paper=COLUMN`` (a column of FacTax's Table 2): the
-  dataset enters that domain and MACRO in FacTax's tables, beside that paper value.
+- ``domain=CNN/DM|XSum|Dialogues|Reports|Stories`` and ``paper=COLUMN`` (a column of the paper's table of
+  domains): the dataset enters that domain and MACRO in the domain tables, beside that paper value.
 
 ``aggrefact-errors:PATH`` (a file or a folder of AggreFact's ``<Dataset>_error_types.csv``) is the same reader
 with AggreFact's columns preset: ``doc``, ``summ``, label from ``error_type`` ("correct" or an empty list is
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import parse_qsl
 
+from . import taxonomies
 from .readers import field, read_csv, read_json, read_jsonl, text
 from .records import FaithExample
 from .sources import DataFormatError, DataMissingError
@@ -121,9 +122,10 @@ def _listed(v, path: Path, i: int, column: str):
 
 
 def _error_types(row: dict, column: str, path: Path, i: int, error_map: str | None = None) -> list[str]:
-    """FacTax type names from a list or a ';'/','-separated string ('_' and case are forgiven; "unmapped" is
-    FacTax's unmapped type), or, with ``error_map="aggrefact"``, AggreFact's unified types converted."""
-    from ..papers.factax.types import FACTAX_TYPES, UNMAPPED, UNMAPPED_TYPES, convert_unified
+    """The registered error taxonomy's type names (``taxonomies.ERRORS``) from a list or a ';'/','-separated string
+    ('_' and case are forgiven; "unmapped" is its unmapped type), or, with ``error_map="aggrefact"``, AggreFact's
+    unified types converted to it."""
+    taxonomy = taxonomies.get(taxonomies.ERRORS)
 
     v = row.get(column)
     if v is None or (isinstance(v, str) and not v.strip()) or v != v:  # missing, empty or NaN: no error type
@@ -135,19 +137,19 @@ def _error_types(row: dict, column: str, path: Path, i: int, error_map: str | No
     names = v if isinstance(v, list) else [x for x in str(v).replace(";", ",").split(",")]
     if error_map == "aggrefact":
         try:
-            return convert_unified([str(n) for n in names if str(n).strip()])
+            return taxonomy.convert("aggrefact-unified", [str(n).strip() for n in names if str(n).strip()])
         except KeyError as e:
             raise DataFormatError(path, i, column, f"unknown AggreFact error type {e.args[0]!r}; known: "
                                                    "intrinsic-/extrinsic-NP, -predicate, -entire_sent, entire_sent, "
                                                    "noise") from None
-    known = {t.lower(): t for t in (*FACTAX_TYPES, *UNMAPPED_TYPES)} | {"unmapped": UNMAPPED}
+    known = {t.lower(): t for t in (*taxonomy.types, *taxonomy.unmapped_types)} | {"unmapped": taxonomy.unmapped}
     out = []
     for name in names:
         key = " ".join(str(name).replace("_", " ").split()).lower()
         if not key:
             continue
         if key not in known:
-            raise DataFormatError(path, i, column, f"unknown error type {name!r}; expected FacTax's {list(FACTAX_TYPES)} "
+            raise DataFormatError(path, i, column, f"unknown error type {name!r}; expected one of {list(taxonomy.types)} "
                                                    "or 'unmapped'")
         out.append(known[key])
     return sorted(set(out))
@@ -204,7 +206,7 @@ def parse_file_spec(spec: str) -> tuple[Path, dict]:
             keeps.setdefault(col, set()).update(x.strip() for x in values.split("|"))
         elif k == "domain":
             if v not in DOMAINS:
-                raise DataFormatError(spec, None, k, f"unknown domain {v!r}; FacTax's domains are {', '.join(DOMAINS)}")
+                raise DataFormatError(spec, None, k, f"unknown domain {v!r}; the domains are {', '.join(DOMAINS)}")
             opts[k] = v
         else:
             raise DataFormatError(spec, None, k, f"unknown option ({', '.join(SPEC_OPTIONS)})")
@@ -256,7 +258,7 @@ AGGREFACT_ERRORS = {"document": "doc", "summary": "summ", "label": "error_type",
 
 def load_aggrefact_errors(path: str | Path, split: str | None = "test") -> list[FaithExample]:
     """AggreFact's error-type files, a file or a folder of them: labels derived from ``error_type`` ("correct" or
-    an empty list = faithful), unified types converted to FacTax's (Section 3), ``cut`` as the split."""
+    an empty list = faithful), unified types converted to the error taxonomy's, ``cut`` as the split."""
     path = Path(path).expanduser()
     if not path.exists():
         raise DataMissingError(f"{path} does not exist (AggreFact's data/error_type_mapping/*_error_types.csv; "

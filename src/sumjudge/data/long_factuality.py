@@ -1,5 +1,5 @@
-"""Long-document factuality benchmarks with score labels: FacTax's Reports (GovReport) and Stories
-(SQuALITY) domains, evaluated by Pearson correlation (FacTax Section 4.3, Appendix C).
+"""Long-document factuality benchmarks with score labels: GovReport (reports) and SQuALITY (stories),
+evaluated by Pearson correlation.
 
 Examples carry the human score in ``FaithExample.score`` (0-1, higher = more consistent) and no binary
 ``label`` (None): the papers evaluate these datasets by correlation only.
@@ -10,7 +10,7 @@ GovReport (Koh et al. 2022, "How Far are We from Robust Long Abstractive Summari
   ``relevance``, ``factual_consistency`` (share of consistent summary sentences). Only GovReport rows are used.
 - optional ``govreport/annotation_data.jsonl``: per annotator (``a1``, ``a2``, ...) the
   ``factual_error_type`` list (EntE, PredE, CircE, CorefE, LinkE, OutE, GramE), keyed by ``document_id`` and
-  ``model``; converted to FacTax's types (Appendix A) and pooled over annotators.
+  ``model``; converted to the registered error taxonomy (``taxonomies.ERRORS``) and pooled over annotators.
 - the reports are not in these files: ``govreport/documents.jsonl`` (``id``, ``document``; ``report`` or
   ``reports`` also accepted) holds them. ``fetch_govreport_documents`` writes it from the GovReport release on
   Hugging Face (``launch/gov_report``, its Parquet export), keeping only the reports the annotations need.
@@ -37,7 +37,7 @@ from typing import Any, Iterable
 from ..paths import raw_dir
 from .readers import field, number, read_csv, read_json, read_jsonl
 from .records import FaithExample
-from . import sources
+from . import sources, taxonomies
 from .sources import DataFormatError, DataMissingError, fetch, resolve
 
 GOVREPORT_ANNOTATIONS = "govreport/robust_long_abstractive_human_annotation_dataset.jsonl"
@@ -105,11 +105,10 @@ def govreport_documents(path: Path, needed: set[str]) -> dict[str, str]:
 
 
 def govreport_error_types(path: Path | None) -> dict[tuple[str, str], dict[str, Any]]:
-    """(report key, model) -> FacTax types pooled over annotators and the raw classes per annotator."""
-    from ..papers.factax.types import GOVREPORT
-
+    """(report key, model) -> the error taxonomy's types pooled over annotators and the raw classes per annotator."""
     if path is None:
         return {}
+    taxonomy = taxonomies.get(taxonomies.ERRORS)
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for i, r in read_records(path):
         for ann, a in r.items():
@@ -117,11 +116,11 @@ def govreport_error_types(path: Path | None) -> dict[tuple[str, str], dict[str, 
                 raise DataFormatError(path, i, ann, "expected an object per annotator")
             key = (report_key(field(a, "document_id", path, f"{i}/{ann}")), str(field(a, "model", path, f"{i}/{ann}")))
             raw = [str(c).strip() for c in a.get("factual_error_type") or []]
-            unknown = [c for c in raw if c not in GOVREPORT]
+            unknown = [c for c in raw if not taxonomy.knows("govreport", c)]
             if unknown:
                 raise DataFormatError(path, f"{i}/{ann}", "factual_error_type", f"unknown class(es) {unknown}")
             slot = out.setdefault(key, {"types": set(), "raw": {}})
-            slot["types"] |= {GOVREPORT[c] for c in raw}
+            slot["types"] |= set(taxonomy.convert("govreport", raw))
             slot["raw"][ann] = raw
     return out
 

@@ -1,7 +1,7 @@
 """QMSum meeting summaries with human yes/no error labels (Kirstein et al. 2024, the annotation team and
-QMSum source of MESA's QMSum Mistake), mapped to MESA's eight error types.
+QMSum source of QMSum Mistake), mapped to the eight error codes of their meeting-summary error types.
 
-MESA type <- column: OM <- "Total omission" or "partial omission / lacking depth" (MESA combines the
+Code <- column: OM <- "Total omission" or "partial omission / lacking depth" (the codes combine the
 two); RED <- Redundancy; INC <- Incoherence; COR <- Wrong References; HAL <- Hallucination;
 LAN <- Linguistic Inaccuracy; STR <- Structural Disorganization. IRR (irrelevance) has no label in
 these files: it is ``None`` for every example, and so is OM for the Zephyr file (no omission columns).
@@ -11,13 +11,13 @@ meetings: every transcript is the start of one of 31 QMSum test meetings (``spea
 full transcript is restored from QMSum (``restore_transcripts``; ``meta['transcript_restored']``, the
 published length in ``meta['published_words']``). Without the QMSum files (``sumjudge data fetch qmsum``)
 the published text is kept and flagged. "Missing Information" and "Incorrect Reasoning" have
-no MESA type; they stay in ``meta``. These files have yes/no labels, not MESA's 0-5 Likert scores.
+no code; they stay in ``meta``. These files have yes/no labels, not 0-5 Likert impact scores.
 
 Splits (``split_by_meeting``): ``all`` (every summary, the paper's evaluation set), and ``train`` / ``test``
-for MESA's self-training: a fixed share of the *meetings* (``TRAIN_SHARE``) is training data, so the five
+for self-training on feedback: a fixed share of the *meetings* (``TRAIN_SHARE``) is training data, so the five
 summaries of one transcript are never divided between training and test.
 
-Your own annotations, with MESA's 0-5 Likert impact scores (the QMSum Mistake variant of the paper is not
+Your own annotations, with 0-5 Likert impact scores (the QMSum Mistake file is not
 public): ``--dataset meeting-file:PATH`` reads a jsonl / json / csv file with ``transcript``, ``summary``,
 optional ``id``, and per error type a column named by its code (``OM``, ``RED``, ...) holding a 0-5 Likert
 score or yes/no, plus optional ``<CODE>_reasoning`` (the annotators' reasoning, used by self-training).
@@ -37,8 +37,8 @@ from .sources import DataFormatError, DataMissingError, resolve
 
 MODELS = ("LED", "DialogLED", "PEGASUSX", "GPT35", "Zephyr")
 FILE = "meeting_errors/{model}_summaries.csv"
-MESA_TYPES = ("OM", "RED", "INC", "COR", "HAL", "LAN", "STR", "IRR")
-MESA_TYPE_NAMES = {"OM": "omission", "RED": "redundancy", "INC": "incoherence", "COR": "coreference",
+ERROR_CODES = ("OM", "RED", "INC", "COR", "HAL", "LAN", "STR", "IRR")
+ERROR_CODE_NAMES = {"OM": "omission", "RED": "redundancy", "INC": "incoherence", "COR": "coreference",
                    "HAL": "hallucination", "LAN": "language", "STR": "structure", "IRR": "irrelevance"}
 COLUMNS = {"RED": "Redundancy", "INC": "Incoherence", "COR": "Wrong References", "HAL": "Hallucination",
            "LAN": "Linguistic Inaccuracy", "STR": "Structural Disorganization"}
@@ -72,7 +72,7 @@ def read_meeting_errors() -> tuple[list[MeetingErrorExample], dict[str, int]]:
             labels["IRR"] = None
             out.append(MeetingErrorExample(
                 id=f"{model}-{i - 1:02d}", dataset="meeting-errors", transcript=r["Input"], summary=r["Predicted"],
-                labels={t: labels[t] for t in MESA_TYPES},
+                labels={t: labels[t] for t in ERROR_CODES},
                 meta={"model": model, "gold": r["Gold"], "row": i, "meeting": meeting_key(r["Input"]),
                       "transcript_truncated": len(r["Input"]) >= EXCEL_CELL_LIMIT,
                       "unmapped_labels": {c: yes_no(r, c, path, i) for c in UNMAPPED}}))
@@ -151,9 +151,9 @@ def load_meeting_table(path: str | Path) -> list[MeetingErrorExample]:
     rows = _rows(path, ("transcript", "summary"))
     if not rows:
         raise DataFormatError(path, None, None, "no rows")
-    codes = [c for c in MESA_TYPES if c in rows[0][1]]
+    codes = [c for c in ERROR_CODES if c in rows[0][1]]
     if not codes:
-        raise DataFormatError(path, rows[0][0], None, f"no error-type column; expected some of {MESA_TYPES}")
+        raise DataFormatError(path, rows[0][0], None, f"no error-type column; expected some of {ERROR_CODES}")
     out = []
     for i, r in rows:
         labels: dict[str, int | None] = {}
@@ -175,14 +175,14 @@ def load_meeting_table(path: str | Path) -> list[MeetingErrorExample]:
         transcript = text(r, "transcript", path, i)
         out.append(MeetingErrorExample(
             id=str(r.get("id") or f"{path.stem}-{i}"), dataset=f"meeting-file:{path}", transcript=transcript,
-            summary=text(r, "summary", path, i), labels={c: labels.get(c) for c in MESA_TYPES},
+            summary=text(r, "summary", path, i), labels={c: labels.get(c) for c in ERROR_CODES},
             likert={c: v for c, v in likert.items() if v is not None},
             reasoning={c: str(r[f"{c}_reasoning"]) for c in codes if str(r.get(f"{c}_reasoning") or "").strip()},
             meta={"row": i, "meeting": str(r.get("meeting") or meeting_key(transcript)), "gold": str(r.get("gold") or "")}))
     return out
 
 
-# QMSum Mistake (MESA's Likert re-annotation), in the format the authors' code reads (src/mesa.py @ adb7e6f):
+# QMSum Mistake (the Likert re-annotation of Kirstein et al. 2025), in the format their code reads (src/ @ adb7e6f):
 # `HumanJudgment/MistekQMSum.csv`, comma-separated, `Input` (transcript) and `Predicted` (summary), and per error
 # type "<Type> - Existence", "<Type> - Reasoning", "<Type> - Impact" (0-5 Likert). The authors' code reads
 # structure's existence from "Structur - Existence" (a typo in their file): both spellings are accepted.

@@ -17,7 +17,7 @@ def meeting_key(transcript: str) -> str:
 
 @dataclass
 class Ambiguity:
-    """MADISSE ambiguity annotation of one summary sentence (Section 4.2, Table 6/24)."""
+    """The ambiguity annotation of one summary sentence (types of the registered ``taxonomies.AMBIGUITY``)."""
 
     ambiguous: bool
     categories: tuple[str, ...] = ()  # high-level: implicit_reasoning | meaning | context | other
@@ -72,15 +72,15 @@ class RatedExample:
 
 @dataclass
 class MeetingErrorExample:
-    """A meeting transcript, a model summary and human yes/no labels per error type (MESA's types)."""
+    """A meeting transcript, a model summary and human yes/no labels per error type (by code: OM, RED, ...)."""
 
     id: str
     dataset: str
     transcript: str
     summary: str
-    labels: dict[str, int | None]  # MESA type -> 1 error present / 0 absent / None not annotated
-    likert: dict[str, float | None] = field(default_factory=dict)  # MESA type -> human impact 0-5, where annotated
-    reasoning: dict[str, str] = field(default_factory=dict)  # MESA type -> the annotators' reasoning, where given
+    labels: dict[str, int | None]  # error code -> 1 error present / 0 absent / None not annotated
+    likert: dict[str, float | None] = field(default_factory=dict)  # error code -> human impact 0-5, where annotated
+    reasoning: dict[str, str] = field(default_factory=dict)  # error code -> the annotators' reasoning, where given
     meta: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -35,8 +35,8 @@ class DatasetSpec:
     fetch: Callable[[], object] | None = None  # for datasets without pinned files: download them
     correlations: tuple[str, ...] = ("spearman", "kendall")  # rated data: the paper's summary-level correlations
     provenance: Callable[[str], dict | None] | None = None  # downloaded from the Hub: repository and commit, by split
-    domain: str | None = None  # FacTax's domain a user's dataset enters (file:...&domain=); None: the built-in table
-    paper_column: str | None = None  # FacTax Table 2 column shown beside it (file:...&paper=)
+    domain: str | None = None  # the domain a user's dataset enters in the domain tables (file:...&domain=); None: built-in
+    paper_column: str | None = None  # the paper's column shown beside it (file:...&paper=)
 
 
 DATASETS: dict[str, DatasetSpec] = {}
@@ -49,14 +49,14 @@ def register(spec: DatasetSpec) -> None:
 register(DatasetSpec(
     name="tofueval-meetingbank", kind="faithfulness",
     description="TofuEval MeetingBank test: 777 topic-focused summary sentences (267 summaries), yes/no faithfulness; "
-                "transcripts from the MADISSE ambiguity file",
+                "transcripts from the ambiguity annotation file",
     source="github.com/amazon-science/tofueval + github.com/amazon-science/madisse",
     files=(tofueval.TOFU_CSV.format(domain="meetingbank", split="test"), tofueval.AMBIGUITY_JSON),
     levels=("summary", "sentence"), splits=("test",),
     loader=lambda split="test", level="summary": tofueval.load_meetingbank(split, level)))
 register(DatasetSpec(
     name="meetingbank-ambiguity", kind="faithfulness",
-    description="MADISSE ambiguity annotations: 770 unique MeetingBank test sentences, 131 ambiguous, 16-type taxonomy",
+    description="Ambiguity annotations of TofuEval MeetingBank: 770 unique MeetingBank test sentences, 131 ambiguous, 16-type taxonomy",
     source="github.com/amazon-science/madisse",
     files=(tofueval.AMBIGUITY_JSON, tofueval.TOFU_CSV.format(domain="meetingbank", split="test")),
     levels=("sentence",), splits=("test",),
@@ -73,7 +73,7 @@ register(DatasetSpec(
     splits=("test", "dev"), loader=lambda split="test", level="summary": tofueval.load_mediasum(split, level)))
 register(DatasetSpec(
     name="sample-mediasum", kind="faithfulness",
-    description="MADISSE sample data: one NPR interview, five summary sentences with labels and error types",
+    description="The ambiguity release's sample data: one NPR interview, five summary sentences with labels and error types",
     source="github.com/amazon-science/madisse", files=(tofueval.SAMPLE_JSON,), levels=("sentence",), splits=("test",),
     loader=lambda split="test", level="sentence": tofueval.load_sample_mediasum()))
 for _d in ("cnndm", "xsum"):
@@ -109,18 +109,18 @@ register(DatasetSpec(
     correlations=("pearson", "spearman")))
 register(DatasetSpec(
     name="diasumfact", kind="faithfulness",
-    description="DiaSumFact: 475 dialogue summaries (QMSum, SAMSum), sentence error classes mapped to FacTax's five types",
+    description="DiaSumFact: 475 dialogue summaries (QMSum, SAMSum), sentence error classes mapped to the error taxonomy",
     source="github.com/731935354/Dia-Sum-Fact", files=(dialogue_factuality.DIASUMFACT_FILE,), levels=("summary",),
     splits=("test",), loader=lambda split="test", level="summary": dialogue_factuality.load_diasumfact()))
 register(DatasetSpec(
     name="faceval", kind="faithfulness",
-    description="FacEval: 150 SAMSum dialogues x 5 summaries, error flags mapped to FacTax's five types",
+    description="FacEval: 150 SAMSum dialogues x 5 summaries, error flags mapped to the error taxonomy",
     source="github.com/BinWang28/FacEval", files=(dialogue_factuality.FACEVAL_FILE,), levels=("summary",),
     splits=("test",), loader=lambda split="test", level="summary": dialogue_factuality.load_faceval()))
 register(DatasetSpec(
     name="govreport", kind="faithfulness",
     description="GovReport (Koh et al. 2022): 204 long report summaries with the human share of consistent sentences "
-                "(score 0-1, Pearson); error types converted to FacTax's where the annotation file is there",
+                "(score 0-1, Pearson); error types converted to the error taxonomy where the annotation file is there",
     source="github.com/huankoh/How-Far-are-We-from-Robust-Long-Abstractive-Summarization + GovReport reports "
            f"(Hugging Face {long_factuality.GOVREPORT_HF})",
     files=(long_factuality.GOVREPORT_ANNOTATIONS,), levels=("summary",), splits=("test",),
@@ -136,7 +136,7 @@ register(DatasetSpec(
     present=long_factuality.squality_present))
 register(DatasetSpec(
     name="meeting-errors", kind="meeting-errors",
-    description="QMSum meeting summaries (5 summarisers) with yes/no labels mapped to MESA's error types "
+    description="QMSum meeting summaries (5 summarisers) with yes/no labels mapped to eight error codes "
                 "(IRR has no label here)",
     source="github.com/FKIRSTE/emnlp2024-Meeting-Sum-Metrics",
     files=(*(meeting_errors.FILE.format(model=m) for m in meeting_errors.MODELS), *sources.RESOURCES["qmsum"]),
@@ -146,14 +146,14 @@ register(DatasetSpec(
 register(DatasetSpec(
     name="aggrefact-errors", kind="faithfulness",
     description="AggreFact's error-type files (XSumFaith, FRANK, Goyal'21, CLIFF): labels from error_type, unified "
-                "types converted to FacTax's five (Section 3), cut as the split",
+                "types converted to the error taxonomy, cut as the split",
     source="github.com/Liyan06/AggreFact @ f0654b2 (data/error_type_mapping)", files=sources.RESOURCES["aggrefact-errors"],
     levels=("summary",), splits=("test", "val", "all"),
     loader=lambda split="test", level="summary": generic.load_aggrefact_errors(
         sources.resolve(sources.RESOURCES["aggrefact-errors"][0]).parent, split)))
 register(DatasetSpec(
     name="mistek-qmsum", kind="meeting-errors",
-    description="QMSum Mistake (MESA's data): per error type existence, annotator reasoning and 0-5 impact "
+    description="QMSum Mistake (Kirstein et al. 2025): per error type existence, annotator reasoning and 0-5 impact "
                 "(Likert), all eight types; the authors' HumanJudgment/MistekQMSum.csv",
     source="github.com/FKIRSTE/coling2025-MESA (HumanJudgment/MistekQMSum.csv)",
     files=(meeting_errors.MISTEK_FILE,), levels=("summary",), splits=meeting_errors.SPLITS,

@@ -46,9 +46,9 @@ class SourceFile:
 
 _GH = "https://raw.githubusercontent.com"
 _TOFU = f"{_GH}/amazon-science/tofueval/ade0f385448e0ad25936091ffbb3df73fa62aeee"
-_MADISSE = f"{_GH}/amazon-science/madisse/ddb82764caae5172f09058dcb281671789d63e29"
+_AMBIGUITY_REPO = f"{_GH}/amazon-science/madisse/ddb82764caae5172f09058dcb281671789d63e29"
 _UNIEVAL = f"{_GH}/maszhongming/UniEval/d33e7b6cfebe97b2bafe435adbd818230d5a416a/reproduce/data"
-_MESA = f"{_GH}/FKIRSTE/emnlp2024-Meeting-Sum-Metrics/22bec9db25ba2afab152645af75282157c6fc9e7/data/annotated%20datasets"
+_MEETING_ERRORS = f"{_GH}/FKIRSTE/emnlp2024-Meeting-Sum-Metrics/22bec9db25ba2afab152645af75282157c6fc9e7/data/annotated%20datasets"
 
 FILES: dict[str, SourceFile] = {f.rel: f for f in [
     SourceFile("tofueval/factual_consistency/meetingbank_factual_eval_test.csv",
@@ -65,9 +65,9 @@ FILES: dict[str, SourceFile] = {f.rel: f for f in [
                "6bbd3140eb64dfe4dd9f889f9e0b3817634ac2acdb5968e3634267f3b4aca296"),
     SourceFile("tofueval/document_ids_dev_test_split.json", f"{_TOFU}/document_ids_dev_test_split.json",
                "24c6cef4315e32bc6db7f27589b05a3cb7b67f09cf2d10d3cf157cb204a7a334"),
-    SourceFile("madisse/MeetingBank_ambiguity_annotated.json", f"{_MADISSE}/data/MeetingBank_ambiguity_annotated.json",
+    SourceFile("madisse/MeetingBank_ambiguity_annotated.json", f"{_AMBIGUITY_REPO}/data/MeetingBank_ambiguity_annotated.json",
                "978f5923c8c0088d0f016465f41fe76771e8c2d75f9ca15223d5382805fe658f"),
-    SourceFile("madisse/sample_data.json", f"{_MADISSE}/data/sample_data.json",
+    SourceFile("madisse/sample_data.json", f"{_AMBIGUITY_REPO}/data/sample_data.json",
                "71e4583112711f2711acc6a6b7f2470304c0c3bc96fe562688566df4a94fc32f"),
     SourceFile("unieval/qags_cnndm.json", f"{_UNIEVAL}/fact/qags_cnndm.json",
                "de8d216db28b0ce89edf761bf639d1917adca6704c29d807a1e99a0aaaa4b2c5"),
@@ -87,7 +87,7 @@ FILES: dict[str, SourceFile] = {f.rel: f for f in [
     *[SourceFile(f"govreport/{f}", f"{_GH}/huankoh/How-Far-are-We-from-Robust-Long-Abstractive-Summarization/{c}/{f}")
       for f, c in (("robust_long_abstractive_human_annotation_dataset.jsonl", "2ed5f8dfb2a93aa747d6403c13c344ce5c5b25c8"),
                    ("annotation_data.jsonl", "2ac7b955529a9e88033cea3fa38751100f0a29a5"))],
-    *[SourceFile(f"meeting_errors/{m}_summaries.csv", f"{_MESA}/{m}_summaries.csv")
+    *[SourceFile(f"meeting_errors/{m}_summaries.csv", f"{_MEETING_ERRORS}/{m}_summaries.csv")
       for m in ("LED", "DialogLED", "PEGASUSX", "GPT35", "Zephyr")],
 ]}
 
@@ -128,9 +128,9 @@ QMSUM_TEST_MEETINGS = {
     "covid_4": "f0cff5da0694b867630dd180263b09f44a76b49088f96e9660a95bfb6ba0ed1b",
     "covid_9": "270347ed6d3fab99e4981a04997244c4b617c1ba26cbbfe12a0b34998d7ea8de",
 }
-# MESA's error-type definitions (github.com/FKIRSTE/coling2025-MESA @ adb7e6f, criteria/*.json)
-_MESA_CODE = f"{_GH}/FKIRSTE/coling2025-MESA/adb7e6f281d153b75868a183f7ed1ac02d2e6664/criteria"
-MESA_CRITERIA_FILES = {
+# The meeting-summary error types' definitions (github.com/FKIRSTE/coling2025-MESA @ adb7e6f, criteria/*.json)
+_CRITERIA_REPO = f"{_GH}/FKIRSTE/coling2025-MESA/adb7e6f281d153b75868a183f7ed1ac02d2e6664/criteria"
+CRITERIA_FILES = {
     "coreference": "983ff2e8681db839136d26b8a0a6077667822aa93b6ecb490742f3c5f58ca66c",
     "hallucination": "095f390baccdf628b65b28364c9f743ae27710e6743221defb3852a06c0e3715",
     "incoherence": "9dead25f5b87b4061bfc12b669b2bb6a57e310e51d3017711c895f6025bc9b89",
@@ -142,9 +142,9 @@ MESA_CRITERIA_FILES = {
 }
 FILES.update({f.rel: f for f in [
     *[SourceFile(f"qmsum/ALL/test/{n}.json", f"{_QMSUM}/test/{n}.json", h) for n, h in QMSUM_TEST_MEETINGS.items()],
-    *[SourceFile(f"mesa/criteria/{n}.json", f"{_MESA_CODE}/{n}.json", h) for n, h in MESA_CRITERIA_FILES.items()],
+    *[SourceFile(f"mesa/criteria/{n}.json", f"{_CRITERIA_REPO}/{n}.json", h) for n, h in CRITERIA_FILES.items()],
 ]})
-# QMSum Mistake with Likert impacts (MESA's data), as the authors' code reads it; not obtainable here, so its sha256
+# QMSum Mistake with Likert impacts (Kirstein et al. 2025), as the authors' code reads it; not obtainable here, so its sha256
 # is not pinned (the download is recorded as it comes)
 FILES["mesa/MistekQMSum.csv"] = SourceFile(
     "mesa/MistekQMSum.csv",
@@ -163,10 +163,10 @@ FILES.update({f"aggrefact/error_type_mapping/{n}_error_types.csv": SourceFile(
 FILES["aggrefact/aggre_fact_sota.csv"] = SourceFile(
     "aggrefact/aggre_fact_sota.csv", f"{_GH}/Liyan06/AggreFact/f0654b245232cd724d5caa5db4950abfb12d795e/data/"
     "aggre_fact_sota.csv", None)
-# Files that belong to no dataset of their own, fetched by name (`sumjudge data fetch mesa-criteria`)
+# Files that belong to no dataset of their own, fetched by name (`sumjudge data fetch meeting-error-criteria`)
 RESOURCES: dict[str, tuple[str, ...]] = {
     "aggrefact-errors": tuple(f"aggrefact/error_type_mapping/{n}_error_types.csv" for n in AGGREFACT_ERROR_FILES),
-    "mesa-criteria": tuple(f"mesa/criteria/{n}.json" for n in MESA_CRITERIA_FILES),
+    "meeting-error-criteria": tuple(f"mesa/criteria/{n}.json" for n in CRITERIA_FILES),
     "qmsum": tuple(f"qmsum/ALL/test/{n}.json" for n in QMSUM_TEST_MEETINGS),
 }
 

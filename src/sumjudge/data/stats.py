@@ -6,7 +6,7 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from . import registry
+from . import registry, taxonomies
 from .records import FaithExample, MeetingErrorExample, RatedExample
 
 
@@ -31,7 +31,8 @@ def faith_stats(examples: list[FaithExample]) -> dict[str, Any]:
         out["scored"] = len(scores)
         out["mean_score"] = round(statistics.mean(scores), 3)
         out["pct_unfaithful"] = None
-    unmapped = sum("Other (unmapped)" in ex.error_types for ex in examples)
+    unmapped_type = taxonomies.get(taxonomies.ERRORS).unmapped if any(ex.error_types for ex in examples) else None
+    unmapped = sum(unmapped_type in ex.error_types for ex in examples)
     if unmapped:
         out["summaries_with_unmapped_error_class"] = unmapped
     if any(ex.sentences for ex in examples):

@@ -1,6 +1,6 @@
-"""TofuEval MeetingBank (faithfulness, sentence and summary level) and the MADISSE ambiguity annotations.
+"""TofuEval MeetingBank (faithfulness, sentence and summary level) and its ambiguity annotations.
 
-TofuEval's CSVs carry labels but no documents. The MADISSE ambiguity file carries, for each
+TofuEval's CSVs carry labels but no documents. The ambiguity annotation file carries, for each
 *unique* test summary sentence, the MeetingBank transcript (a list of speaker turns). We join the
 two on the sentence text (``summ_sent`` == ``summary``).
 
@@ -18,6 +18,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from . import taxonomies
 from .readers import read_jsonl
 from .records import Ambiguity, FaithExample
 from .sources import DataFormatError, DataMissingError, resolve
@@ -59,8 +60,7 @@ def error_types(raw: str) -> list[str]:
 
 
 def read_ambiguity_file(path: Path) -> list[dict]:
-    from ..papers.madisse.taxonomy import normalise_category, normalise_subcategory
-
+    taxonomy = taxonomies.get(taxonomies.AMBIGUITY)
     out = []
     for i, r in read_jsonl(path):
         for field in ("doc", "summary", "ambiguity", "category", "sub-category", "explanation"):
@@ -75,8 +75,8 @@ def read_ambiguity_file(path: Path) -> list[dict]:
             raise DataFormatError(path, i, "summary", "empty summary")
         if str(r["ambiguity"]) not in ("0", "1"):
             raise DataFormatError(path, i, "ambiguity", f"expected 0/1, got {r['ambiguity']!r}")
-        subtypes = normalise_subcategory(r["sub-category"], r["category"], file=str(path), row=i)
-        cats = normalise_category(r["category"], file=str(path), row=i)
+        subtypes = taxonomy.subcategory(r["sub-category"], r["category"], file=str(path), row=i)
+        cats = taxonomy.category(r["category"], file=str(path), row=i)
         amb = str(r["ambiguity"]) == "1"
         if amb and not subtypes:
             raise DataFormatError(path, i, "sub-category", "ambiguous sentence without a type")
@@ -90,7 +90,7 @@ def read_ambiguity_file(path: Path) -> list[dict]:
 def _documents_by_text(split: str) -> dict[str, dict]:
     if split != "test":
         raise DataMissingError(
-            "TofuEval MeetingBank documents are mirrored for the test split only (inside the MADISSE ambiguity "
+            "TofuEval MeetingBank documents are mirrored for the test split only (inside the ambiguity annotation "
             "file). For the dev split, download the MeetingBank transcripts (Hugging Face dataset "
             "'huuuyeah/meetingbank') and join them on TofuEval's doc_id.")
     path = resolve(AMBIGUITY_JSON)
@@ -111,7 +111,7 @@ def load_meetingbank(split: str = "test", level: str = "summary") -> list[FaithE
     def document(r: dict) -> tuple[str, Ambiguity | None]:
         ann = docs.get(r["summ_sent"])
         if ann is None:
-            raise DataFormatError(path, r["_row"], "summ_sent", "sentence has no document in the MADISSE annotation file")
+            raise DataFormatError(path, r["_row"], "summ_sent", "sentence has no document in the ambiguity annotation file")
         if doc_of_id.setdefault(r["doc_id"], ann["doc"]) != ann["doc"]:
             raise DataFormatError(path, r["_row"], "doc_id", "two different transcripts for one doc_id")
         return ann["doc"], ann["ambiguity"]
@@ -227,7 +227,7 @@ def extract_mediasum(full: Path, ids: set[str], dest: Path) -> int:
 
 
 def load_sample_mediasum() -> list[FaithExample]:
-    """MADISSE's sample data: one NPR interview with five summary sentences (label, error types)."""
+    """The ambiguity release's sample data: one NPR interview with five summary sentences (label, error types)."""
     from .readers import field, read_jsonl
 
     path = resolve(SAMPLE_JSON)

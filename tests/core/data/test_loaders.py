@@ -77,7 +77,7 @@ def test_meeting_errors_mapping_and_dropped_rows():
     assert all(e.labels["IRR"] is None for e in exs)  # MESA's irrelevance has no label in these files
     assert all(e.labels["OM"] is None for e in exs if e.meta["model"] == "Zephyr")
     assert all(e.labels["OM"] in (0, 1) for e in exs if e.meta["model"] != "Zephyr")
-    assert set(exs[0].labels) == set(meeting_errors.MESA_TYPES)
+    assert set(exs[0].labels) == set(meeting_errors.ERROR_CODES)
     stats = dataset_stats("meeting-errors")
     assert stats["dropped"] == dropped and stats["unlabelled_per_type"]["IRR"] == 133
 

@@ -55,7 +55,7 @@ def test_mesa_criteria_resolve_like_a_dataset_and_name_their_fetch(tmp_path, mon
     from sumjudge.papers.mesa.protocol import _error_types, error_types
 
     assert sources.resolve("mesa/criteria/omission.json").exists()
-    assert sources.sha256_of(sources.resolve("mesa/criteria/omission.json")) == sources.MESA_CRITERIA_FILES["omission"]
+    assert sources.sha256_of(sources.resolve("mesa/criteria/omission.json")) == sources.CRITERIA_FILES["omission"]
     monkeypatch.setenv("SUMJUDGE_DATA_MIRROR", str(tmp_path / "none"))
     monkeypatch.setenv("SUMJUDGE_DATA_RAW", str(tmp_path / "raw"))
     _error_types.cache_clear()

@@ -7,6 +7,8 @@ the annotators' comments; that judgement is not published, so those labels stay 
 
 from __future__ import annotations
 
+from ...data import taxonomies
+
 PREDICATE, ENTITY, CIRCUMSTANTIAL, COREFERENCE, ADDITION = (
     "Predicate Error", "Entity Error", "Circumstantial Error", "Coreference Error", "Addition Error")
 FACTAX_TYPES = (PREDICATE, ENTITY, CIRCUMSTANTIAL, COREFERENCE, ADDITION)
@@ -46,7 +48,15 @@ AGGREFACT_UNIFIED = {
 }
 
 
+# The loaders convert each annotation scheme's classes through this (``data.taxonomies``).
+ERROR_TAXONOMY = taxonomies.register(taxonomies.ERRORS, taxonomies.ErrorTaxonomy(
+    types=FACTAX_TYPES, unmapped=UNMAPPED, unmapped_types=UNMAPPED_TYPES, extrinsic=(ADDITION,),
+    conversions={"diasumfact": {c: (t,) for c, t in DIASUMFACT.items()},
+                 "faceval": {c: (t,) for c, t in FACEVAL.items()},
+                 "govreport": {c: (t,) for c, t in GOVREPORT.items()},
+                 "aggrefact-unified": AGGREFACT_UNIFIED}))
+
+
 def convert_unified(types: list[str]) -> list[str]:
     """FacTax types of a list of AggreFact unified types (``KeyError`` names an unknown one)."""
-    return sorted({t for u in types for t in AGGREFACT_UNIFIED[str(u).strip()]})
-
+    return ERROR_TAXONOMY.convert("aggrefact-unified", [str(u).strip() for u in types])

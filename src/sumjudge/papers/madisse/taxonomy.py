@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ...data import taxonomies
 from ...data.sources import DataFormatError
 
 # (category, Table 24 type name)
@@ -94,3 +95,7 @@ def normalise_category(raw: str, *, file: str = "", row: int | None = None) -> t
             raise DataFormatError(file, row, "category", f"unknown ambiguity category {p!r}")
         out.append(_CATEGORY_ALIASES[key])
     return tuple(dict.fromkeys(out))
+
+
+taxonomies.register(taxonomies.AMBIGUITY, taxonomies.AmbiguityTaxonomy(TAXONOMY, normalise_category,
+                                                                      normalise_subcategory))

@@ -102,7 +102,7 @@ def error_types(criteria: str = "authors") -> dict[str, ErrorType]:
 @lru_cache(maxsize=32)
 def _error_types(criteria: str, signature: tuple) -> dict[str, ErrorType]:
     """The error types of a criteria set: ``authors`` (default: the authors' full definitions, ``criteria/*.json``
-    of their repository, resolved like a dataset: data/raw, the mirror, or ``sumjudge data fetch mesa-criteria``),
+    of their repository, resolved like a dataset: data/raw, the mirror, or ``sumjudge data fetch meeting-error-criteria``),
     ``table9`` (``papers/mesa/prompts/error_types.yaml``: full-length texts written from the paper's Table 9),
     ``printed`` (the same file's ``short`` texts: Table 9's definitions as printed, the paper's reading), or a path: a YAML file
     (code -> name, definition, importance) or a folder of the authors' JSON format (``<name>.json`` with a
