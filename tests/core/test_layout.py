@@ -166,6 +166,7 @@ def test_the_entry_points_read_the_methods_registry_not_the_judges_package():
     for entry in ("runs", "notebook", "arena", "parse_report"):
         assert "sumjudge.method_registry" in graph[f"sumjudge.{entry}"], entry
     assert not {d for d in graph["sumjudge.method_registry"] if d.startswith(("sumjudge.papers", "sumjudge.judges"))}
+    assert not {d for d in graph if d.startswith("sumjudge.judges") and "sumjudge.method_registry" in graph[d]}
 
 
 def test_the_circle_finder_sees_a_circle():

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable
 from ..data.records import RatedExample
 from ..errors import ConfigError
 from ..prompts import load as load_template
-from ..method_registry import methods
+from ..plugins import discover
 from .base import Judgement
 
 # dataset -> aspect -> template, in the order of the paper's table (``register_templates``)
@@ -38,7 +38,7 @@ def register_templates(dataset: str, templates: dict[str, str]) -> None:
 
 def _templates(dataset: str) -> dict[str, str]:
     if dataset not in TEMPLATES:
-        methods()  # the papers register their templates when they are imported
+        discover()  # the papers register their templates when they are imported
     if dataset not in TEMPLATES:
         raise ConfigError(f"no rated aspects are defined for dataset {dataset!r} (known: {', '.join(TEMPLATES)})")
     return TEMPLATES[dataset]
