@@ -234,3 +234,13 @@ def test_every_papers_config_shares_the_generation_settings():
                 before = {f.name: f for f in dataclasses.fields(parent)}[name]
                 now = {f.name: f for f in dataclasses.fields(klass)}[name]
                 assert (now.default, now.type) != (before.default, before.type), f"{klass.__name__}.{name} said again"
+
+
+def test_the_papers_import_no_entry_point():
+    """The papers sit between the judges and the entry points: they import the core's lower parts (runs, judges,
+    data, the engine), never a command, a notebook's session or a report that imports them."""
+    graph = _module_graph()
+    entry = {f"sumjudge.{m}" for m in ("cli", "notebook", "notebook_jobs", "arena", "reproduce", "plan", "scale", "bench",
+                                       "results_page", "results_check", "rerun_drift", "readme_numbers")}
+    assert entry <= set(graph)
+    assert {m: sorted(d & entry) for m, d in graph.items() if m.startswith("sumjudge.papers") and d & entry} == {}
