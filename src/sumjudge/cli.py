@@ -127,11 +127,21 @@ def _cmd_tiny(a) -> int:
 
 
 def _cmd_cache(a) -> int:
+    from .errors import ConfigError
     from .llm.cache import ResponseCache
     from .llm.types import server_identity
     from .paths import cache_path
 
     path = a.cache or cache_path()
+    if a.action in ("export", "import") and a.file is None:
+        raise ValueError(f"sumjudge cache {a.action} FILE")
+    if a.action == "import":  # a class's cache handed out: its entries join this machine's cache
+        print(json.dumps({"path": str(path), **ResponseCache(path).merge(a.file)}))
+        return 0
+    if (a.file is not None) != (a.action == "export"):
+        raise ValueError(f"sumjudge cache {a.action} takes no FILE")
+    if a.action == "export" and not path.exists():
+        raise ConfigError(f"cache export: there is no cache at {path} (--cache names another)")
     if not path.exists():  # never create a cache just to look at it
         print(json.dumps({"path": str(path), "exists": False, "entries": 0} if a.action == "stats" else
                          {"path": str(path), "exists": False, "deleted": 0}))
@@ -142,6 +152,11 @@ def _cmd_cache(a) -> int:
         return 0
     scope = {"backend": a.backend, "model": a.model, "revision": a.revision,
              "server": server_identity(a.server) if a.server else None}
+    if a.action == "export":
+        n = c.export(a.file, **scope)
+        print(json.dumps({"exported": n, "file": str(a.file), "scope": ", ".join(
+            f"{k}={v}" for k, v in scope.items() if v is not None) or "every entry"}))
+        return 0
     n = c.count(**scope)
     what = ", ".join(f"{k}={v}" for k, v in scope.items() if v is not None) or "every entry"
     if n and not a.yes:
@@ -288,12 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_cmd_tiny)
 
     c = sub.add_parser("cache", help="response cache")
-    c.add_argument("action", choices=("stats", "clear"))
+    c.add_argument("action", choices=("stats", "clear", "export", "import"))
+    c.add_argument("file", nargs="?", type=Path, help="export: the new cache file to write; import: the cache file "
+                   "whose entries to add")
     c.add_argument("--cache", type=Path)
-    c.add_argument("--backend", choices=backend_names(), help="clear: only this backend's entries")
-    c.add_argument("--model", help="clear: only this model's entries (the name `cache stats` shows)")
-    c.add_argument("--revision", help="clear: only this model revision's entries (as `cache stats` shows)")
-    c.add_argument("--server", help="clear: only entries from this server (base URL)")
+    c.add_argument("--backend", choices=backend_names(), help="clear / export: only this backend's entries")
+    c.add_argument("--model", help="clear / export: only this model's entries (the name `cache stats` shows)")
+    c.add_argument("--revision", help="clear / export: only this model revision's entries (as `cache stats` shows)")
+    c.add_argument("--server", help="clear / export: only entries from this server (base URL)")
     c.add_argument("--yes", action="store_true", help="clear without asking")
     c.set_defaults(fn=_cmd_cache)
 

@@ -42,6 +42,34 @@ def judgements(out):
     return [{k: v for k, v in r["judgement"].items() if k != "usage"} for r in rows]
 
 
+def test_a_class_cache_exported_and_imported_answers_the_same_run_without_the_model(tiny_model_dir, tmp_path, capsys):
+    """A teacher exports the answers of the runs a class will make; a student imports them and the same run is
+    answered from the cache: no backend call, the same judgements."""
+    teacher, student = tmp_path / "teacher.sqlite", tmp_path / "student.sqlite"
+    assert cli.main(run_args(tiny_model_dir, teacher, tmp_path / "t")) == 0
+    capsys.readouterr()
+    handout = tmp_path / "class-cache.sqlite"
+    assert cli.main(["cache", "export", handout, "--cache", teacher, "--backend", "hf"]) == 0
+    exported = json.loads(capsys.readouterr().out)["exported"]
+    assert exported == cache_rows(teacher) > 0
+    assert cli.main(["cache", "export", handout, "--cache", teacher]) == 2  # nothing overwritten
+    assert "exists" in capsys.readouterr().err
+    assert cli.main(["cache", "export", tmp_path / "none.sqlite", "--cache", teacher, "--backend", "openai"]) == 0
+    assert json.loads(capsys.readouterr().out)["exported"] == 0  # another scope: nothing of it here
+    assert cli.main(["cache", "import", handout, "--cache", student]) == 0
+    assert json.loads(capsys.readouterr().out) == {"path": str(student), "read": exported, "added": exported,
+                                                   "already_here": 0}
+    assert cli.main(["cache", "import", handout, "--cache", student]) == 0  # again: nothing twice
+    assert json.loads(capsys.readouterr().out)["added"] == 0
+    assert cli.main(run_args(tiny_model_dir, student, tmp_path / "s")) == 0
+    assert json.loads(capsys.readouterr().out)["backend_calls"] == 0
+    assert judgements(tmp_path / "s") == judgements(tmp_path / "t")
+    (tmp_path / "notes.txt").write_text("not a cache")
+    assert cli.main(["cache", "import", tmp_path / "notes.txt", "--cache", student]) == 2
+    assert "not a sumjudge cache" in capsys.readouterr().err
+    assert cli.main(["cache", "import", "--cache", student]) == 2  # the file is named
+
+
 @pytest.mark.slow
 def test_run_writes_the_run_folder(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "run"

@@ -24,6 +24,7 @@ CREATE TABLE IF NOT EXISTS responses (
 CREATE INDEX IF NOT EXISTS responses_model ON responses(backend, model);
 """
 _COLUMNS = {"revision": "TEXT NOT NULL DEFAULT ''", "server": "TEXT NOT NULL DEFAULT ''"}  # added later
+_ROW = ("key", "kind", "backend", "model", "request", "response", "created", "revision", "server")
 
 
 class ResponseCache:
@@ -66,14 +67,20 @@ class ResponseCache:
              *(list(rest) + ["", ""])[:2])
             for (k, kind, b, m, req, resp, *rest) in (tuple(i) for i in items)
         ]
+        self._write("REPLACE", rows)
+
+    def _write(self, conflict: str, rows: list[tuple]) -> int:
+        """Write whole rows (``_ROW`` order) in one transaction, ``INSERT OR <conflict>``; the number written."""
         for attempt in range(20):
             try:
                 with self._lock:
                     self._conn.execute("BEGIN IMMEDIATE")
-                    self._conn.executemany("INSERT OR REPLACE INTO responses (key, kind, backend, model, request, response, created, revision, server) "
-                                            "VALUES (?,?,?,?,?,?,?,?,?)", rows)
+                    before = self._conn.total_changes
+                    self._conn.executemany(f"INSERT OR {conflict} INTO responses ({', '.join(_ROW)}) "
+                                           f"VALUES ({','.join('?' * len(_ROW))})", rows)
+                    written = self._conn.total_changes - before
                     self._conn.execute("COMMIT")
-                return
+                return written
             except sqlite3.OperationalError as e:  # database is locked beyond busy_timeout
                 with self._lock:
                     if self._conn.in_transaction:
@@ -113,6 +120,48 @@ class ResponseCache:
         where, args = self._scope(backend, model, revision, server)
         with self._lock:
             return self._conn.execute(f"SELECT COUNT(*) FROM responses{where}", args).fetchone()[0]
+
+    def export(self, dest: str | Path, *, backend: str | None = None, model: str | None = None,
+               revision: str | None = None, server: str | None = None) -> int:
+        """Copy the entries of one scope (every given field must match; none given: everything) into a new cache file
+        ``dest``, e.g. to hand a class the answers of its runs; the number copied. An existing ``dest`` is refused
+        (nothing is overwritten)."""
+        from ..errors import ConfigError
+
+        dest = Path(dest)
+        if dest.exists():
+            raise ConfigError(f"cache export: {dest} exists; name a new file")
+        where, args = self._scope(backend, model, revision, server)
+        with self._lock:
+            rows = self._conn.execute(f"SELECT {', '.join(_ROW)} FROM responses{where}", args).fetchall()
+        out = ResponseCache(dest)
+        try:
+            return out._write("ABORT", rows)
+        finally:
+            out.close()
+
+    def merge(self, src: str | Path) -> dict[str, int]:
+        """Add another cache file's entries to this one (a class's cache handed out): an entry whose key is here
+        already stays as it is (same key, same request). Returns how many were read, added and already here."""
+        from ..errors import ConfigError
+
+        src = Path(src)
+        if not src.is_file():
+            raise ConfigError(f"cache import: {src} is not a file")
+        with open(src, "rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                raise ConfigError(f"cache import: {src} is not a sumjudge cache (not an SQLite file)")
+        other = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+        try:
+            have = {r[1] for r in other.execute("PRAGMA table_info(responses)")}
+            if not {"key", "kind", "backend", "model", "request", "response"} <= have:
+                raise ConfigError(f"cache import: {src} holds no sumjudge responses table")
+            cols = [c if c in have else ("0" if c == "created" else "''") for c in _ROW]
+            rows = other.execute(f"SELECT {', '.join(cols)} FROM responses").fetchall()
+        finally:
+            other.close()
+        added = self._write("IGNORE", rows)
+        return {"read": len(rows), "added": added, "already_here": len(rows) - added}
 
     def clear(self, model: str | None = None, *, backend: str | None = None, revision: str | None = None,
               server: str | None = None, compact: bool = True) -> int:
