@@ -416,9 +416,9 @@ def claim_folder(r: Run) -> None:
     to the next configuration, its files kept beside); stale results and metrics are removed."""
     out = r.out
     prev = check_run_folder(out)  # again under the lock: another process may have written it meanwhile
-    keys = set(r.record) | ({"procedure"} & set(prev or {}))  # a judging run never takes a procedure's folder
-    if prev is not None and {k: prev.get(k) for k in keys} != {k: v for k, v in json.loads(json.dumps(r.record)).items()
-                                                                 if k in keys}:
+    mine = json.loads(json.dumps(r.record))
+    keys = set(mine) | ({"procedure"} & set(prev or {}))  # a judging run never takes a procedure's folder
+    if prev is not None and {k: prev.get(k) for k in keys} != {k: mine.get(k) for k in keys}:
         if not failed_before_results(out):
             raise ConfigError(f"{out} holds a run with a different configuration; use another --out folder")
         # a run that failed before any result (e.g. a prompt over the context) leaves its folder to the rerun its

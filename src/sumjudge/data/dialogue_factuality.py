@@ -58,11 +58,10 @@ def load_diasumfact() -> list[FaithExample]:
 def load_faceval() -> list[FaithExample]:
     taxonomy = taxonomies.get(taxonomies.ERRORS)
     path = resolve(FACEVAL_FILE)
-    flags = FACEVAL_FLAGS
-    rows = read_csv(path, ("DocID", "Dialogue", "Model", "Summary", *flags, "w/ Error"))
+    rows = read_csv(path, ("DocID", "Dialogue", "Model", "Summary", *FACEVAL_FLAGS, "w/ Error"))
     out = []
     for i, r in rows:
-        raw = [f for f in flags if yes_no(r, f, path, i)]
+        raw = [f for f in FACEVAL_FLAGS if yes_no(r, f, path, i)]
         with_error = yes_no(r, "w/ Error", path, i)
         out.append(FaithExample(
             id=f"faceval-{r['DocID']}|{r['Model']}", dataset="faceval", document=field(r, "Dialogue", path, i),

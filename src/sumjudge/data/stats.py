@@ -31,10 +31,10 @@ def faith_stats(examples: list[FaithExample]) -> dict[str, Any]:
         out["scored"] = len(scores)
         out["mean_score"] = round(statistics.mean(scores), 3)
         out["pct_unfaithful"] = None
-    unmapped_type = taxonomies.get(taxonomies.ERRORS).unmapped if any(ex.error_types for ex in examples) else None
-    unmapped = sum(unmapped_type in ex.error_types for ex in examples)
-    if unmapped:
-        out["summaries_with_unmapped_error_class"] = unmapped
+    if any(ex.error_types for ex in examples):
+        unmapped = taxonomies.get(taxonomies.ERRORS).unmapped
+        if n_unmapped := sum(unmapped in ex.error_types for ex in examples):
+            out["summaries_with_unmapped_error_class"] = n_unmapped
     if any(ex.sentences for ex in examples):
         out["sentences"] = sum(len(ex.sentences) for ex in examples)
     types = Counter(t for ex in examples for t in ex.error_types)
