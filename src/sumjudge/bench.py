@@ -280,7 +280,7 @@ def run(args) -> dict:
                 best = (result, dt)
         return best
 
-    def batched_generate():
+    def batched_generate(config=None):
         """(c) every request left-padded into one ``model.generate`` call, transformers' own cache."""
         enc = [be.encode(r.messages) for r in reqs]
         width = max(map(len, enc))
@@ -288,12 +288,30 @@ def run(args) -> dict:
         ids = torch.tensor([[pad] * (width - len(e)) + e for e in enc], device=be.device)
         mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc], device=be.device)
         with torch.inference_mode():
-            out = be.model.generate(input_ids=ids, attention_mask=mask, generation_config=gen_cfg)
+            out = be.model.generate(input_ids=ids, attention_mask=mask, generation_config=config or gen_cfg)
         return [be.tokenizer.decode(o[width:], skip_special_tokens=True) for o in out]
 
+    def compiled_generate():
+        """(d) the batched ``generate`` with transformers' static cache, which it compiles (``torch.compile``, CUDA
+        graphs: its documented fast path); the first call compiles, the second is timed."""
+        cfg = greedy_config(be, args.max_new_tokens, cache_implementation="static")
+        t0 = time.perf_counter()
+        texts = batched_generate(cfg)
+        sync()
+        return texts, time.perf_counter() - t0
+
     seq_texts, seq_s = best_of(sequential)
+    eager = None
+    if getattr(args, "compare_decode_graphs", False) and be.decoder.fixed_steps is not None:
+        fixed, be.decoder.fixed_steps = be.decoder.fixed_steps, None
+        eager = best_of(engine)
+        be.decoder.fixed_steps = fixed
     (resps, calls, stats), eng_s = best_of(engine)
     batched = best_of(batched_generate) if getattr(args, "batched_generate", False) else None
+    compiled = None
+    if getattr(args, "compiled_generate", False):
+        first_s = compiled_generate()[1]
+        compiled = (*best_of(lambda: compiled_generate()[0]), first_s)
     option_sets = getattr(args, "option_sets", 0) or 0
     scored = best_of(lambda: score_option_sets(be, reqs, option_sets)) if option_sets else None
 
@@ -317,12 +335,29 @@ def run(args) -> dict:
         "engine_prefill_tokens_per_s": round(stats["prefill_tokens"] / stats["prefill_s"], 1) if stats["prefill_s"]
         else None,
         "engine_decode_tokens_per_s": round(decode_tps, 1) if decode_tps else None,
+        # one decode step (every live row one token on), and how the steps ran: graphs captured and replayed
+        "engine_decode_steps": stats["decode_steps"],
+        "engine_decode_step_ms": round(1e3 * stats["decode_s"] / stats["decode_steps"], 2) if stats["decode_steps"]
+        else None,
+        "decode_graphs": be.decoder.fixed_steps is not None and be.decoder.fixed_steps.capture,
+        **({f"decode_{k}": v for k, v in be.decoder.fixed_steps.stats.items()} if be.decoder.fixed_steps else {}),
         "sequential_completion_tokens_per_s": round(completion_tokens * timed / len(reqs) / seq_s, 1),
     }
     if batched is not None:
         texts, b_s = batched
         result.update({"batched_generate_s": round(b_s, 3), "engine_vs_batched_generate": round(b_s / eng_s, 2),
                        "batched_generate_identical_to_sequential": sum(a == b for a, b in zip(texts, seq_texts))})
+    if eager is not None:
+        (e_resps, _, e_stats), e_s = eager
+        result.update({"eager_engine_s": round(e_s, 3), "eager_decode_s": round(e_stats["decode_s"], 3),
+                       "eager_decode_step_ms": round(1e3 * e_stats["decode_s"] / e_stats["decode_steps"], 2)
+                       if e_stats["decode_steps"] else None,
+                       "graphs_identical_to_eager": sum(a.text == b.text for a, b in zip(resps, e_resps))})
+    if compiled is not None:
+        texts, c_s, first_s = compiled
+        result.update({"compiled_generate_s": round(c_s, 3), "compiled_generate_first_call_s": round(first_s, 3),
+                       "engine_vs_compiled_generate": round(c_s / eng_s, 2),
+                       "compiled_generate_identical_to_sequential": sum(a == b for a, b in zip(texts, seq_texts))})
     if scored is not None:
         (sets, methods), s_s = scored
         result.update({"option_sets": sets, "option_set_options": len(GEVAL_OPTIONS), "option_scoring": methods,

@@ -395,6 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "requests only (all of equal length) and scale its time to all of them; outputs checked on those")
     b.add_argument("--batched-generate", action="store_true", help="also time one model.generate call with every "
                    "request padded into it (transformers' own cache): the engine's ratio to it")
+    b.add_argument("--compare-decode-graphs", action="store_true", help="on a CUDA GPU, also time the engine with "
+                   "its decode steps run eagerly instead of replayed as CUDA graphs (the step time of each)")
+    b.add_argument("--compiled-generate", action="store_true", help="also time one batched model.generate with "
+                   "transformers' static cache, compiled (torch.compile, its documented fast path; first call apart)")
     b.add_argument("--option-sets", type=int, default=0, help="also time this many G-Eval option sets (1-5) "
                    "scored through the engine: option sets per second")
     b.add_argument("--max-batch", type=int, default=64, help="rows the engine decodes at once")

@@ -27,6 +27,9 @@ A batch of prompts is decoded as follows.
    prefilled as above and their cache is joined to the live one, the narrower of the two padded on the
    left, so freed places are filled at once instead of when the slowest row of a micro-batch ends (what
    vLLM calls continuous batching). Models with sliding-window layers join only an empty batch.
+
+On one CUDA device the decode steps run at fixed shapes and are replayed as CUDA graphs (``decode_graphs``), so a
+step is one launch instead of hundreds; ``decode_graphs=False`` runs them eagerly as above.
 """
 
 from __future__ import annotations
@@ -186,7 +189,7 @@ class LiveBatch:
 
 class BatchDecoder:
     def __init__(self, model, tokenizer, eos_ids: list[int], pad_id: int, device,
-                 prefill_budget: int = PREFILL_BUDGET, prefix_store_mb: int = CAPACITY_MB):
+                 prefill_budget: int = PREFILL_BUDGET, prefix_store_mb: int = CAPACITY_MB, decode_graphs: bool = True):
         import torch
 
         self.torch = torch
@@ -203,6 +206,9 @@ class BatchDecoder:
         # keys/values of earlier prompts' blocks (see prefix_store); on one device, for models that share prefixes
         one_device = len({p.device for p in model.parameters()}) == 1
         self.store = PrefixStore(prefix_store_mb << 20) if prefix_store_mb and self.share and one_device else None
+        self.fixed_steps = None  # decode steps at fixed shapes (``decode_graphs``): on one CUDA device, as graphs
+        if decode_graphs:
+            self.use_fixed_steps(capture=True)
         # prefill_s: prompts in, first token chosen; decode_s / decode_tokens: every later token (wall clock;
         # reading the first tokens to the host synchronises the device, so the split holds on a GPU too)
         self.stats = {"forward_calls": 0, "prefill_tokens": 0, "shared_prefix_tokens_saved": 0,
@@ -211,6 +217,20 @@ class BatchDecoder:
                       # decode steps, rows computed over them, and the time spent in steps with fewer live rows than
                       # the batch has held since it was last empty (rows finished and nothing queued took their place)
                       "decode_steps": 0, "row_steps": 0, "underfilled_s": 0.0}
+
+    def use_fixed_steps(self, capture: bool) -> bool:
+        """Decode steps at fixed shapes from now on (``decode_graphs.FixedShapeSteps``): captured as CUDA graphs
+        (``capture``; on one CUDA device, for models whose cache grows in place), or eagerly (any device: the CPU
+        tests' way of checking the fixed shapes). True if switched on."""
+        from sumjudge.llm.decode_graphs import FixedShapeSteps
+
+        one_device = len({p.device for p in self.model.parameters()}) == 1
+        on_cuda = getattr(self.device, "type", str(self.device).split(":")[0]) == "cuda"
+        if not self.share or not one_device or (capture and not on_cuda):
+            self.fixed_steps = None
+            return False
+        self.fixed_steps = FixedShapeSteps(self._forward, self.pad, self.device, capture=capture)
+        return True
 
     def forget_prefixes(self) -> None:
         """Empty the prefix store (where there is one): the next prompts are computed as the first were."""
@@ -468,7 +488,7 @@ class BatchDecoder:
                         mask = mask[:, lead:]
                 mask = torch.cat([mask, torch.ones((len(keep), 1), dtype=mask.dtype, device=self.device)], dim=1)
                 live.mask, live.last_pos = mask, last_pos + 1
-                live.logits = self._forward(nxt[:, None], mask, live.last_pos[:, None], live.cache)
+                live.logits = self._decode_forward(nxt[:, None], mask, live.last_pos[:, None], live.cache)
                 self.stats["decode_steps"] += 1
                 self.stats["row_steps"] += len(keep)
         dt = time.perf_counter() - t0
@@ -476,6 +496,15 @@ class BatchDecoder:
         if live.rows and len(live.rows) < live.peak:
             self.stats["underfilled_s"] += dt
         return finished
+
+    def _decode_forward(self, ids, mask, positions, cache):
+        """A decode step's forward pass: at fixed shapes (``fixed_steps``) where the cache grows in place, else
+        eagerly over the cache's used columns."""
+        from sumjudge.llm.kv_cache import grows_in_place
+
+        if self.fixed_steps is not None and grows_in_place(cache):
+            return self.fixed_steps.run(cache, ids, mask, positions)
+        return self._forward(ids, mask, positions, cache)
 
     def _generator(self, r: DecodeRow):
         g = self.torch.Generator(device=self.device if str(self.device).startswith("cuda") else "cpu")

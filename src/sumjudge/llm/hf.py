@@ -110,7 +110,8 @@ class HFBackend:
     GPUs. ``token_budget`` bounds the decoding batch's rows x padded length (the key/value cache it decodes with);
     ``prefill_budget`` the tokens of one prefill forward pass (``decode.PREFILL_BUDGET``); ``prefix_store_mb`` the
     memory (MiB, on the model's device) that keeps earlier prompts' keys/values for later prompts that start
-    alike (``prefix_store``; 0: none).
+    alike (``prefix_store``; 0: none). ``decode_graphs``: on one CUDA device, decode steps replayed as CUDA graphs
+    (``decode_graphs`` module; False: run eagerly).
     """
 
     name = "hf"
@@ -118,7 +119,8 @@ class HFBackend:
     def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
                  device_map: str | None = None, token_budget: int = 32768, max_batch: int = 64,
                  prefill_budget: int = PREFILL_BUDGET, prefix_store_mb: int = CAPACITY_MB,
-                 revision: str | None = None, trust_remote_code: bool = False, context_length: int | None = None):
+                 revision: str | None = None, trust_remote_code: bool = False, context_length: int | None = None,
+                 decode_graphs: bool = True):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -146,7 +148,7 @@ class HFBackend:
         rev = getattr(loaded.config, "_commit_hash", None) or revision or local_revision(path)
         self._setup(loaded, tokenizer, name=name, revision=rev, dtype=dtype, device_map=device_map,
                     token_budget=token_budget, max_batch=max_batch, context_length=context_length,
-                    prefill_budget=prefill_budget, prefix_store_mb=prefix_store_mb)
+                    prefill_budget=prefill_budget, prefix_store_mb=prefix_store_mb, decode_graphs=decode_graphs)
         if revision and revision != rev:  # e.g. a branch or tag: the commit it resolved to is the revision
             self.info.extra["revision_requested"] = revision
 
@@ -165,7 +167,7 @@ class HFBackend:
         return self
 
     def _setup(self, model, tokenizer, *, name, revision, dtype, device_map, token_budget, max_batch, context_length,
-               prefill_budget=PREFILL_BUDGET, prefix_store_mb=CAPACITY_MB):
+               prefill_budget=PREFILL_BUDGET, prefix_store_mb=CAPACITY_MB, decode_graphs=True):
         self.model = model.eval()
         attention = NAME if use_gqa_decode_attention(self.model) else getattr(model.config, "_attn_implementation", "")
         linear = "onednn-few-rows" if use_onednn_linear(self.model) else "torch"
@@ -201,7 +203,8 @@ class HFBackend:
         self._serving = False
         self._open_jobs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its open calls
         self.decoder = BatchDecoder(self.model, tok, self.eos_ids, tok.pad_token_id, self.device,
-                                    prefill_budget=prefill_budget, prefix_store_mb=prefix_store_mb)
+                                    prefill_budget=prefill_budget, prefix_store_mb=prefix_store_mb,
+                                    decode_graphs=decode_graphs)
         self.generate_calls = 0  # admissions of rows into the decoding batch (benchmarks, tests)
 
     def _eos_ids(self) -> list[int]:

@@ -19,7 +19,13 @@ attention reads them:
 - leading columns no remaining row reads leave by moving ``start`` (``drop_front``).
 
 Only when a buffer is out of room is it copied, into one with room again (``ROOM`` columns behind, a quarter
-more rows, ``FRONT_ROOM`` columns in front when rows wider than the held ones came).
+more rows, ``FRONT_ROOM`` columns in front when rows wider than the held ones came). A new buffer is zeroed, so
+every column of it holds finite numbers (zeros, or keys/values written earlier).
+
+A decode step of fixed shapes (``window``, what ``decode_graphs`` captures as a CUDA graph): the layer writes the
+step's column at a position held in a tensor (``index_copy_``) and returns the first ``width`` columns of its
+first ``rows`` rows, whatever of them is used; the step's mask hides the rest. The used part's bookkeeping moves on
+with ``advance`` after the step.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ class GrowingLayer(DynamicLayer):
         self.room = ROOM if room is None else room
         self._k = self._v = None
         self._rows = self._start = self._end = 0
+        self.window = None  # (column index tensor, rows, width) while a fixed-shape decode step runs
 
     def lazy_initialization(self, key_states, value_states) -> None:
         self.dtype, self.device = key_states.dtype, key_states.device
@@ -70,13 +77,18 @@ class GrowingLayer(DynamicLayer):
         held = self._end - self._start if self._k is not None else 0
         _, h, _, d = like.shape
         shape = (rows + max(4, rows // 4), h, front + held + behind + self.room, d)
-        k, v = like.new_empty(shape), like.new_empty(shape)
+        k, v = like.new_zeros(shape), like.new_zeros(shape)
         if held and self._rows:
             k[:self._rows, :, front:front + held] = self._k[:self._rows, :, self._start:self._end]
             v[:self._rows, :, front:front + held] = self._v[:self._rows, :, self._start:self._end]
         self._k, self._v, self._start, self._end = k, v, front, front + held
 
     def update(self, key_states, value_states, cache_kwargs: dict[str, Any] | None = None):
+        if self.window is not None:
+            at, rows, width = self.window
+            self._k[:rows].index_copy_(2, at, key_states)
+            self._v[:rows].index_copy_(2, at, value_states)
+            return self._k[:rows, :, :width], self._v[:rows, :, :width]
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         rows, new = key_states.shape[0], key_states.shape[-2]
@@ -135,6 +147,26 @@ class GrowingLayer(DynamicLayer):
             self._k[:n, :, s:e] = self._k[index, :, s:e]
             self._v[:n, :, s:e] = self._v[index, :, s:e]
         self._rows = n
+        self._views()
+
+    def reserve(self, rows: int, width: int) -> None:
+        """Room for a fixed-shape step over ``rows`` rows and the first ``width`` columns (at least one column behind
+        the used ones): the buffer is copied, its used part moved to the front, only if it has too few."""
+        if rows > self._k.shape[0] or width > self._k.shape[2] or self._end >= width:
+            held = self._end - self._start
+            self._realloc(max(rows, self._rows), 0, max(1, width - held), self._k)
+
+    def span(self) -> tuple[int, int]:
+        """(first, last + 1) buffer column of the used part."""
+        return self._start, self._end
+
+    def buffers(self) -> tuple:
+        """The key and value buffers (a fixed-shape step captured over them holds their addresses)."""
+        return self._k, self._v
+
+    def advance(self, columns: int = 1) -> None:
+        """The used part takes in the ``columns`` columns a fixed-shape step wrote behind it."""
+        self._end += columns
         self._views()
 
     def drop_front(self, columns: int) -> None:

@@ -1,0 +1,150 @@
+"""Decode steps of fixed shapes, replayed as CUDA graphs, for the hf backend's batched decoder.
+
+On a GPU a decode step of an 8B model is a few milliseconds of reading weights, but an eager forward pass launches
+hundreds of kernels one by one from Python: on an H200 with Llama-3-8B-shaped weights a step over 64 rows took
+23 ms where reading the weights takes 3.3 ms. A CUDA graph launches the whole step at once, but it replays fixed
+shapes and fixed addresses, where the decoder's cache is one column wider every step and loses rows as they finish.
+
+So a step is given fixed shapes (what vLLM and transformers' static cache do, bucketed):
+
+- rows: the live rows padded to ``row_bucket`` (a power of two); a padding row reads its own new column only (the
+  pad token at position 0), so its numbers stay finite and it touches no live row;
+- columns: every layer reads the first ``width`` columns of its buffer (``kv_cache.GrowingLayer.window``), ``width``
+  the used part's end rounded up to ``COLUMN_BUCKET``; the step's mask (rows, 1, 1, width) shows each row the
+  columns its own mask shows, columns outside the used part (zeros, or keys of rows that left) stay hidden;
+- the new column's place is a tensor (``index_copy_``), so one graph serves every step of a bucket.
+
+A graph is captured the first time a (rows, width) bucket is met over the cache's current buffers, after one eager
+warm-up step on a side stream, and replayed after that; when a buffer is copied into a larger one (more rows, more
+columns) the graphs captured over the old ones are dropped. A step that cannot be captured (a model whose forward
+pass reads a value back to the CPU, say) is run eagerly at the same shapes from then on, the error kept in
+``stats["capture_error"]``. Without CUDA (``capture=False``) the same fixed-shape
+step runs eagerly: that is how the CPU tests check it answers as the decoder's own step does.
+
+A masked column adds an exact zero to a row's attention, but the kernels sum over more columns than the eager step
+does, so in bfloat16 a logit can move by rounding; in float32 the answers are the eager step's (``tests/gpu``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+COLUMN_BUCKET = 128  # a step reads its cache's columns rounded up to this many: one graph per 128 steps of a row
+
+
+def row_bucket(rows: int) -> int:
+    """The rows a step of ``rows`` live rows computes: the next power of two."""
+    return 1 << max(0, rows - 1).bit_length()
+
+
+def column_bucket(end: int) -> int:
+    """The columns a step reads when the used part ends before column ``end`` (the new one is written there)."""
+    return -(-(end + 1) // COLUMN_BUCKET) * COLUMN_BUCKET
+
+
+@dataclass
+class _Step:
+    """One bucket's fixed inputs and, once captured, its graph and output."""
+
+    ids: object
+    positions: object
+    mask: object
+    at: object
+    graph: object = None
+    logits: object = None
+
+
+class FixedShapeSteps:
+    """Runs the decoder's decode steps at fixed shapes: captured as CUDA graphs and replayed (``capture=True``, a
+    CUDA device), or eagerly (the same shapes, for checking on a CPU). ``stats``: graphs captured, steps replayed,
+    buffer changes that dropped graphs."""
+
+    def __init__(self, forward, pad_id: int, device, capture: bool):
+        import torch
+
+        self.torch = torch
+        self.forward = forward  # (ids, mask, positions, cache) -> last position's logits
+        self.pad = pad_id
+        self.device = device
+        self.capture = capture
+        self.steps: dict[tuple[int, int], _Step] = {}
+        self.buffers: tuple = ()
+        self.stats = {"graphs_captured": 0, "graph_replays": 0, "graphs_dropped": 0}
+
+    def clear(self) -> None:
+        self.stats["graphs_dropped"] += sum(s.graph is not None for s in self.steps.values())
+        self.steps, self.buffers = {}, ()
+
+    def run(self, cache, ids, mask, positions):
+        """The next-token logits of ``ids`` (rows, 1) at ``positions`` (rows, 1) with the live ``mask`` (rows, used
+        columns + 1) over ``cache`` (every layer a ``GrowingLayer``); the layers take the step's column in."""
+        torch = self.torch
+        layers = cache.layers
+        rows = ids.shape[0]
+        padded = row_bucket(rows)
+        for layer in layers:
+            layer.reserve(padded, column_bucket(layer.span()[1]))
+        start, end = layers[0].span()
+        if mask.shape[1] != end - start + 1:
+            raise ValueError(f"a decode mask of {mask.shape[1]} columns over a cache of {end - start} (+1 new)")
+        width = column_bucket(end)
+        buffers = tuple((b.data_ptr(), tuple(b.shape)) for layer in layers for b in layer.buffers())
+        if buffers != self.buffers:
+            self.clear()
+            self.buffers = buffers
+        step = self.steps.get((padded, width))
+        if step is None:
+            step = self.steps[(padded, width)] = _Step(
+                ids=torch.full((padded, 1), self.pad, dtype=torch.long, device=self.device),
+                positions=torch.zeros((padded, 1), dtype=torch.long, device=self.device),
+                mask=torch.zeros((padded, 1, 1, width), dtype=torch.bool, device=self.device),
+                at=torch.zeros(1, dtype=torch.long, device=self.device))
+        step.ids.fill_(self.pad)
+        step.ids[:rows] = ids
+        step.positions.zero_()
+        step.positions[:rows] = positions
+        step.mask.zero_()
+        step.mask[:rows, 0, 0, start:end + 1] = mask.bool()
+        step.mask[rows:, 0, 0, end] = True
+        step.at.fill_(end)
+        for layer in layers:
+            layer.window = (step.at, padded, width)
+        try:
+            if not self.capture:
+                logits = self.forward(step.ids, step.mask, step.positions, cache)
+            else:
+                if step.graph is None:
+                    self._capture(step, cache)
+                if step.graph is None:  # the capture failed: this and every later step eagerly, at fixed shapes
+                    logits = self.forward(step.ids, step.mask, step.positions, cache)
+                else:
+                    step.graph.replay()
+                    self.stats["graph_replays"] += 1
+                    logits = step.logits
+        finally:
+            for layer in layers:
+                layer.window = None
+        for layer in layers:
+            layer.advance(1)
+        return logits[:rows].clone()
+
+    def _capture(self, step: _Step, cache) -> None:
+        """One eager warm-up step on a side stream (it writes the column the graph will write again), then the
+        capture of the same step."""
+        torch = self.torch
+        side = torch.cuda.Stream(device=self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            self.forward(step.ids, step.mask, step.positions, cache)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):  # a memory pool of its own
+                step.logits = self.forward(step.ids, step.mask, step.positions, cache)
+        except Exception as e:  # noqa: BLE001 - a model whose step cannot be captured still decodes, eagerly
+            self.capture = False
+            self.stats["capture_error"] = f"{type(e).__name__}: {e}"[:500]
+            torch.cuda.synchronize(self.device)
+            return
+        step.graph = graph
+        self.stats["graphs_captured"] += 1
