@@ -21,17 +21,12 @@ On a CUDA GPU the engine's forward passes leave out PyTorch's cuDNN attention ba
 it builds an execution plan for each new shape, and a decoder's cache is one column wider every step. Measured
 on an H200 with Llama-3-8B-shaped bf16 weights (64 rows of about 900 tokens, 2 batches of 32): 1.4 ms of CPU
 per attention call in cuDNN, 32 calls a step, against 0.9 s of GPU work in 3.6 s of decoding; the flash and
-memory-efficient kernels take the same masks and are launched like any other kernel. A decode step's attention on
-a GPU is two batched matrix products and a softmax instead (``matmul_decode_attention``): PyTorch's memory-efficient
-kernel tiles 64 query positions where a decode step has the few query heads of one key/value head, and in a profile
-of that step replayed as a CUDA graph (64 rows of 1,408 columns, H200) it took 213 us a layer, 6.8 of 14.7 ms.
+memory-efficient kernels take the same masks and are launched like any other kernel.
 """
 
 from __future__ import annotations
 
 NAME = "sumjudge_gqa_sdpa"
-# On a CUDA GPU a decode step's attention as two batched matrix products and a softmax (``matmul_decode_attention``)
-CUDA_DECODE_MATMUL = True
 ROW_CALL_COLUMNS = 512  # what one more SDPA call costs, in cached columns read (measured on a CPU: 350-450)
 
 
@@ -53,9 +48,7 @@ def gqa_decode_sdpa(module, query, key, value, attention_mask, dropout: float = 
     mask = attention_mask[:, :, :, : key.shape[-2]] if attention_mask is not None else None
     on_cpu_rows = mask is not None and mask.shape[0] == b and query.device.type == "cpu"
     spans = row_spans(mask) if on_cpu_rows else None
-    if query.device.type == "cuda" and CUDA_DECODE_MATMUL:
-        out = matmul_decode_attention(q, key, value, mask, scaling)
-    elif spans is None:
+    if spans is None:
         out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=0.0,
                                                                scale=scaling)
     else:
@@ -65,19 +58,6 @@ def gqa_decode_sdpa(module, query, key, value, attention_mask, dropout: float = 
                 attn_mask=mask[i:i + 1, :, :, left:] if gaps else None, dropout_p=0.0, scale=scaling)
             for i, (left, gaps) in enumerate(spans)])
     return out.reshape(b, heads, 1, dim).transpose(1, 2).contiguous(), None
-
-
-def matmul_decode_attention(q, key, value, mask, scaling=None):
-    """One query position per row (the query heads of a key/value head as its positions): scores as a batched
-    matrix product in the model's dtype (what transformers' eager attention does), the mask and a softmax in float32,
-    the values' product in the model's dtype. (batch, kv_heads, groups, dim) out."""
-    import torch
-
-    scale = scaling if scaling is not None else q.shape[-1] ** -0.5
-    scores = torch.matmul(q, key.transpose(-1, -2)).float() * scale
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
-    return torch.matmul(torch.softmax(scores, dim=-1).to(value.dtype), value)
 
 
 def attention_backends(device):

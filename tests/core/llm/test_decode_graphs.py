@@ -93,19 +93,3 @@ def test_a_mask_that_does_not_fit_the_cache_is_refused(tiny_backend, monkeypatch
 def test_graphs_are_asked_for_only_on_a_cuda_device(tiny_backend):
     assert tiny_backend.decoder.fixed_steps is None  # on the CPU the decoder's own steps run
     assert not tiny_backend.decoder.use_fixed_steps(capture=True)
-
-
-@pytest.mark.parametrize("additive", [False, True])
-def test_decode_attention_as_matrix_products_equals_sdpa(additive):
-    """The GPU's decode-step attention (two batched products and a softmax) gives SDPA's numbers, under a boolean
-    mask and under an additive one."""
-    import torch
-
-    from sumjudge.llm.attention import matmul_decode_attention
-
-    g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(shape, generator=g) for shape in ((3, 2, 4, 16), (3, 2, 50, 16), (3, 2, 50, 16)))
-    reads = torch.rand((3, 1, 1, 50), generator=g) > 0.3
-    mask = torch.zeros(reads.shape).masked_fill(~reads, torch.finfo(torch.float32).min) if additive else reads
-    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    assert torch.allclose(matmul_decode_attention(q, k, v, mask), want, atol=1e-5)
