@@ -128,8 +128,8 @@ bench: env
 # The paper profile's runs at full size against the stand-in server (no model): requests per second, client CPU,
 # memory, log and cache size, slots kept full at 2 s per request (figures/scale/scale.json, concurrency.png)
 # The GPU checklist (docs/benchmark.md, "On a GPU"), on a machine whose python has torch with CUDA, from the
-# source tree: the engine on Llama-3-8B-shaped bf16 weights (vs one generate per request and vs one batched
-# generate; option sets per second), the GPU tests (CPU-equal answers and option scores, device_map="auto"),
+# source tree: the engine on Llama-3-8B-shaped bf16 weights (vs one generate per request, one batched generate
+# and the compiled static-cache generate; decode steps eager and as CUDA graphs; option sets per second), the GPU tests (CPU-equal answers and option scores, device_map="auto"),
 # and the ci profile's notebooks with the tiny model on the GPU (they read the benchmark mirror: set
 # SUMJUDGE_DATA_MIRROR where it is not beside the checkout). GPU_PY: that python (default the project's). Each
 # step runs whatever the one before gave; their outputs land in GPU_OUT.
@@ -137,11 +137,14 @@ GPU_PY  ?= $(BIN)/python
 GPU_OUT ?= build/gpu
 gpu-check:
 	mkdir -p $(GPU_OUT)
-	-PYTHONPATH=src $(GPU_PY) -m sumjudge.cli bench --shape llama3-8b --device cuda --docs 16 --max-new-tokens 64 \
-		--repeats 1 --token-budget 131072 --batched-generate --option-sets 256 --sequential-limit 16 \
-		> $(GPU_OUT)/bench-llama3-8b.json
-	PYTHONPATH=src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee $(GPU_OUT)/gpu-tests.txt
-	PYTHONPATH=src SUMJUDGE_NOTEBOOK_WORKERS=8 $(GPU_PY) -m pytest -v -rs -p no:cacheprovider \
+	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli bench --shape llama3-8b --device cuda --docs 16 \
+		--max-new-tokens 64 --repeats 1 --token-budget 131072 --batched-generate --compare-decode-graphs \
+		--option-sets 256 --sequential-limit 16 > $(GPU_OUT)/bench-llama3-8b.json
+	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli bench --shape llama3-8b --device cuda --docs 16 \
+		--max-new-tokens 64 --repeats 1 --token-budget 131072 --compiled-generate --sequential-limit 4 \
+		> $(GPU_OUT)/bench-llama3-8b-compiled.json
+	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee $(GPU_OUT)/gpu-tests.txt
+	PYTHONPATH=$(CURDIR)/src SUMJUDGE_NOTEBOOK_WORKERS=8 $(GPU_PY) -m pytest -v -rs -p no:cacheprovider \
 		tests/core/test_notebooks.py 2>&1 | tee $(GPU_OUT)/notebooks-ci-cuda.txt
 
 scale: env $(ROUTER_STAMP)

@@ -390,6 +390,46 @@ def run(args) -> dict:
     return result
 
 
+GPU_TABLE_ROWS = (  # (row, the fields it shows, their format): docs/benchmark.md's GPU table (``gpu_table``)
+    ("requests x mean prompt tokens, new tokens", ("requests", "mean_prompt_tokens", "max_new_tokens"), "{} x {:.0f}, {}"),
+    ("rows decoded at once", ("mean_batch_rows",), "{:.0f}"),
+    ("one `generate` per request, s (timed over)", ("sequential_s", "sequential_timed_requests"), "{} ({})"),
+    ("one batched `generate`, s", ("batched_generate_s",), "{}"),
+    ("static cache, compiled `generate`, s (first call)", ("compiled_generate_s", "compiled_generate_first_call_s"),
+     "{} ({})"),
+    ("engine, s (prefill, decode)", ("engine_s", "engine_prefill_s", "engine_decode_s"), "{} ({}, {})"),
+    ("engine over the loop / batched / compiled", ("speedup", "engine_vs_batched_generate",
+                                                   "engine_vs_compiled_generate"), "{}x / {}x / {}x"),
+    ("decode step, ms: eager / graphs", ("eager_decode_step_ms", "engine_decode_step_ms"), "{} / {}"),
+    ("graphs captured / replayed (all passes)", ("decode_graphs_captured", "decode_graph_replays"), "{} / {}"),
+    ("answers equal with and without graphs", ("graphs_identical_to_eager", "requests"), "{} of {}"),
+    ("decode tokens/s, share of the weights' bound", ("engine_decode_tokens_per_s",
+                                                      "decode_fraction_of_bandwidth_bound"), "{:,.0f}, {:.1%}"),
+    ("share of the bound with keys/values read", ("decode_fraction_of_bound_with_kv", "kv_gb_per_step"),
+     "{:.1%} ({} GB a step)"),
+    ("prefill tokens/s", ("engine_prefill_tokens_per_s",), "{:,.0f}"),
+    ("G-Eval option sets/s", ("option_sets_per_s",), "{}"),
+)
+
+
+def gpu_table(runs: list[tuple[str, dict]]) -> str:
+    """A markdown table of ``sumjudge bench`` runs' JSON (label, result), one column each; what a run did not
+    measure shows as a dash: the cell when its first field is missing, else the missing part."""
+    lines = ["| | " + " | ".join(f"`{label}`" for label, _ in runs) + " |", "|---" * (len(runs) + 1) + "|"]
+    for name, fields, fmt in GPU_TABLE_ROWS:
+        cells = []
+        for _, r in runs:
+            if r.get(fields[0]) is None:
+                cells.append("-")
+                continue
+            parts = fmt.replace("{", "\x00{").split("\x00")[1:]  # one format piece per field, text kept
+            lead = fmt[:fmt.index("{")]
+            cells.append(lead + "".join(piece.format(r[f]) if r.get(f) is not None else "-" + piece[piece.index("}") + 1:]
+                                        for f, piece in zip(fields, parts)).replace("-x", "-"))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def score_option_sets(be, reqs, n: int) -> tuple[int, list[str]]:
     """G-Eval-style option scoring: ``n`` prompts (the workload's, cycled; each the n-th with its own tag so none
     repeats another's key) each scored over the 1-5 scale through the engine, no cache. Returns (sets, methods)."""

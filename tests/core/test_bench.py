@@ -147,3 +147,25 @@ def test_the_bench_times_one_batched_generate_and_option_sets_and_a_part_of_the_
     assert r["batched_generate_identical_to_sequential"] == 3 and r["batched_generate_s"] > 0
     assert r["option_sets"] == 6 and r["option_scoring"] == ["sequence_logprob"] and r["option_sets_per_s"] > 0
     assert lookups and not any(lookups)  # no engine pass found a prompt block stored by an earlier one
+
+
+def test_the_gpu_table_in_the_docs_is_the_committed_runs_json():
+    """docs/benchmark.md's GPU table is ``bench.gpu_table`` of the JSON files its header names (figures/gpu)."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    docs = (root / "docs" / "benchmark.md").read_text()
+    header = next(line for line in docs.splitlines() if line.startswith("| | `h200-"))
+    labels = re.findall(r"`([^`]+)`", header)
+    runs = [(label, json.loads((root / "figures" / "gpu" / f"bench-llama3-8b-{label}.json").read_text()))
+            for label in labels]
+    assert len(runs) >= 3 and bench.gpu_table(runs) in docs
+
+
+def test_the_gpu_table_shows_a_dash_for_what_a_run_did_not_measure():
+    table = bench.gpu_table([("a", {"speedup": 2.0, "engine_vs_batched_generate": 1.5, "requests": 4}),
+                             ("b", {"requests": 4})])
+    assert "| engine over the loop / batched / compiled | 2.0x / 1.5x / - | - |" in table
+    assert "| decode step, ms: eager / graphs | - | - |" in table
