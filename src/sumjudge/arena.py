@@ -155,6 +155,22 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
             "wall_s_per_example": metrics.get("wall_s", 0.0) / n}
 
 
+def published_columns(cell: Cell, model: str, level: str | None) -> dict[str, Any]:
+    """A judge's published number where a public leaderboard lists the same judge, model and dataset
+    (``MethodSpec.published``): ``published`` (BAcc in percent, blank otherwise), ``published_source`` (the
+    leaderboard's data file, pinned) or ``published_note`` (why it is blank); nothing for other judges."""
+    from .method_registry import get_method
+
+    lookup = get_method(cell.method).published
+    if lookup is None:
+        return {}
+    found = lookup(model, cell.dataset, level)
+    if isinstance(found, str):
+        return {"published": None, "published_source": None, "published_note": found}
+    return {"published": found.bacc, "published_source": found.source,
+            "published_note": f"{found.model} on {found.dataset}, as the leaderboard lists it"}
+
+
 def paired_rows(preds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every pair of judges of each dataset: exact McNemar on correctness (unreadable = wrong), Holm-adjusted over
     the dataset's pairs."""
@@ -263,7 +279,8 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
         p = predictions(cell, folder)
         calibration = calibrate(p, predictions(cell, next(results)[0][1])) if scores_judge(cell.method) else None
         preds += p
-        table.append(cell_row(cell, metrics, p, seed=seed, calibration=calibration))
+        table.append({**cell_row(cell, metrics, p, seed=seed, calibration=calibration),
+                      **published_columns(cell, model, level)})
     paired = paired_rows(preds)
     fidelity = fidelity_rows(cells, table, paired)
     write_csv(out / "arena.csv", table)

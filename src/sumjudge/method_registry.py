@@ -45,6 +45,9 @@ class MethodSpec:
     # arena chooses its threshold on held-out examples and reports ROC-AUC beside BAcc
     scores: bool = False
     as_printed: tuple[AsPrinted, ...] = ()  # readings of the printed paper beside the code's (default) one
+    # a public leaderboard's number for this judge: (model, dataset, level) -> an object with ``bacc`` (percent),
+    # ``model`` (the leaderboard's name) and ``source`` (its address), or a string saying why there is none
+    published: Callable[[str, str, str | None], Any] | None = None
 
 
 METHODS: dict[str, MethodSpec] = {}

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 import sumjudge
-from sumjudge.papers import PAPERS
+from sumjudge.papers import LEADERBOARDS, PAPERS
 
 PKG = Path(sumjudge.__file__).parent
 # The core: the engine, runs, metrics, reports, notebooks' helpers, the command line, the methods' registry, the
@@ -79,7 +79,9 @@ def test_the_core_does_not_import_a_papers_internals():
 
 def test_every_paper_folder_holds_its_own_parts():
     folders = {d.name for d in (PKG / "papers").iterdir() if d.is_dir() and not d.name.startswith("_")}
-    assert folders == set(PAPERS)  # a new paper folder is listed, so the layout tests cover it
+    assert folders == set(PAPERS) | set(LEADERBOARDS)  # a new folder is listed, so the layout tests cover it
+    for board in LEADERBOARDS:  # a leaderboard's judge: its notes and its prompt, no paper tables
+        assert (PKG / "papers" / board / "README.md").is_file() and any((PKG / "papers" / board / "prompts").glob("*.txt"))
     for paper in PAPERS:
         d = PKG / "papers" / paper
         for part in ("README.md", "results.yaml", "protocol.py", "tables.py"):

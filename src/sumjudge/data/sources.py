@@ -163,9 +163,16 @@ FILES.update({f"aggrefact/error_type_mapping/{n}_error_types.csv": SourceFile(
 FILES["aggrefact/aggre_fact_sota.csv"] = SourceFile(
     "aggrefact/aggre_fact_sota.csv", f"{_GH}/Liyan06/AggreFact/f0654b245232cd724d5caa5db4950abfb12d795e/data/"
     "aggre_fact_sota.csv", None)
+# The LLM-AggreFact leaderboard's data file (every model's BAcc per dataset), as its site's source holds it: a copy of
+# the site's repository, at the commit that last changed the file ("update leaderboard", 2024-10-22)
+FILES["leaderboards/llm-aggrefact-data.tsx"] = SourceFile(
+    "leaderboards/llm-aggrefact-data.tsx",
+    f"{_GH}/rin2401/llm-aggrefact/a42c9d2808db8f6dc6162e25990c29949dc1b020/src/app/data.tsx",
+    "157119283869c4469326561f4f54f7caf9bf087814964c7e7da19c8a34938080")
 # Files that belong to no dataset of their own, fetched by name (`sumjudge data fetch meeting-error-criteria`)
 RESOURCES: dict[str, tuple[str, ...]] = {
     "aggrefact-errors": tuple(f"aggrefact/error_type_mapping/{n}_error_types.csv" for n in AGGREFACT_ERROR_FILES),
+    "llm-aggrefact-leaderboard": ("leaderboards/llm-aggrefact-data.tsx",),
     "meeting-error-criteria": tuple(f"mesa/criteria/{n}.json" for n in CRITERIA_FILES),
     "qmsum": tuple(f"qmsum/ALL/test/{n}.json" for n in QMSUM_TEST_MEETINGS),
 }
