@@ -39,25 +39,26 @@ class Judgement:
 
 
 async def fit_prompt(llm: Calls, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,
-                     tag: str, shrink: str = "doc") -> tuple[str, dict[str, Any]]:
+                     tag: str, shrink: str = "doc", system: str | None = None) -> tuple[str, dict[str, Any]]:
     """Render ``template`` so that prompt + ``max_new_tokens`` fit the model context (see ``fit_fields``)."""
     fitted, info = await fit_fields(llm, template, fields, max_new_tokens=max_new_tokens, policy=policy, tag=tag,
-                                    shrink=shrink)
+                                    shrink=shrink, system=system)
     return load_template(template).render(**fitted), info
 
 
 async def fit_fields(llm: Calls, template: str, fields: dict[str, str], *, max_new_tokens: int, policy: str,
-                     tag: str, shrink: str = "doc") -> tuple[dict[str, str], dict[str, Any]]:
+                     tag: str, shrink: str = "doc", system: str | None = None) -> tuple[dict[str, str], dict[str, Any]]:
     """The fields with which ``template`` fits the model context; if it would overflow, apply ``policy``:
 
     - ``error``: raise PromptTooLongError naming the example (the default);
     - ``truncate``: cut the end of field ``shrink`` (the document) to the most whole words that fit
       (``fit_to_context``); the run records how many words were cut.
-    Tokens are counted as the backend will feed them (chat template included). Backends without a
-    tokenizer are not checked here: the server reports overflows.
+    Tokens are counted as the backend will feed them (chat template included; ``system``: a system message sent
+    before the prompt, counted with it). Backends without a tokenizer are not checked here: the server reports
+    overflows.
     """
     tmpl = load_template(template)
-    whole = user(tmpl.render(**fields))
+    whole = with_system(system, tmpl.render(**fields))
     if await llm.fits(whole, max_new_tokens):
         return dict(fields), {}
     n, ctx = await llm.prompt_tokens(whole), llm.context_length
@@ -66,27 +67,33 @@ async def fit_fields(llm: Calls, template: str, fields: dict[str, str], *, max_n
     if policy != "truncate":
         raise ConfigError(f"unknown truncation policy {policy!r} (error | truncate)")
     kept, cut = await fit_document(llm, lambda d: tmpl.render(**{**fields, shrink: d}), fields[shrink],
-                                   max_new_tokens=max_new_tokens, tag=tag)
+                                   max_new_tokens=max_new_tokens, tag=tag, system=system)
     return {**fields, shrink: kept}, {"truncated_words": cut}
 
 
 async def fit_document(llm: Calls, render: Callable[[str], str], document: str, *, max_new_tokens: int,
-                       tag: str = "") -> tuple[str, int]:
+                       tag: str = "", system: str | None = None) -> tuple[str, int]:
     """The longest start of ``document`` (whole words) with which the prompt ``render(document)`` (one user
     message) and ``max_new_tokens`` fit the model context, and how many words were cut (0: it fits whole). For a
     judge's own prompts, written without a template file; PromptTooLongError when no start of it fits."""
-    if await llm.fits(user(render(document)), max_new_tokens):
+    if await llm.fits(with_system(system, render(document)), max_new_tokens):
         return document, 0
     words = document.split()
-    kept = await fit_to_context(llm, lambda k: user(render(" ".join(words[:k]))), len(words), max_new_tokens)
+    kept = await fit_to_context(llm, lambda k: with_system(system, render(" ".join(words[:k]))), len(words),
+                                max_new_tokens)
     if not kept:
-        raise PromptTooLongError(tag, await llm.prompt_tokens(user(render(document))), max_new_tokens,
+        raise PromptTooLongError(tag, await llm.prompt_tokens(with_system(system, render(document))), max_new_tokens,
                                  llm.context_length)
     return " ".join(words[:kept]), len(words) - kept
 
 
 def user(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
+
+
+def with_system(system: str | None, text: str) -> list[dict[str, str]]:
+    """``text`` as the user message, after ``system`` as the system message where there is one."""
+    return ([{"role": "system", "content": system}] if system is not None else []) + user(text)
 
 
 def request(text: str, *, max_new_tokens: int, temperature: float = 0.0, seed: int | None = None,

@@ -19,14 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...data.records import FaithExample
-from ...judges.base import Judgement
+from ...judges.base import Judgement, fit_prompt, with_system
 from ...judges.settings import Generation
 from ...llm.engine import Calls
-from ...llm.fitting import fit_to_context
 from ...llm.parsing import complete_lines, yes_no
 from ...method_registry import MethodSpec, register
 from ...prompts import load as load_template
-from ...llm import ChatRequest, PromptTooLongError
+from ...llm import ChatRequest
 from . import published
 
 SYSTEM, USER = "llm_aggrefact/minicheck_system", "llm_aggrefact/minicheck_user"
@@ -45,25 +44,12 @@ class AggreFactPYesConfig(AggreFactConfig):
 
 
 async def messages(example: FaithExample, llm: Calls, config: AggreFactConfig, room: int) -> tuple[list, dict]:
-    """The system and user messages for ``example`` (its summary is the claim), the document cut to whole words
-    where prompt + ``room`` tokens would overflow the context and ``config.truncate`` allows it."""
+    """The system and user messages for ``example`` (its summary is the claim), fitted to the context with ``room``
+    tokens left for the answer (``fit_prompt``: the document's end cut where ``config.truncate`` allows it)."""
     system = load_template(SYSTEM).render()
-    user = load_template(USER)
-    words = example.document.split()
-
-    def build(k: int, whole: bool = False) -> list[dict[str, str]]:
-        doc = example.document if whole else " ".join(words[:k])
-        return [{"role": "system", "content": system}, {"role": "user", "content": user.render(doc=doc,
-                                                                                              claim=example.summary)}]
-
-    if await llm.fits(build(0, whole=True), room):
-        return build(0, whole=True), {}
-    if config.truncate != "truncate":
-        raise PromptTooLongError(example.id, await llm.prompt_tokens(build(0, whole=True)), room, llm.context_length)
-    kept = await fit_to_context(llm, build, len(words), room)
-    if not kept:
-        raise PromptTooLongError(example.id, await llm.prompt_tokens(build(0)), room, llm.context_length)
-    return build(kept), {"truncated_words": len(words) - kept}
+    text, fit = await fit_prompt(llm, USER, {"doc": example.document, "claim": example.summary}, max_new_tokens=room,
+                                 policy=config.truncate, tag=example.id, system=system)
+    return with_system(system, text), fit
 
 
 async def stated(example: FaithExample, llm: Calls, config: AggreFactConfig) -> Judgement:
