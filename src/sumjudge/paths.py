@@ -16,10 +16,16 @@ def project_root() -> Path:
     env = read("SUMJUDGE_HOME")
     if env:
         return Path(env).resolve()
+    return checkout_root() or Path.cwd()
+
+
+def checkout_root() -> Path | None:
+    """The checkout this package was installed from (an editable install or the source tree), whatever
+    ``SUMJUDGE_HOME`` says; None for an installed wheel."""
     here = Path(__file__).resolve().parents[2]
     if (here / "pyproject.toml").exists() and (here / "src" / "sumjudge").is_dir():
         return here
-    return Path.cwd()
+    return None
 
 
 def data_dir() -> Path:

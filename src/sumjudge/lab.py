@@ -1,0 +1,271 @@
+"""The lab on LLM judges (notebook 02, ``docs/lab.md``): the papers' judges as the committed results page recorded
+them, replayed (no weights loaded, no model call), a student's own judge run on exactly the same examples, and what
+the lab's exercises compute from them. ``lab_answers`` writes the answers a teacher may withhold from the same code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+ARENA_NOTEBOOK = "50_judge_arena"  # the notebook whose recorded arena the lab replays
+MAX_OWN_EXAMPLES = 20  # a student's judge calls the model on at most this many examples per dataset
+
+
+@dataclass
+class ArenaResult:
+    """An arena's tables (``arena.run_arena``'s), the model that answered and where its run folders are."""
+
+    model: str
+    n: int
+    seed: int
+    level: str
+    datasets: list[str]
+    runs: Path
+    table: list[dict[str, Any]]
+    predictions: list[dict[str, Any]]
+    paired: list[dict[str, Any]] = field(default_factory=list)
+    fidelity: list[dict[str, Any]] = field(default_factory=list)
+
+
+def results_page(profile: str = "smoke") -> Path:
+    """The results page of ``profile`` (``figures/results-<profile>``): the project's (``SUMJUDGE_HOME``), else the
+    one committed in the checkout the package runs from."""
+    from .paths import checkout_root, project_root
+
+    roots = [project_root(), *([checkout_root()] if checkout_root() else [])]
+    pages = [root / "figures" / f"results-{profile}" for root in roots]
+    return next((p for p in pages if (p / ARENA_NOTEBOOK).is_dir()), pages[0])
+
+
+def arena_parameters(profile: str = "smoke", notebook: str = ARENA_NOTEBOOK) -> dict[str, Any]:
+    """The parameters ``notebook`` runs with under ``profile``: its parameters cell's values, then the profile's
+    (as ``make reproduce`` injects them)."""
+    from . import profiles
+    from .notebook_jobs import notebook_defaults
+    from .paths import checkout_root, project_root
+
+    found = [p for root in (project_root(), checkout_root()) if root
+             for p in [root / "notebooks" / f"{notebook}.ipynb"] if p.is_file()]
+    if not found:
+        raise ConfigError(f"lab: no notebooks/{notebook}.ipynb in the project or the checkout")
+    defaults = notebook_defaults(found[0])
+    preset = profiles.load(profile, notebook=notebook).parameters
+    return {**defaults, **{k: v for k, v in preset.items() if k in defaults}}
+
+
+def replay_arena(profile: str = "smoke", page: str | Path | None = None) -> ArenaResult:
+    """Notebook 50's arena as ``page`` (default: ``profile``'s committed results page) recorded it: the same cells,
+    examples and settings, every answer read from the page's recorded answers. A request the recording does not
+    hold stops with ``ReplayMiss`` naming it (the page is then stale: ``make check-page`` says the same)."""
+    from . import arena
+    from .notebook import Session
+
+    page = Path(page) if page else results_page(profile)
+    if not (page / ARENA_NOTEBOOK / "answers.jsonl.xz").is_file():
+        raise ConfigError(f"lab: {page / ARENA_NOTEBOOK / 'answers.jsonl.xz'} is missing: the lab replays notebook "
+                          f"50's recorded answers (make reproduce PROFILE={profile} NOTEBOOKS=50 records them)")
+    params = arena_parameters(profile)
+    session = Session(ARENA_NOTEBOOK, profile=profile, replay=page)
+    p = session.prof
+    cells = arena.parse_cells(params["methods"], params["datasets"])
+    cells += [c for c in arena.fidelity_cells(params["datasets"], params["as_printed"]) if c not in cells]
+    runs = session.runs_dir() / "arena"
+    res = arena.run_arena(cells, runs, backend=p.backend, model=p.model, base_url=p.base_url, limit=p.n,
+                          seed=p.seed, level=params["level"], llm=session.llm, settings_for=session.method_settings,
+                          held_out=params["held_out"], progress=False)
+    return ArenaResult(model=p.model, n=p.n, seed=p.seed, level=params["level"], datasets=list(params["datasets"]),
+                       runs=runs, table=res["arena"], predictions=res["predictions"], paired=res["paired"],
+                       fidelity=res["fidelity"])
+
+
+def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, Any] | None = None,
+            name: str | None = None) -> ArenaResult:
+    """``method`` (a registered judge: the student's) on exactly ``rivals``' examples (its datasets, n and seed,
+    at most ``MAX_OWN_EXAMPLES`` each), on ``session``'s engine, its run folders under the session's. ``settings``
+    go to the judge's config; ``name`` is what the tables call it (default: the method)."""
+    from . import arena
+
+    if rivals.n is None or rivals.n > MAX_OWN_EXAMPLES:
+        raise ConfigError(f"lab: the replayed arena rests on n = {rivals.n} examples per dataset; a student's judge "
+                          f"runs on at most {MAX_OWN_EXAMPLES} (the same examples as its rivals)")
+    p = session.prof
+    cells = [arena.Cell(method, ds, tuple(sorted((settings or {}).items()))) for ds in rivals.datasets]
+    runs = session.runs_dir() / "own"
+    res = arena.run_arena(cells, runs, backend=p.backend, model=p.model, base_url=p.base_url, limit=rivals.n,
+                          seed=rivals.seed, level=rivals.level, llm=session.llm, settings_for=session.method_settings,
+                          progress=False)
+    label = name or method
+    for row in [*res["arena"], *res["predictions"]]:
+        row["judge"] = label
+    for row in res["arena"]:
+        row["model"] = p.model
+    return ArenaResult(model=p.model, n=rivals.n, seed=rivals.seed, level=rivals.level, datasets=rivals.datasets,
+                       runs=runs, table=res["arena"], predictions=res["predictions"])
+
+
+def combined(rivals: ArenaResult, *own: ArenaResult) -> ArenaResult:
+    """The rivals' arena with the student's judges added: every table row (the model that answered in ``model``),
+    every prediction, and the paired tests (exact McNemar, Holm over each dataset's pairs) redone over all judges."""
+    from . import arena
+
+    table = [{**r, "model": r.get("model", rivals.model)} for r in rivals.table]
+    preds = list(rivals.predictions)
+    for o in own:
+        table = [*o.table, *table]
+        preds += o.predictions
+    return ArenaResult(model=rivals.model, n=rivals.n, seed=rivals.seed, level=rivals.level,
+                       datasets=rivals.datasets, runs=rivals.runs, table=table, predictions=preds,
+                       paired=arena.paired_rows(preds), fidelity=rivals.fidelity)
+
+
+def label_counts(predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per judge and dataset: how many examples it labelled 1, 0, and not at all (unreadable), and whether every
+    readable label was the same one (its BAcc is then 0.5 by construction)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in predictions:
+        r = rows.setdefault((p["dataset"], p["judge"]), {"dataset": p["dataset"], "judge": p["judge"], "said_1": 0,
+                                                         "said_0": 0, "unreadable": 0})
+        r["said_1" if p["label"] == 1 else "said_0" if p["label"] == 0 else "unreadable"] += 1
+    for r in rows.values():
+        r["one_label_to_all"] = (r["said_1"] == 0) != (r["said_0"] == 0)
+    return list(rows.values())
+
+
+def cell_predictions(result: ArenaResult, judge: str, dataset: str) -> list[dict[str, Any]]:
+    """One cell's predictions (gold and judged label per example)."""
+    rows = [p for p in result.predictions if p["judge"] == judge and p["dataset"] == dataset]
+    if not rows:
+        raise ConfigError(f"lab: no predictions of {judge} on {dataset}; judges: "
+                          f"{', '.join(sorted({p['judge'] for p in result.predictions}))}")
+    return rows
+
+
+def run_folder(result: ArenaResult, method: str, dataset: str) -> Path:
+    """The run folder of ``method`` on ``dataset`` in ``result`` (the judged run, not a score judge's held-out one)."""
+    for folder in sorted((result.runs / dataset).glob(f"{method}-*")):
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))["run"]
+        if config["method"] == method and not config.get("held_out_of"):
+            return folder
+    raise ConfigError(f"lab: no run of {method} on {dataset} under {result.runs}")
+
+
+@dataclass
+class Turn:
+    speaker: str
+    text: str
+    score: float | None
+
+
+@dataclass
+class Transcript:
+    """One example's debate as a judge ran it: the turns, the score and label it ended with, and the gold label."""
+
+    example: str
+    summary: str
+    gold: int
+    score: float | None
+    label: int | None
+    label_source: str
+    turns: list[Turn]
+
+
+def debate_transcript(result: ArenaResult, method: str, dataset: str, *, wrong: bool = True) -> Transcript:
+    """The first example (in the run's order) that ``method`` judged wrongly (``wrong``; else the first example):
+    its debate turns as recorded in the run's results (``details['aspects'][aspect]['turns']``)."""
+    folder = run_folder(result, method, dataset)
+    preds = {p["example"]: p for p in cell_predictions(result, method, dataset)}
+    from .report import read_results
+
+    for r in read_results(folder):
+        pred = preds[r["example"]["id"]]
+        if wrong and pred["label"] == pred["gold"]:
+            continue
+        aspects = r["judgement"]["details"].get("aspects") or {}
+        turns = [Turn(t["speaker"], t["text"], t.get("score")) for a in aspects.values() for t in a.get("turns", [])]
+        return Transcript(example=pred["example"], summary=r["example"]["summary"], gold=pred["gold"],
+                          score=pred["score"], label=pred["label"], label_source=pred["source"], turns=turns)
+    raise ConfigError(f"lab: {method} on {dataset} judged every example right: no wrong debate to read")
+
+
+def prompt_difference(as_run: str, as_printed: str) -> dict[str, Any]:
+    """Two prompt templates' texts and the words one has that the other lacks (``difflib`` over words)."""
+    from . import prompts
+
+    a, b = prompts.load(as_run).body, prompts.load(as_printed).body
+    wa, wb = a.split(), b.split()
+    only_run, only_printed = [], []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            only_run.append(" ".join(wa[i1:i2]))
+        if tag in ("replace", "insert"):
+            only_printed.append(" ".join(wb[j1:j2]))
+    return {"as_run": a, "as_printed": b, "only_as_run": only_run, "only_as_printed": only_printed}
+
+
+def requests_compared(first: ArenaResult, second: ArenaResult) -> list[dict[str, Any]]:
+    """Per agent role (a call's tag after the example id), how many of ``second``'s requests ``first`` had
+    already asked (same cache key: the cache answers them) and how many are new (the model answers them)."""
+    def keys(result: ArenaResult) -> dict[str, str]:
+        out = {}
+        for folder in sorted(result.runs.glob("*/*")):
+            for line in (folder / "calls.jsonl").read_text(encoding="utf-8").splitlines():
+                c = json.loads(line)
+                if c.get("event") in ("chat", "options"):
+                    out[c["key"]] = (c.get("tag") or "").split("/", 1)[-1].split("#")[0] or c["event"]
+        return out
+
+    before, after = keys(first), keys(second)
+    rows: dict[str, dict[str, Any]] = {}
+    for key, role in after.items():
+        r = rows.setdefault(role, {"role": role, "requests": 0, "asked_before": 0, "new": 0})
+        r["requests"] += 1
+        r["asked_before" if key in before else "new"] += 1
+    return sorted(rows.values(), key=lambda r: r["role"])
+
+
+def discordant_share(paired: list[dict[str, Any]]) -> float | None:
+    """The mean share of examples on which two judges of a pair disagree about correctness (McNemar's discordant
+    pairs over n), over ``paired``'s rows: the ψ a sample size for a paired comparison needs."""
+    shares = [(r["only_a_right"] + r["only_b_right"]) / r["n"] for r in paired if r["n"]]
+    return sum(shares) / len(shares) if shares else None
+
+
+def mcnemar_sample_size(difference: float, discordant: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Examples needed for a two-sided McNemar test at ``alpha`` to detect, with probability ``power``, two judges
+    whose accuracies differ by ``difference`` when they disagree on a ``discordant`` share of examples (Connor 1987:
+    n = (z_{1-alpha/2} sqrt(psi) + z_power sqrt(psi - delta^2))^2 / delta^2)."""
+    from statistics import NormalDist
+
+    if not 0 < difference <= discordant <= 1:
+        raise ConfigError(f"lab: the accuracy difference ({difference}) must be above 0 and at most the discordant "
+                          f"share ({discordant}): two judges cannot differ on more examples than they disagree on")
+    z = NormalDist().inv_cdf
+    num = z(1 - alpha / 2) * math.sqrt(discordant) + z(power) * math.sqrt(discordant - difference ** 2)
+    return math.ceil(num ** 2 / difference ** 2)
+
+
+def simulated_power(n: int, difference: float, discordant: float, *, alpha: float = 0.05, trials: int = 400,
+                    seed: int = 0) -> float:
+    """The share of ``trials`` simulated pairs of judges (``n`` examples; each example: only A right with
+    probability (psi + delta) / 2, only B right with (psi - delta) / 2, else both alike) whose exact McNemar
+    p-value is below ``alpha``: a check of ``mcnemar_sample_size`` with the test the arena runs."""
+    import numpy as np
+
+    from .metrics import mcnemar_exact
+
+    rng = np.random.default_rng(seed)
+    probs = [(discordant + difference) / 2, (discordant - difference) / 2, 1 - discordant]
+    hits = 0
+    for _ in range(trials):
+        kind = rng.choice(3, size=n, p=probs)
+        a = {str(i): bool(k == 0) for i, k in enumerate(kind)}
+        b = {str(i): bool(k == 1) for i, k in enumerate(kind)}
+        hits += mcnemar_exact(a, b)["p"] < alpha
+    return hits / trials
