@@ -88,20 +88,24 @@ def replay_arena(profile: str = "smoke", page: str | Path | None = None) -> Aren
 def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, Any] | None = None,
             name: str | None = None) -> ArenaResult:
     """``method`` (a registered judge: the student's) on exactly ``rivals``' examples (its datasets, n and seed,
-    at most ``MAX_OWN_EXAMPLES`` each), on ``session``'s engine, its run folders under the session's. ``settings``
-    go to the judge's config; ``name`` is what the tables call it (default: the method)."""
+    at most ``MAX_OWN_EXAMPLES`` each), on ``session``'s engine, its run folders under the session's
+    (``own/<name>``). ``settings`` go to the judge's config; ``name`` is what the tables call it (default: the
+    method)."""
     from . import arena
 
     if rivals.n is None or rivals.n > MAX_OWN_EXAMPLES:
         raise ConfigError(f"lab: the replayed arena rests on n = {rivals.n} examples per dataset; a student's judge "
                           f"runs on at most {MAX_OWN_EXAMPLES} (the same examples as its rivals)")
+    from .notebook import slug
+
     p = session.prof
+    label = name or method
     cells = [arena.Cell(method, ds, tuple(sorted((settings or {}).items()))) for ds in rivals.datasets]
-    runs = session.runs_dir() / "own"
+    runs = session.runs_dir() / "own" / slug(label)  # each named run its own folders (``requests_compared``)
     res = arena.run_arena(cells, runs, backend=p.backend, model=p.model, base_url=p.base_url, limit=rivals.n,
                           seed=rivals.seed, level=rivals.level, llm=session.llm, settings_for=session.method_settings,
                           progress=False)
-    label = name or method
+    session.write_time_profile()  # where the time went, and the answers so far (a recording keeps them)
     for row in [*res["arena"], *res["predictions"]]:
         row["judge"] = label
     for row in res["arena"]:

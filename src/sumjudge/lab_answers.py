@@ -1,0 +1,223 @@
+"""The lab's answers (``docs/lab-answers.md``, which a teacher may withhold), computed by code: the papers' judges
+from the replay of notebook 50's recorded answers (``lab.replay_arena``), the lab's own judge from a replay of the
+lab notebook itself against its recorded answers (its tables regenerated, as ``make check-page`` does). A test
+keeps the committed file equal to what this module writes.
+
+``python -m sumjudge.lab_answers`` prints it; ``--write`` rewrites ``docs/lab-answers.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+from typing import Any
+
+from . import lab
+
+LAB_NOTEBOOK = "02_lab_llm_judges"
+ANSWERS_DOC = Path("docs") / "lab-answers.md"
+BOOTSTRAP_JUDGE = "factax"  # exercise 3's judge (the notebook's)
+
+
+def replay_lab(profile: str = "smoke", page: Path | None = None) -> dict[str, list[dict[str, str]]]:
+    """The lab notebook executed against its recorded answers (no model): its saved tables, by name."""
+    from .paths import project_root
+    from .results_check import replay_notebooks
+
+    page = page or lab.results_page(profile)
+    nb = project_root() / "notebooks" / f"{LAB_NOTEBOOK}.ipynb"
+    out = project_root() / "build" / "lab-answers" / "figures"
+    status = replay_notebooks([nb], profile, page, out, jobs=1)[LAB_NOTEBOOK]
+    if status != "ok":
+        raise RuntimeError(f"the lab's replay stopped: {status} (its page is stale: make check-page says why)")
+    tables = {}
+    for f in sorted((out / LAB_NOTEBOOK).glob("*.csv")):
+        with f.open(newline="", encoding="utf-8") as fh:
+            tables[f.stem] = list(csv.DictReader(fh))
+    return tables
+
+
+def _pct(v: Any) -> str:
+    return "-" if v in (None, "") else f"{100 * float(v):.1f}"
+
+
+def _interval(row: dict[str, Any]) -> str:
+    lo, hi = row.get("bacc_ci_low"), row.get("bacc_ci_high")
+    return "no interval" if lo in (None, "") else f"[{_pct(lo)}, {_pct(hi)}]"
+
+
+def _md_table(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
+    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return out
+
+
+def by_hand_bootstrap(gold: list[int], label: list[int], resamples: int = 1000, seed: int = 0
+                      ) -> tuple[float, float, float]:
+    """BAcc and a 95% percentile interval, written out as exercise 3 asks: the recall of each gold class, their mean;
+    resampled with replacement within each gold class."""
+    import numpy as np
+
+    g, y = np.asarray(gold), np.asarray(label)
+
+    def bacc(gs, ys):
+        return (np.mean(ys[gs == 1] == 1) + np.mean(ys[gs == 0] == 0)) / 2
+
+    rng = np.random.default_rng(seed)
+    pos, neg = np.flatnonzero(g == 1), np.flatnonzero(g == 0)
+    values = []
+    for _ in range(resamples):
+        idx = np.concatenate([rng.choice(pos, len(pos)), rng.choice(neg, len(neg))])
+        values.append(bacc(g[idx], y[idx]))
+    return float(bacc(g, y)), float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
+
+
+def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> str:
+    """The answers, from the replayed arena (``rivals``) and the lab's replayed tables."""
+    from .arena import pareto_front
+
+    ds = rivals.datasets[0]
+    rows = [r for r in rivals.table if r["dataset"] == ds]
+    out = ["# Lab answers (notebook 02)", "",
+           "For the teacher: the answers to [notebook 02](../notebooks/02_lab_llm_judges.ipynb)'s exercises, computed "
+           "by `python -m sumjudge.lab_answers --write` from the committed results page (notebook 50's recorded "
+           "answers, replayed, and the lab's own recorded run of its example judge, replayed); a test keeps this "
+           "file equal to what that command writes. Hand the handout ([lab.md](lab.md)) out, not this file.", "",
+           f"Every number rests on the replayed arena: {rivals.model}, {ds}, n = {rivals.n} examples per judge, "
+           f"seed {rivals.seed}.", ""]
+
+    # 1
+    chance = [r["judge"] for r in rows if r["bacc_ci_low"] is None or r["bacc_ci_low"] <= 0.5 <= r["bacc_ci_high"]]
+    ivs = [(r["bacc_ci_low"], r["bacc_ci_high"]) for r in rows if r["bacc_ci_low"] is not None]
+    disjoint = sum(1 for i, a in enumerate(ivs) for b in ivs[i + 1:] if a[1] < b[0] or b[1] < a[0])
+    out += ["## Exercise 1 · What the table can tell", "",
+            f"{len(chance)} of {len(rows)} judges have an interval containing 0.5 (or none at all): "
+            f"{', '.join(chance)}. Of the {len(ivs) * (len(ivs) - 1) // 2} pairs of intervals, {disjoint} are disjoint: "
+            f"{'no two judges are told apart by their intervals alone' if not disjoint else 'only those pairs are'}. "
+            f"With n = {rivals.n}, an interval spans roughly ±{100 / rivals.n ** 0.5:.0f} points.", "",
+            *_md_table([{"judge": r["judge"], "BAcc": _pct(r["bacc"]), "95% interval": _interval(r)} for r in rows],
+                       ["judge", "BAcc", "95% interval"]), ""]
+
+    # 2
+    counts = [c for c in lab.label_counts(rivals.predictions) if c["dataset"] == ds]
+    one = [c["judge"] for c in counts if c["one_label_to_all"]]
+    out += ["## Exercise 2 · The judge that says one thing", "",
+            f"Judges that gave one label to every readable example: {', '.join(one) or 'none'}. Their BAcc is 50 by "
+            "construction: those rows say nothing about what the judge read.", "",
+            *_md_table(counts, ["judge", "said_1", "said_0", "unreadable", "one_label_to_all"]), ""]
+
+    # 3
+    cell = [p for p in lab.cell_predictions(rivals, BOOTSTRAP_JUDGE, ds) if p["label"] is not None]
+    gold, label = [p["gold"] for p in cell], [p["label"] for p in cell]
+    rec1 = sum(1 for g, y in zip(gold, label) if g == y == 1) / max(1, gold.count(1))
+    rec0 = sum(1 for g, y in zip(gold, label) if g == y == 0) / max(1, gold.count(0))
+    b, lo, hi = by_hand_bootstrap(gold, label)
+    row = next(r for r in rows if r["judge"] == BOOTSTRAP_JUDGE)
+    out += ["## Exercise 3 · A balanced accuracy and its interval by hand", "",
+            f"{BOOTSTRAP_JUDGE}: {len(cell)} readable labels ({gold.count(1)} gold 1, {gold.count(0)} gold 0). Recall "
+            f"on gold 1 = {_pct(rec1)}%, on gold 0 = {_pct(rec0)}%, BAcc = their mean = {_pct((rec1 + rec0) / 2)} "
+            f"(the table: {_pct(row['bacc'])}). A stratified bootstrap of 1,000 resamples with "
+            f"`np.random.default_rng(0)` gives [{_pct(lo)}, {_pct(hi)}] (BAcc {_pct(b)}); the table's "
+            f"`metrics.readable_bacc_ci` gives {_interval(row)}. They differ a little because the resamples are "
+            "drawn in another order from the random stream: a bootstrap interval is itself an estimate.", ""]
+
+    # 4
+    t = lab.debate_transcript(rivals, "debate-consistency", ds)
+    said = "; ".join(f"{x.speaker}" + (f" scored {x.score:g}" if x.score is not None else "")
+                     + (" and raised no issue" if "NO_ISSUE" in x.text else "") for x in t.turns)
+    out += ["## Exercise 4 · Read one debate", "",
+            f"Example {t.example} (gold {t.gold}, unfaithful when 0): the debate ran {len(t.turns)} turns ({said}); "
+            f"its final score {t.score:g} became label {t.label} by `{t.label_source}` (the threshold chosen on "
+            "held-out examples). What to look for: whether the Scorer's rationale quotes the document or restates "
+            "the summary, whether the Critic challenged anything (a devil's advocate that answers NO_ISSUES adds "
+            "nothing), and that a score near the threshold turns a small disagreement into a wrong label.", ""]
+
+    # 5
+    pair = lab.prompt_difference("madisse/table26_zero_shot_as_run", "madisse/table26_zero_shot")
+    fid = rivals.fidelity[0] if rivals.fidelity else None
+    by_judge = {c["judge"]: c for c in counts}
+    out += ["## Exercise 5 · A prompt as run and as printed", "",
+            f"Words only in the prompt as run: {' / '.join(pair['only_as_run']) or 'none'}; only as printed: "
+            f"{' / '.join(pair['only_as_printed']) or 'none'}."]
+    if fid:
+        a, p = by_judge.get(fid["as_run"]), by_judge.get(fid["as_printed"])
+        out += ["", f"On these {fid['n']} examples: BAcc {_pct(fid['bacc_as_run'])} as run against "
+                f"{_pct(fid['bacc_as_printed'])} as printed; only as run right on {fid['only_as_run_right']}, only as "
+                f"printed on {fid['only_as_printed_right']}, p = {fid['p']:.3g} (Holm {fid['p_holm']:.3g})."
+                + (f" Labels: as run {a['said_1']} × 1 and {a['said_0']} × 0, as printed {p['said_1']} × 1 and "
+                   f"{p['said_0']} × 0: the same BAcc can come from different judges." if a and p else "")]
+    out += [""]
+
+    # 6, 7
+    mine = [r for r in tables.get("arena_with_my_judge", []) if r["judge"] == "my-judge"]
+    paired = [r for r in tables.get("paired_tests", []) if "my-judge" in (r["judge_a"], r["judge_b"])]
+    out += ["## Exercise 6 · Write a judge", "",
+            "Any judge that runs is an answer. The notebook's own two-agent judge, as the lab's recorded run "
+            "answered it:", "",
+            *_md_table([{**r, "bacc": _pct(r["bacc"]), "interval": _interval(r)} for r in mine],
+                       ["dataset", "judge", "model", "n", "bacc", "interval", "unreadable_share",
+                        "calls_per_example"]), "",
+            "## Exercise 7 · Is it different?", ""]
+    if paired:
+        lowest = min(paired, key=lambda r: float(r["p"]))
+        rival = lowest["judge_b"] if lowest["judge_a"] == "my-judge" else lowest["judge_a"]
+        differ = [r for r in paired if r["differ_at_0.05"] == "True"]
+        out += [f"{len(differ)} of {len(paired)} pairs with the example judge differ after Holm's correction. The "
+                f"smallest raw p is against {rival}: p = {float(lowest['p']):.3g}, {float(lowest['p_holm']):.3g} "
+                f"after Holm over the {len(tables['paired_tests'])} pairs of the dataset: a family of tests asks "
+                "more of each one.", "",
+                *_md_table(paired, ["judge_a", "judge_b", "n", "only_a_right", "only_b_right", "p", "p_holm",
+                                    "differ_at_0.05"]), ""]
+
+    # 8
+    rerun = tables.get("cache_after_one_word", [])
+    out += ["## Exercise 8 · The cache", "",
+            "Only the requests whose rendered prompt changed are new: the verdict prompt changed, so every verdict "
+            "request is new and every skeptic request (same prompt, same key) is answered by the cache. The lab's "
+            "recorded run:", "", *_md_table(rerun, ["role", "requests", "asked_before", "new"]), ""]
+
+    # 9
+    table = tables.get("arena_with_my_judge", [])
+    pts = [(float(r["prompt_tokens_per_example"]) + float(r["completion_tokens_per_example"]), float(r["bacc"]))
+           for r in table if r["bacc"] not in ("", None)]
+    named = [r["judge"] for r in table if r["bacc"] not in ("", None)]
+    if pts:
+        front = [named[i] for i in pareto_front(pts)]
+        dear = max(range(len(pts)), key=lambda i: pts[i][0])
+        best = max(range(len(pts)), key=lambda i: pts[i][1])
+        out += ["## Exercise 9 · Cost against accuracy", "",
+                f"On the dashed line (no judge cheaper and as accurate): {', '.join(front)}. The most expensive judge "
+                f"is {named[dear]} ({pts[dear][0]:,.0f} tokens an example, BAcc {_pct(pts[dear][1])}); the most "
+                f"accurate is {named[best]} (BAcc {_pct(pts[best][1])}). The figure shows no paired test: whether "
+                "a gap between two points is real is exercise 7's question.", ""]
+
+    # 10
+    psi = lab.discordant_share(rivals.paired)
+    need = lab.mcnemar_sample_size(0.05, psi)
+    out += ["## Exercise 10 · How many examples?", "",
+            f"The replayed pairs disagree on {psi:.3f} of examples on average (ψ). Connor's formula with δ = 0.05, "
+            f"α = 0.05 and 80% power: n = (1.96 √ψ + 0.84 √(ψ − δ²))² / δ² = {need} examples; the exact McNemar "
+            f"test on simulated judges at that n detects the difference {lab.simulated_power(need, 0.05, psi):.0%} "
+            f"of the time (the exact test is conservative), and at n = {rivals.n} "
+            f"{lab.simulated_power(rivals.n, 0.05, psi):.0%}. Every table of the lab rests on {rivals.n}.", ""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sumjudge.lab_answers", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="smoke")
+    ap.add_argument("--write", action="store_true", help=f"rewrite {ANSWERS_DOC}")
+    a = ap.parse_args(argv)
+    from .paths import project_root
+
+    text = render(lab.replay_arena(a.profile), replay_lab(a.profile))
+    if a.write:
+        (project_root() / ANSWERS_DOC).write_text(text, encoding="utf-8")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""The lab (notebook 02): the replayed arena, a student's judge on the same examples, and what its exercises
+compute; its answers file is what ``lab_answers`` writes from the committed page."""
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import needs_mirror
+
+from sumjudge import lab, lab_answers, metrics
+from sumjudge.errors import ConfigError
+from sumjudge.notebook_jobs import notebook_defaults
+
+
+def _pred(judge, example, gold, label):
+    return {"dataset": "d", "judge": judge, "example": example, "gold": gold, "label": label, "score": None,
+            "source": "parsed"}
+
+
+def test_label_counts_name_the_judge_that_says_one_label_to_everything():
+    preds = [_pred("same", "a", 1, 0), _pred("same", "b", 0, 0), _pred("same", "c", 1, None),
+             _pred("mixed", "a", 1, 1), _pred("mixed", "b", 0, 0), _pred("mixed", "c", 1, None)]
+    rows = {r["judge"]: r for r in lab.label_counts(preds)}
+    assert rows["same"] == {"dataset": "d", "judge": "same", "said_1": 0, "said_0": 2, "unreadable": 1,
+                            "one_label_to_all": True}
+    assert rows["mixed"]["one_label_to_all"] is False and rows["mixed"]["said_1"] == 1
+
+
+def test_the_mcnemar_sample_size_is_connors_formula_and_the_exact_test_confirms_it():
+    # (1.95996 * sqrt(.2) + 0.84162 * sqrt(.2 - .05^2))^2 / .05^2 = 625.5
+    assert lab.mcnemar_sample_size(0.05, 0.2) == 626
+    assert lab.mcnemar_sample_size(0.10, 0.2) < 626 / 3
+    assert 0.65 <= lab.simulated_power(626, 0.05, 0.2, trials=300) <= 0.95
+    assert lab.simulated_power(20, 0.05, 0.2, trials=300) < 0.2
+    with pytest.raises(ConfigError, match="discordant"):
+        lab.mcnemar_sample_size(0.3, 0.2)
+
+
+def test_the_prompt_difference_is_the_words_one_prompt_has_and_the_other_lacks():
+    d = lab.prompt_difference("madisse/table26_zero_shot_as_run", "madisse/table26_zero_shot")
+    assert d["only_as_run"] == ["Skip the preamble."] and d["only_as_printed"] == []
+    assert d["as_run"].endswith("Skip the preamble.\n") or d["as_run"].rstrip().endswith("Skip the preamble.")
+
+
+def _run(folder: Path, calls):
+    folder.mkdir(parents=True)
+    (folder / "calls.jsonl").write_text("\n".join(json.dumps(c) for c in [{"event": "process_start"}, *calls]))
+
+
+def test_requests_compared_counts_per_role_what_the_first_run_already_asked(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _run(a / "d" / "j-1", [{"event": "chat", "key": "k1", "tag": "ex1/skeptic"},
+                           {"event": "chat", "key": "k2", "tag": "ex1/judge"}])
+    _run(b / "d" / "j-2", [{"event": "chat", "key": "k1", "tag": "ex1/skeptic"},
+                           {"event": "chat", "key": "k3", "tag": "ex1/judge#1"}])
+    first = lab.ArenaResult(model="m", n=1, seed=0, level="summary", datasets=["d"], runs=a, table=[], predictions=[])
+    second = lab.ArenaResult(model="m", n=1, seed=0, level="summary", datasets=["d"], runs=b, table=[],
+                             predictions=[])
+    assert lab.requests_compared(first, second) == [
+        {"role": "judge", "requests": 1, "asked_before": 0, "new": 1},
+        {"role": "skeptic", "requests": 1, "asked_before": 1, "new": 0}]
+
+
+def test_a_students_judge_runs_on_at_most_twenty_examples():
+    rivals = lab.ArenaResult(model="m", n=50, seed=0, level="summary", datasets=["d"], runs=Path("."), table=[],
+                             predictions=[])
+    with pytest.raises(ConfigError, match="at most 20"):
+        lab.run_own("zero-shot", rivals, session=None)
+
+
+def test_the_by_hand_bootstrap_gives_the_metrics_bacc():
+    gold, label = [1, 1, 1, 0, 0, 0, 1, 0], [1, 0, 1, 0, 1, 0, 1, 0]
+    b, lo, hi = lab_answers.by_hand_bootstrap(gold, label)
+    assert b == pytest.approx(metrics.balanced_accuracy(gold, label)) and lo <= b <= hi
+
+
+def test_notebook_defaults_are_the_parameters_cells_literals(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("a = 1\nb = ['x', 'y']\nc = len('z')\n",
+                                                                   metadata={"tags": ["parameters"]}),
+                                         nbformat.v4.new_code_cell("d = 2")])
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, path)
+    assert notebook_defaults(path) == {"a": 1, "b": ["x", "y"]}
+
+
+def test_the_committed_page_is_found_when_the_project_home_has_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("SUMJUDGE_HOME", str(tmp_path))
+    page = lab.results_page("smoke")
+    assert (page / lab.ARENA_NOTEBOOK / "answers.jsonl.xz").is_file() and tmp_path not in page.parents
+
+
+@needs_mirror
+def test_the_replayed_arena_is_notebook_50s_as_the_smoke_profile_runs_it():
+    rivals = lab.replay_arena("smoke")
+    params = lab.arena_parameters("smoke")
+    assert {r["judge"] for r in rivals.table} >= set(params["methods"]) and rivals.n == 20
+    assert all(r["n"] == rivals.n for r in rivals.table) and rivals.fidelity
+    t = lab.debate_transcript(rivals, "debate-consistency", rivals.datasets[0])
+    assert t.label != t.gold and t.turns and t.turns[0].speaker == "scorer"
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_the_answers_file_is_what_the_code_computes_from_the_committed_page():
+    from sumjudge.paths import checkout_root
+
+    committed = (checkout_root() / lab_answers.ANSWERS_DOC).read_text(encoding="utf-8")
+    assert committed == lab_answers.render(lab.replay_arena("smoke"), lab_answers.replay_lab("smoke"))
