@@ -124,8 +124,8 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
 
     # 4
     t = lab.debate_transcript(rivals, "debate-consistency", ds)
-    said = "; ".join(f"{x.speaker}" + (f" scored {x.score:g}" if x.score is not None else "")
-                     + (" and raised no issue" if "NO_ISSUE" in x.text else "") for x in t.turns)
+    said = "; ".join(f"the {x.speaker} " + (f"scored {x.score:g}" if x.score is not None else "raised no issue"
+                                             if "NO_ISSUE" in x.text else "argued") for x in t.turns)
     out += ["## Exercise 4 · Read one debate", "",
             f"Example {t.example} (gold {t.gold}, unfaithful when 0): the debate ran {len(t.turns)} turns ({said}); "
             f"its final score {t.score:g} became label {t.label} by `{t.label_source}` (the threshold chosen on "
@@ -138,8 +138,8 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     fid = rivals.fidelity[0] if rivals.fidelity else None
     by_judge = {c["judge"]: c for c in counts}
     out += ["## Exercise 5 · A prompt as run and as printed", "",
-            f"Words only in the prompt as run: {' / '.join(pair['only_as_run']) or 'none'}; only as printed: "
-            f"{' / '.join(pair['only_as_printed']) or 'none'}."]
+            f"Words only in the prompt as run: {' / '.join(repr(w) for w in pair['only_as_run']) or 'none'}; only "
+            f"as printed: {' / '.join(repr(w) for w in pair['only_as_printed']) or 'none'}."]
     if fid:
         a, p = by_judge.get(fid["as_run"]), by_judge.get(fid["as_printed"])
         out += ["", f"On these {fid['n']} examples: BAcc {_pct(fid['bacc_as_run'])} as run against "
@@ -163,10 +163,13 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
         lowest = min(paired, key=lambda r: float(r["p"]))
         rival = lowest["judge_b"] if lowest["judge_a"] == "my-judge" else lowest["judge_a"]
         differ = [r for r in paired if r["differ_at_0.05"] == "True"]
-        out += [f"{len(differ)} of {len(paired)} pairs with the example judge differ after Holm's correction. The "
-                f"smallest raw p is against {rival}: p = {float(lowest['p']):.3g}, {float(lowest['p_holm']):.3g} "
-                f"after Holm over the {len(tables['paired_tests'])} pairs of the dataset: a family of tests asks "
-                "more of each one.", "",
+        closest = (f"The smallest raw p is against {rival}: p = {float(lowest['p']):.3g}, "
+                   f"{float(lowest['p_holm']):.3g} after Holm over the {len(tables['paired_tests'])} pairs of the "
+                   "dataset: a family of tests asks more of each one." if float(lowest["p"]) < 1 else
+                   "No pair has a raw p below 1: wherever the example judge and a rival disagree, each is right as "
+                   "often as the other, so no correction is needed to see that nothing is told apart.")
+        out += [f"{len(differ)} of {len(paired)} pairs with the example judge differ after Holm's correction. "
+                + closest, "",
                 *_md_table(paired, ["judge_a", "judge_b", "n", "only_a_right", "only_b_right", "p", "p_holm",
                                     "differ_at_0.05"]), ""]
 
