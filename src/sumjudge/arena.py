@@ -40,6 +40,12 @@ class Cell:
     method: str
     dataset: str
     settings: tuple[tuple[str, Any], ...] = ()
+    level: str | None = None  # the dataset's unit for this cell (``dataset@sentence``); None: the arena's level
+
+    @property
+    def where(self) -> str:
+        """The dataset as the tables name it: ``dataset@level`` when the cell sets its own level."""
+        return f"{self.dataset}@{self.level}" if self.level else self.dataset
 
     @property
     def judge(self) -> str:
@@ -78,7 +84,7 @@ def run_configs(cells: list[Cell], out: Path, *, limit: int | None, seed: int, b
         if registry.get(c.dataset).kind != "faithfulness":
             raise ConfigError(f"arena: dataset {c.dataset} is not a binary faithfulness dataset")
         settings = {**(settings_for(c.method) if settings_for else {}), **dict(c.settings)}
-        rc = RunConfig(method=c.method, dataset=c.dataset, level=level, limit=limit, seed=seed, backend=backend,
+        rc = RunConfig(method=c.method, dataset=c.dataset, level=c.level or level, limit=limit, seed=seed, backend=backend,
                        model=model, base_url=base_url, settings=settings)
         variants = [rc]
         if spec.scores:
@@ -91,13 +97,13 @@ def run_configs(cells: list[Cell], out: Path, *, limit: int | None, seed: int, b
             # method gains later names a new folder instead of refusing the old one
             key = [v.to_json(), dataclasses.asdict(make_config(spec.config_cls, v.settings, seed=v.seed))]
             digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:8]
-            jobs.append((v, out / c.dataset / f"{c.method}-{digest}"))
+            jobs.append((v, out / c.where / f"{c.method}-{digest}"))
     return jobs
 
 
 def predictions(cell: Cell, folder: Path) -> list[dict[str, Any]]:
     rows = [json.loads(x) for x in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
-    return [{"dataset": cell.dataset, "judge": cell.judge, "example": r["example"]["id"],
+    return [{"dataset": cell.where, "judge": cell.judge, "example": r["example"]["id"],
              "gold": r["example"]["label"], "label": r["judgement"]["label"], "score": r["judgement"].get("score"),
              "source": r["judgement"].get("label_source", "")} for r in rows]
 
@@ -141,7 +147,7 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     alpha_ci = binary_alpha_ci([g for g, _ in readable], [y for _, y in readable], seed=seed) or (None, None)
     n = max(1, len(preds))
     cost = metrics["cost"]
-    return {"dataset": cell.dataset, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),
+    return {"dataset": cell.where, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),
             "bacc_ci_low": ci[0], "bacc_ci_high": ci[1], **said_column(labels_said([p["label"] for p in preds])),
             "k_alpha": metrics.get("k_alpha"), "k_alpha_ci_low": alpha_ci[0], "k_alpha_ci_high": alpha_ci[1],
             "roc_auc": roc_auc([g for g, _ in scored], [v for _, v in scored]) if graded else None,
@@ -164,7 +170,7 @@ def published_columns(cell: Cell, model: str, level: str | None) -> dict[str, An
     lookup = get_method(cell.method).published
     if lookup is None:
         return {}
-    found = lookup(model, cell.dataset, level)
+    found = lookup(model, cell.dataset, cell.level or level)
     if isinstance(found, str):
         return {"published": None, "published_source": None, "published_note": found}
     return {"published": found.bacc, "published_source": found.source,
@@ -199,7 +205,7 @@ def printed_twin(cell: Cell) -> tuple[str, Cell] | None:
     s = dict(cell.settings)
     for pair in get_method(cell.method).as_printed:
         if all(s.get(k) == v for k, v in pair.as_run) and not all(s.get(k) == v for k, v in pair.as_printed):
-            return pair.what, Cell(cell.method, cell.dataset, tuple({**s, **dict(pair.as_printed)}.items()))
+            return pair.what, Cell(cell.method, cell.dataset, tuple({**s, **dict(pair.as_printed)}.items()), cell.level)
     return None
 
 
@@ -207,8 +213,8 @@ def fidelity_cells(datasets: list[str], methods: list[str]) -> list[Cell]:
     """Both cells of every as-printed pair of ``methods`` on every dataset."""
     from .method_registry import get_method
 
-    return [c for m in methods for pair in get_method(m).as_printed for ds in datasets
-            for c in (Cell(m, ds, pair.as_run), printed_twin(Cell(m, ds, pair.as_run))[1])]
+    return [c for m in methods for pair in get_method(m).as_printed for ds, level in map(split_level, datasets)
+            for c in (Cell(m, ds, pair.as_run, level), printed_twin(Cell(m, ds, pair.as_run, level))[1])]
 
 
 def fidelity_rows(cells: list[Cell], table: list[dict[str, Any]], paired: list[dict[str, Any]]
@@ -223,11 +229,11 @@ def fidelity_rows(cells: list[Cell], table: list[dict[str, Any]], paired: list[d
         if twin is None or twin[1] not in cells:
             continue
         a, b = c.judge, twin[1].judge
-        t = tests.get((c.dataset, a, b)) or tests.get((c.dataset, b, a))
+        t = tests.get((c.where, a, b)) or tests.get((c.where, b, a))
         run_right, printed_right = ((t["only_a_right"], t["only_b_right"]) if t["judge_a"] == a
                                     else (t["only_b_right"], t["only_a_right"]))
-        rows.append({"what": twin[0], "dataset": c.dataset, "as_run": a, "as_printed": b, "n": t["n"],
-                     "bacc_as_run": bacc[(c.dataset, a)], "bacc_as_printed": bacc[(c.dataset, b)],
+        rows.append({"what": twin[0], "dataset": c.where, "as_run": a, "as_printed": b, "n": t["n"],
+                     "bacc_as_run": bacc[(c.where, a)], "bacc_as_printed": bacc[(c.where, b)],
                      "only_as_run_right": run_right, "only_as_printed_right": printed_right, "p": t["p"],
                      "p_holm": t["p_holm"], "differ_at_0.05": t["differ_at_0.05"]})
     return rows
@@ -316,8 +322,18 @@ def parse_cells(methods: list[str], datasets: list[str]) -> list[Cell]:
             if not eq:
                 raise ConfigError(f"arena: method setting {item!r} in {spec!r}: expected key=value")
             settings.append((key.strip(), value.strip()))
-        cells += [Cell(name.strip(), ds, tuple(settings)) for ds in datasets]
+        cells += [Cell(name.strip(), d, tuple(settings), level) for d, level in map(split_level, datasets)]
     return cells
+
+
+def split_level(dataset: str) -> tuple[str, str | None]:
+    """``dataset@level`` -> (dataset, level): a dataset judged at its own unit in an arena of another (e.g.
+    ``tofueval-meetingbank@sentence``, one claim per summary sentence, as LLM-AggreFact scores it); a plain name
+    keeps the arena's level (None)."""
+    name, at, level = dataset.partition("@")
+    if at and level not in ("summary", "sentence"):
+        raise ConfigError(f"arena: dataset {dataset!r}: the level after @ is summary or sentence")
+    return name, (level or None)
 
 
 def ranking(table: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ the lab's exercises compute from them. ``lab_answers`` writes the answers a teac
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import math
@@ -100,7 +101,8 @@ def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, An
 
     p = session.prof
     label = name or method
-    cells = [arena.Cell(method, ds, tuple(sorted((settings or {}).items()))) for ds in rivals.datasets]
+    cells = [dataclasses.replace(c, settings=tuple(sorted((settings or {}).items())))
+             for c in arena.parse_cells([method], rivals.datasets)]
     runs = session.runs_dir() / "own" / slug(label)  # each named run its own folders (``requests_compared``)
     res = arena.run_arena(cells, runs, backend=p.backend, model=p.model, base_url=p.base_url, limit=rivals.n,
                           seed=rivals.seed, level=rivals.level, llm=session.llm, settings_for=session.method_settings,

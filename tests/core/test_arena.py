@@ -223,3 +223,20 @@ def test_the_pareto_figure_shows_intervals_on_the_whole_scale_and_marks_overlapp
     assert [t["text"] for t in key["texts"][:3]] == ["1  a: 0.60 [0.40, 0.80]",
                                                      "2  b: 0.50 [0.50, 0.50] (one label to all)",
                                                      "3  c: 0.50 [0.50, 0.50] (one label to all)"]
+
+
+def test_a_dataset_at_its_own_level_is_its_own_column_of_the_arena(tmp_path):
+    from sumjudge.arena import fidelity_cells, run_configs
+    from sumjudge.errors import ConfigError
+
+    cells = parse_cells(["zero-shot"], ["tofueval-meetingbank@sentence", "qags-xsum"])
+    assert [(c.dataset, c.level, c.where) for c in cells] == [
+        ("tofueval-meetingbank", "sentence", "tofueval-meetingbank@sentence"), ("qags-xsum", None, "qags-xsum")]
+    jobs = run_configs(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None,
+                       level="summary")
+    assert [(rc.dataset, rc.level, folder.parent.name) for rc, folder in jobs] == [
+        ("tofueval-meetingbank", "sentence", "tofueval-meetingbank@sentence"), ("qags-xsum", "summary", "qags-xsum")]
+    twins = fidelity_cells(["tofueval-meetingbank@sentence"], ["zero-shot"])
+    assert {c.level for c in twins} == {"sentence"} and len(twins) == 2
+    with pytest.raises(ConfigError, match="summary or sentence"):
+        parse_cells(["zero-shot"], ["qags-xsum@word"])
