@@ -256,7 +256,8 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
         if not rows:
             return
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        # every row's columns, in the order first seen (a leaderboard's judge adds its published columns)
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         w.writeheader()
         w.writerows(rows)
 

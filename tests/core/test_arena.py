@@ -240,3 +240,11 @@ def test_a_dataset_at_its_own_level_is_its_own_column_of_the_arena(tmp_path):
     assert {c.level for c in twins} == {"sentence"} and len(twins) == 2
     with pytest.raises(ConfigError, match="summary or sentence"):
         parse_cells(["zero-shot"], ["qags-xsum@word"])
+
+
+def test_the_arena_csv_has_every_rows_columns(tmp_path):
+    from sumjudge.arena import write_csv
+
+    write_csv(tmp_path / "a.csv", [{"judge": "a", "bacc": 0.5}, {"judge": "b", "bacc": 0.6, "published": 75.5}])
+    assert read(tmp_path / "a.csv") == [{"judge": "a", "bacc": "0.5", "published": ""},
+                                        {"judge": "b", "bacc": "0.6", "published": "75.5"}]
