@@ -45,18 +45,24 @@ def results_page(profile: str = "smoke") -> Path:
     return next((p for p in pages if (p / ARENA_NOTEBOOK).is_dir()), pages[0])
 
 
-def arena_parameters(profile: str = "smoke", notebook: str = ARENA_NOTEBOOK) -> dict[str, Any]:
-    """The parameters ``notebook`` runs with under ``profile``: its parameters cell's values, then the profile's
-    (as ``make reproduce`` injects them)."""
-    from . import profiles
-    from .notebook_jobs import notebook_defaults
+def notebook_path(notebook: str) -> Path:
+    """``notebooks/<notebook>.ipynb`` of the project (``SUMJUDGE_HOME``), else of the checkout the package runs from."""
     from .paths import checkout_root, project_root
 
     found = [p for root in (project_root(), checkout_root()) if root
              for p in [root / "notebooks" / f"{notebook}.ipynb"] if p.is_file()]
     if not found:
         raise ConfigError(f"lab: no notebooks/{notebook}.ipynb in the project or the checkout")
-    defaults = notebook_defaults(found[0])
+    return found[0]
+
+
+def arena_parameters(profile: str = "smoke", notebook: str = ARENA_NOTEBOOK) -> dict[str, Any]:
+    """The parameters ``notebook`` runs with under ``profile``: its parameters cell's values, then the profile's
+    (as ``make reproduce`` injects them)."""
+    from . import profiles
+    from .notebook_jobs import notebook_defaults
+
+    defaults = notebook_defaults(notebook_path(notebook))
     preset = profiles.load(profile, notebook=notebook).parameters
     return {**defaults, **{k: v for k, v in preset.items() if k in defaults}}
 

@@ -17,7 +17,6 @@ from . import lab
 
 LAB_NOTEBOOK = "02_lab_llm_judges"
 ANSWERS_DOC = Path("docs") / "lab-answers.md"
-BOOTSTRAP_JUDGE = "factax"  # exercise 3's judge (the notebook's)
 
 
 def replay_lab(profile: str = "smoke", page: Path | None = None) -> dict[str, list[dict[str, str]]]:
@@ -26,7 +25,7 @@ def replay_lab(profile: str = "smoke", page: Path | None = None) -> dict[str, li
     from .results_check import replay_notebooks
 
     page = page or lab.results_page(profile)
-    nb = project_root() / "notebooks" / f"{LAB_NOTEBOOK}.ipynb"
+    nb = lab.notebook_path(LAB_NOTEBOOK)
     out = project_root() / "build" / "lab-answers" / "figures"
     status = replay_notebooks([nb], profile, page, out, jobs=1)[LAB_NOTEBOOK]
     if status != "ok":
@@ -73,9 +72,19 @@ def by_hand_bootstrap(gold: list[int], label: list[int], resamples: int = 1000, 
     return float(bacc(g, y)), float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
 
 
+def lab_parameters() -> dict[str, Any]:
+    """The lab notebook's parameters (which judges and prompts its exercises read)."""
+    from .notebook_jobs import notebook_defaults
+
+    return notebook_defaults(lab.notebook_path(LAB_NOTEBOOK))
+
+
 def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> str:
     """The answers, from the replayed arena (``rivals``) and the lab's replayed tables."""
     from .arena import pareto_front
+
+    params = lab_parameters()
+    bacc_judge = params["bacc_judge"]
 
     ds = rivals.datasets[0]
     rows = [r for r in rivals.table if r["dataset"] == ds]
@@ -108,14 +117,14 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             *_md_table(counts, ["judge", "said_1", "said_0", "unreadable", "one_label_to_all"]), ""]
 
     # 3
-    cell = [p for p in lab.cell_predictions(rivals, BOOTSTRAP_JUDGE, ds) if p["label"] is not None]
+    cell = [p for p in lab.cell_predictions(rivals, bacc_judge, ds) if p["label"] is not None]
     gold, label = [p["gold"] for p in cell], [p["label"] for p in cell]
     rec1 = sum(1 for g, y in zip(gold, label) if g == y == 1) / max(1, gold.count(1))
     rec0 = sum(1 for g, y in zip(gold, label) if g == y == 0) / max(1, gold.count(0))
     b, lo, hi = by_hand_bootstrap(gold, label)
-    row = next(r for r in rows if r["judge"] == BOOTSTRAP_JUDGE)
+    row = next(r for r in rows if r["judge"] == bacc_judge)
     out += ["## Exercise 3 · A balanced accuracy and its interval by hand", "",
-            f"{BOOTSTRAP_JUDGE}: {len(cell)} readable labels ({gold.count(1)} gold 1, {gold.count(0)} gold 0). Recall "
+            f"{bacc_judge}: {len(cell)} readable labels ({gold.count(1)} gold 1, {gold.count(0)} gold 0). Recall "
             f"on gold 1 = {_pct(rec1)}%, on gold 0 = {_pct(rec0)}%, BAcc = their mean = {_pct((rec1 + rec0) / 2)} "
             f"(the table: {_pct(row['bacc'])}). A stratified bootstrap of 1,000 resamples with "
             f"`np.random.default_rng(0)` gives [{_pct(lo)}, {_pct(hi)}] (BAcc {_pct(b)}); the table's "
@@ -123,7 +132,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             "drawn in another order from the random stream: a bootstrap interval is itself an estimate.", ""]
 
     # 4
-    t = lab.debate_transcript(rivals, "debate-consistency", ds)
+    t = lab.debate_transcript(rivals, params["debate_judge"], ds)
     said = "; ".join(f"the {x.speaker} " + (f"scored {x.score:g}" if x.score is not None else "raised no issue"
                                              if "NO_ISSUE" in x.text else "argued") for x in t.turns)
     out += ["## Exercise 4 · Read one debate", "",
@@ -134,7 +143,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             "nothing), and that a score near the threshold turns a small disagreement into a wrong label.", ""]
 
     # 5
-    pair = lab.prompt_difference("madisse/table26_zero_shot_as_run", "madisse/table26_zero_shot")
+    pair = lab.prompt_difference(*params["prompt_pair"])
     fid = rivals.fidelity[0] if rivals.fidelity else None
     by_judge = {c["judge"]: c for c in counts}
     out += ["## Exercise 5 · A prompt as run and as printed", "",

@@ -32,9 +32,9 @@ def test_the_readmes_numbers_are_the_pages():
     assert render(readme, project_root() / "figures" / "results-smoke") == readme, \
         "README.md's generated blocks differ from the page: python -m sumjudge.readme_numbers --write"
     outside = BLOCK.sub("", readme)
-    start, end = outside.index("## Two commands"), outside.index("## Where outputs land")
+    start, end = outside.index("## Commands"), outside.index("## Where outputs land")
     assert not COUNT.search(outside[start:end]), "the README types a count of the smoke run outside its blocks"
-    status = outside[outside.index("| paper | notebooks |"):outside.index("## Two commands")]
+    status = outside[outside.index("| paper | notebooks |"):outside.index("## Commands")]
     assert not COUNT.search(status) and not re.search(r"\bn = \d", status)
 
 
