@@ -107,3 +107,11 @@ def test_the_answers_file_is_what_the_code_computes_from_the_committed_page():
 
     committed = (checkout_root() / lab_answers.ANSWERS_DOC).read_text(encoding="utf-8")
     assert committed == lab_answers.render(lab.replay_arena("smoke"), lab_answers.replay_lab("smoke"))
+
+
+def test_the_paper_profiles_arena_has_mesa_and_llm_aggrefacts_judges_on_tofueval_per_sentence():
+    params = lab.arena_parameters("paper")
+    assert {"mesa-faithfulness", "llm-aggrefact", "llm-aggrefact-p-yes"} <= set(params["methods"])
+    assert "tofueval-meetingbank@sentence" in params["datasets"]
+    smoke = lab.arena_parameters("smoke")
+    assert {"llm-aggrefact", "llm-aggrefact-p-yes"} <= set(smoke["methods"])
