@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,22 +34,23 @@ class ArenaResult:
     fidelity: list[dict[str, Any]] = field(default_factory=list)
 
 
-def results_page(profile: str = "smoke") -> Path:
-    """The results page of ``profile`` (``figures/results-<profile>``): the project's (``SUMJUDGE_HOME``), else the
-    one committed in the checkout the package runs from."""
+def _candidates(relative: str) -> list[Path]:
+    """``relative`` under the project (``SUMJUDGE_HOME``), then under the checkout the package runs from."""
     from .paths import checkout_root, project_root
 
-    roots = [project_root(), *([checkout_root()] if checkout_root() else [])]
-    pages = [root / "figures" / f"results-{profile}" for root in roots]
+    return [root / relative for root in (project_root(), checkout_root()) if root]
+
+
+def results_page(profile: str = "smoke") -> Path:
+    """The results page of ``profile`` (``figures/results-<profile>``): the project's, else the one committed in the
+    checkout the package runs from."""
+    pages = _candidates(f"figures/results-{profile}")
     return next((p for p in pages if (p / ARENA_NOTEBOOK).is_dir()), pages[0])
 
 
 def notebook_path(notebook: str) -> Path:
-    """``notebooks/<notebook>.ipynb`` of the project (``SUMJUDGE_HOME``), else of the checkout the package runs from."""
-    from .paths import checkout_root, project_root
-
-    found = [p for root in (project_root(), checkout_root()) if root
-             for p in [root / "notebooks" / f"{notebook}.ipynb"] if p.is_file()]
+    """``notebooks/<notebook>.ipynb`` of the project, else of the checkout the package runs from."""
+    found = [p for p in _candidates(f"notebooks/{notebook}.ipynb") if p.is_file()]
     if not found:
         raise ConfigError(f"lab: no notebooks/{notebook}.ipynb in the project or the checkout")
     return found[0]
@@ -140,14 +140,17 @@ def combined(rivals: ArenaResult, *own: ArenaResult) -> ArenaResult:
 def label_counts(predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per judge and dataset: how many examples it labelled 1, 0, and not at all (unreadable), and whether every
     readable label was the same one (its BAcc is then 0.5 by construction)."""
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    from .metrics import labels_said
+
+    labels: dict[tuple[str, str], list[int | None]] = {}
     for p in predictions:
-        r = rows.setdefault((p["dataset"], p["judge"]), {"dataset": p["dataset"], "judge": p["judge"], "said_1": 0,
-                                                         "said_0": 0, "unreadable": 0})
-        r["said_1" if p["label"] == 1 else "said_0" if p["label"] == 0 else "unreadable"] += 1
-    for r in rows.values():
-        r["one_label_to_all"] = (r["said_1"] == 0) != (r["said_0"] == 0)
-    return list(rows.values())
+        labels.setdefault((p["dataset"], p["judge"]), []).append(p["label"])
+    rows = []
+    for (dataset, judge), said in labels.items():
+        n = labels_said(said)
+        rows.append({"dataset": dataset, "judge": judge, "said_1": n["1"], "said_0": n["0"],
+                     "unreadable": len(said) - n["1"] - n["0"], "one_label_to_all": (n["1"] == 0) != (n["0"] == 0)})
+    return rows
 
 
 def cell_predictions(result: ArenaResult, judge: str, dataset: str) -> list[dict[str, Any]]:
@@ -161,9 +164,11 @@ def cell_predictions(result: ArenaResult, judge: str, dataset: str) -> list[dict
 
 def run_folder(result: ArenaResult, method: str, dataset: str) -> Path:
     """The run folder of ``method`` on ``dataset`` in ``result`` (the judged run, not a score judge's held-out one)."""
+    from .runs import check_run_folder
+
     for folder in sorted((result.runs / dataset).glob(f"{method}-*")):
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))["run"]
-        if config["method"] == method and not config.get("held_out_of"):
+        config = (check_run_folder(folder) or {}).get("run", {})
+        if config.get("method") == method and not config.get("held_out_of"):
             return folder
     raise ConfigError(f"lab: no run of {method} on {dataset} under {result.runs}")
 
@@ -224,11 +229,12 @@ def prompt_difference(as_run: str, as_printed: str) -> dict[str, Any]:
 def requests_compared(first: ArenaResult, second: ArenaResult) -> list[dict[str, Any]]:
     """Per agent role (a call's tag after the example id), how many of ``second``'s requests ``first`` had
     already asked (same cache key: the cache answers them) and how many are new (the model answers them)."""
+    from .report import read_calls
+
     def keys(result: ArenaResult) -> dict[str, str]:
         out = {}
         for folder in sorted(result.runs.glob("*/*")):
-            for line in (folder / "calls.jsonl").read_text(encoding="utf-8").splitlines():
-                c = json.loads(line)
+            for c in read_calls(folder):
                 if c.get("event") in ("chat", "options"):
                     out[c["key"]] = (c.get("tag") or "").split("/", 1)[-1].split("#")[0] or c["event"]
         return out

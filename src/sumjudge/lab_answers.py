@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import lab
+from .report import markdown_rows
 
 LAB_NOTEBOOK = "02_lab_llm_judges"
 ANSWERS_DOC = Path("docs") / "lab-answers.md"
@@ -44,12 +45,6 @@ def _pct(v: Any) -> str:
 def _interval(row: dict[str, Any]) -> str:
     lo, hi = row.get("bacc_ci_low"), row.get("bacc_ci_high")
     return "no interval" if lo in (None, "") else f"[{_pct(lo)}, {_pct(hi)}]"
-
-
-def _md_table(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
-    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    out += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
-    return out
 
 
 def by_hand_bootstrap(gold: list[int], label: list[int], resamples: int = 1000, seed: int = 0
@@ -105,7 +100,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             f"{', '.join(chance)}. Of the {len(ivs) * (len(ivs) - 1) // 2} pairs of intervals, {disjoint} are disjoint: "
             f"{'no two judges are told apart by their intervals alone' if not disjoint else 'only those pairs are'}. "
             f"With n = {rivals.n}, an interval spans roughly ±{100 / rivals.n ** 0.5:.0f} points.", "",
-            *_md_table([{"judge": r["judge"], "BAcc": _pct(r["bacc"]), "95% interval": _interval(r)} for r in rows],
+            *markdown_rows([{"judge": r["judge"], "BAcc": _pct(r["bacc"]), "95% interval": _interval(r)} for r in rows],
                        ["judge", "BAcc", "95% interval"]), ""]
 
     # 2
@@ -114,7 +109,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     out += ["## Exercise 2 · The judge that says one thing", "",
             f"Judges that gave one label to every readable example: {', '.join(one) or 'none'}. Their BAcc is 50 by "
             "construction: those rows say nothing about what the judge read.", "",
-            *_md_table(counts, ["judge", "said_1", "said_0", "unreadable", "one_label_to_all"]), ""]
+            *markdown_rows(counts, ["judge", "said_1", "said_0", "unreadable", "one_label_to_all"]), ""]
 
     # 3
     cell = [p for p in lab.cell_predictions(rivals, bacc_judge, ds) if p["label"] is not None]
@@ -164,7 +159,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     out += ["## Exercise 6 · Write a judge", "",
             "Any judge that runs is an answer. The notebook's own two-agent judge, as the lab's recorded run "
             "answered it:", "",
-            *_md_table([{**r, "bacc": _pct(r["bacc"]), "interval": _interval(r)} for r in mine],
+            *markdown_rows([{**r, "bacc": _pct(r["bacc"]), "interval": _interval(r)} for r in mine],
                        ["dataset", "judge", "model", "n", "bacc", "interval", "unreadable_share",
                         "calls_per_example"]), "",
             "## Exercise 7 · Is it different?", ""]
@@ -179,7 +174,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
                    "often as the other, so no correction is needed to see that nothing is told apart.")
         out += [f"{len(differ)} of {len(paired)} pairs with the example judge differ after Holm's correction. "
                 + closest, "",
-                *_md_table(paired, ["judge_a", "judge_b", "n", "only_a_right", "only_b_right", "p", "p_holm",
+                *markdown_rows(paired, ["judge_a", "judge_b", "n", "only_a_right", "only_b_right", "p", "p_holm",
                                     "differ_at_0.05"]), ""]
 
     # 8
@@ -187,7 +182,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     out += ["## Exercise 8 · The cache", "",
             "Only the requests whose rendered prompt changed are new: the verdict prompt changed, so every verdict "
             "request is new and every skeptic request (same prompt, same key) is answered by the cache. The lab's "
-            "recorded run:", "", *_md_table(rerun, ["role", "requests", "asked_before", "new"]), ""]
+            "recorded run:", "", *markdown_rows(rerun, ["role", "requests", "asked_before", "new"]), ""]
 
     # 9
     table = tables.get("arena_with_my_judge", [])

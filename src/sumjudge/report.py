@@ -7,7 +7,7 @@ import json
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from .paths import figures_dir
 
@@ -115,6 +115,12 @@ def figure_data(fig) -> list[dict[str, Any]]:
             "texts": [{"text": t.get_text(), "at": [_num(v) for v in t.get_position()]} for t in ax.texts],
         })
     return out
+
+
+def markdown_rows(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> list[str]:
+    """A markdown table's lines: ``columns`` as the header, one line a row (a missing or None value blank)."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    return lines + ["| " + " | ".join("" if r.get(c) is None else str(r[c]) for c in columns) + " |" for r in rows]
 
 
 def read_calls(run_dir: str | Path) -> list[dict[str, Any]]:

@@ -58,9 +58,10 @@ def write_time_profile(rows: list[dict], profile: str, out_dir: Path, totals: di
     prefill and decode seconds, the share of decode time with an under-filled micro-batch); with a shared
     engine (``totals``: its counters at the end) the decoder columns are the engine's over each notebook's
     span, every notebook then running included, and the engine's totals close the page."""
+    from .report import markdown_rows
+
     out_dir.mkdir(parents=True, exist_ok=True)
-    lines = ["| " + " | ".join(TIME_COLUMNS) + " |", "|" + "---|" * len(TIME_COLUMNS)]
-    lines += ["| " + " | ".join("" if r.get(c) is None else str(r[c]) for c in TIME_COLUMNS) + " |" for r in rows]
+    lines = markdown_rows(rows, TIME_COLUMNS)
     head = f"# Where the time went: profile {profile}\n\n"
     if totals:
         head += (f"{jobs} notebooks ran at a time on one shared engine. The `own_*` columns are the notebook's own "
