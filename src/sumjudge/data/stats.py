@@ -52,6 +52,12 @@ def faith_stats(examples: list[FaithExample]) -> dict[str, Any]:
         out["ambiguity_category_mentions"] = mentions
         out["ambiguity_category_pct"] = {c: round(100 * k / mentions, 1) for c, k in cats.most_common()} if mentions else {}
         out["ambiguity_subtypes"] = dict(Counter(t for a in pos for t in a.subtypes).most_common())
+        # a sentence whose stated category is not the category of its stated type: the category shares (Table 2)
+        # count it under the category, the type counts (Table 24) under the type's category
+        cat_of = {t: c for c, t in taxonomies.get(taxonomies.AMBIGUITY).types}
+        out["ambiguity_type_outside_category"] = [
+            {"category": "/".join(a.categories), "type": t, "type_category": cat_of.get(t)}
+            for a in pos for t in a.subtypes if cat_of.get(t) not in a.categories]
     return out
 
 

@@ -20,8 +20,11 @@ def madisse_table2():
     ours = {"annotated_sentences": st["examples"], "ambiguous_sentences": st["ambiguous"],
             "pct_implicit_reasoning": pct.get("implicit_reasoning"), "pct_meaning": pct.get("meaning"),
             "pct_context": pct.get("context"), "pct_other": pct.get("other")}
-    note = (f"shares of the {st['ambiguity_category_mentions']} category mentions of the 131 ambiguous sentences "
-            "(a sentence with two categories counts in both), which gives the paper's percentages")
+    note = (f"shares of the {st['ambiguity_category_mentions']} category mentions of the {st['ambiguous']} ambiguous "
+            "sentences (a sentence with two categories counts in both), which gives the paper's percentages")
+    for m in st.get("ambiguity_type_outside_category", []):  # why Table 24's types add up differently per category
+        note += (f"; one sentence is annotated {m['category']} with the type {m['type']} ({m['type_category']}): "
+                 f"counted here under {m['category']}, in Table 24 under its type")
     return pd.DataFrame([{"statistic": k, "paper": paper[k], "ours": ours[k], "note": note if k.startswith("pct") else ""}
                          for k in paper])
 
