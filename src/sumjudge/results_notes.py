@@ -21,13 +21,26 @@ VALUE_COLUMNS = ("reproduced", "bacc", "BAcc", "mean_bacc", "value")
 _CI = re.compile(r"^\[\s*(-?[\d.eE+-]+|nan),\s*(-?[\d.eE+-]+|nan)\]$")
 
 
-def number(v: str | None) -> float | None:
-    """A table cell as a number (None for an empty cell, text or NaN)."""
+def shown(v: str | float | None) -> str | None:
+    """A number as the page's tables show it (``report.save_table``: 3 significant digits, ``.3g``; an integer cell as
+    an integer), so that a note reads, and a rule compares, what the page shows, not the last bits of a float (which
+    differ from one CPU kind to another); None for an empty cell, text or NaN. The float is first rounded to 12
+    digits, so that a value on a rounding edge (31.25 computed as 31.249999999999996) is shown one way on every
+    CPU."""
+    text = str(v).strip() if v is not None else ""
+    if re.fullmatch(r"-?\d+", text):
+        return str(int(text))
     try:
-        f = float(v) if v not in (None, "") else None
+        f = float(text)
     except ValueError:
         return None
-    return None if f is None or f != f else f
+    return None if f != f else format(float(format(f, ".12g")), ".3g")
+
+
+def number(v: str | float | None) -> float | None:
+    """A table cell as the number the page shows (``shown``; None for an empty cell, text or NaN)."""
+    s = shown(v)
+    return None if s is None else float(s)
 
 
 NAMED_COLUMNS = ("rounds", "sessions")  # a bare number says nothing: named ("rounds 2")
@@ -85,7 +98,7 @@ def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> li
     if flat:
         r, ci = flat[0]
         notes.append(f"`{name}`: {len(flat)} interval{'s' if len(flat) > 1 else ''} of zero width (e.g. {_label(r)}: "
-                     f"[{ci[0]:g}, {ci[1]:g}]): every resampling gives the same value, as when a judge gives one label "
+                     f"[{shown(ci[0])}, {shown(ci[1])}]): every resampling gives the same value, as when a judge gives one label "
                      "to every example")
     if value_col:
         for r in rows:
@@ -95,13 +108,13 @@ def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> li
                 continue
             chance = 50.0 if max(abs(v), abs(ci[1])) > 1.0 else 0.5
             if ci[1] < chance:
-                notes.append(f"`{name}`: {_label(r)} is worse than chance (BAcc {v:g}, interval [{ci[0]:g}, "
-                             f"{ci[1]:g}] wholly under {chance:g}): check the labels' direction")
+                notes.append(f"`{name}`: {_label(r)} is worse than chance (BAcc {shown(v)}, interval "
+                             f"[{shown(ci[0])}, {shown(ci[1])}] wholly under {shown(chance)}): check the labels' direction")
         groups: dict[str, list[str]] = {}
         for r in rows:
-            groups.setdefault(r.get("metric") or "", []).append(r.get(value_col) or "")
+            groups.setdefault(r.get("metric") or "", []).append(shown(r.get(value_col)))
         for metric, vals in groups.items():
-            if len(vals) >= 3 and len(set(vals)) == 1 and vals[0] not in ("", "nan"):
+            if len(vals) >= 3 and len(set(vals)) == 1 and vals[0] is not None:
                 notes.append(f"`{name}`: every one of its {len(vals)} rows{f' ({metric})' if metric else ''} has the "
                              f"same value ({vals[0]}): the table cannot tell its rows apart")
     return notes

@@ -57,3 +57,58 @@ def test_label_counts_come_with_every_binary_metric_and_read_back_from_a_saved_t
         w.writerow(row)
     assert notes(tmp_path) == ["`table3`: in 1 cell a judge said one label to every readable example (e.g. always-1: "
                                "all 1): BAcc there is 50 by construction, whatever the examples"]
+
+
+def _write(path, rows):
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _nudged(cell: str, steps: int) -> str:
+    """A float cell moved ``steps`` floats up (its last bits, as another CPU kind may compute it); other cells as
+    they are."""
+    import math
+
+    try:
+        f = float(cell)
+    except ValueError:
+        return cell
+    if cell.lstrip("-").isdigit():
+        return cell
+    for _ in range(steps):
+        f = math.nextafter(f, math.inf)
+    return repr(f)
+
+
+PLANTED = [{"setting": str(i), "metric": m, "value": v, "ci_low": lo, "ci_high": hi, "n": "24"}
+           for i in range(4) for m, v, lo, hi in (("r", "0.21004472894723314", "0.5", "0.5"),
+                                                  ("BAcc", "31.249999999999996", "12.500000000000002", "43.75"))]
+
+
+def test_the_notes_read_the_page_s_precision_not_a_float_s_last_bits(tmp_path):
+    """A replay on another CPU kind, whose floats differ in their last bits, gets the same notes: every number a note
+    prints and every comparison a rule makes is at the page's 3 significant digits."""
+    from sumjudge.results_notes import shown
+
+    assert shown("0.21004472894723314") == shown("0.21004472894723317") == "0.21"
+    assert shown("1014") == "1014" and shown("1014.0") == "1.01e+03" and shown("nan") is None and shown("") is None
+    _write(tmp_path / "t.csv", PLANTED)
+    said = notes(tmp_path)
+    assert any("(0.21)" in s for s in said) and not any("0.2100" in s for s in said)
+    for steps in (1, 3, 7):
+        nudged = tmp_path / f"n{steps}"
+        nudged.mkdir()
+        # every row's floats nudged by a different count: the rows differ in their last bits, not on the page
+        _write(nudged / "t.csv", [{k: _nudged(v, steps + i) for k, v in r.items()} for i, r in enumerate(PLANTED)])
+        assert notes(nudged) == said
+
+
+def test_a_visible_change_changes_the_notes(tmp_path):
+    _write(tmp_path / "t.csv", PLANTED)
+    before = notes(tmp_path)
+    (tmp_path / "b").mkdir()
+    _write(tmp_path / "b" / "t.csv", [{**r, "value": "0.2151"} if r["metric"] == "r" else r for r in PLANTED])
+    after = notes(tmp_path / "b")
+    assert after != before and any("(0.215)" in s for s in after)
