@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from ...metrics import wilson_ci
@@ -197,15 +198,22 @@ def rouge_l_metrics(session, dataset: str, aspects: list[str], limit: int | None
             **rated_metrics(examples, js)}
 
 
-def paper_only_rows(dataset: str, computed: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """The paper's other rows (ROUGE-L, BERTScore, UniEval, ..., ChatEval, other LLMs) as printed, marked as
-    not computed here; ``computed`` names rows that *are* reproduced elsewhere in the notebook."""
+def paper_only_rows(dataset: str, computed: Iterable[str | dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The paper's other cells (ROUGE-L, BERTScore, UniEval, ..., ChatEval, other LLMs) as printed, marked as
+    not computed here. ``computed``: what the notebook reproduces elsewhere, whole rows by name or the rows of its
+    reproduced table (a printed cell is left out when a reproduced row carries it: its ``dataset``, ``paper_row``
+    and ``aspect``), so a cell is never both reproduced and listed as the paper's only."""
+    computed = list(computed)
+    names = {c for c in computed if isinstance(c, str)}
+    cells = {(c.get("dataset"), c.get("paper_row"), c.get("aspect")) for c in computed if isinstance(c, dict)}
     table = paper_results("debate")[PAPER_TABLE[dataset]]
     rows = []
-    for name, cells in table["rows"].items():
-        if name in computed:
+    for name, printed in table["rows"].items():
+        if name in names:
             continue
-        for col, vals in cells.items():
+        for col, vals in printed.items():
+            if (dataset, name, col) in cells:
+                continue
             syms = ("rho", "tau") if dataset == "summeval" else ("r", "rho")
             for sym, v in zip(syms, vals):
                 rows.append({"experiment": "Table 1 (paper only)", "evaluator": name, "dataset": dataset,
