@@ -32,7 +32,7 @@ ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/routers-vllm-0.1.17-sglang-0.3.2
 ROUTER_STAMP := $(ROUTER_VENV)/.sumjudge-installed
 ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 
-.PHONY: router-env test-router check-page mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup data clean
+.PHONY: router-env test-router check-page mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup data clean clean-figures
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -163,5 +163,12 @@ lab-setup: env
 data: env
 	$(BIN)/sumjudge data fetch all
 
+# Build outputs only: every file under figures/ stays (the committed results page and its answers, figures/gpu,
+# figures/scale, and what notebooks wrote that nobody committed yet)
 clean:
-	rm -rf build figures/*/ .pytest_cache
+	rm -rf build .pytest_cache
+
+# The figures notebooks wrote that git does not track (figures/<notebook>/, other profiles' pages); every committed
+# file stays, a re-recorded page not yet committed included (its changes to tracked files are kept)
+clean-figures:
+	git clean -fdxq -- figures

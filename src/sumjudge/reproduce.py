@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     page = write_results_page(a.profile, notebooks(a.notebooks), walls, figures_dir(),
                               model=a.model or prof.model, time_rows=profile_rows,
                               run={"wall_s": round(time.time() - t_all, 1), "jobs": jobs}, recorded_commit=started_at)
-    print(f"results page: {page}")
+    print(f"results page: {page}" if page else "results page unchanged: no notebook of this run finished")
     print(f"profile {a.profile}: {len(notebooks(a.notebooks)) - len(failed)} notebooks ok, {len(failed)} failed; "
           f"wall time {time.time() - t_all:.1f}s ({jobs} at a time{', one shared engine' if shared else ''}); "
           f"executed copies in {out_dir}; tables and figures in figures/")

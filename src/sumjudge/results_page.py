@@ -112,9 +112,11 @@ KEPT_FILES = (".png", ".plot.json")  # copied beside the page
 STATE_HEADING = "> **State:**"
 
 
-def section_files(src: Path) -> list[Path]:
-    """The tables (Markdown) and figures (PNG) a notebook saved, in the order it saved them."""
-    return sorted((p for p in src.glob("*") if p.suffix in PAGE_FILES and not p.name.endswith(".plot.md")),
+def section_files(src: Path, since: float | None = None) -> list[Path]:
+    """The tables (Markdown) and figures (PNG) a notebook saved, in the order it saved them; ``since``: only those
+    saved from then on (a table an earlier run left in ``src`` is not this run's)."""
+    return sorted((p for p in src.glob("*") if p.suffix in PAGE_FILES and not p.name.endswith(".plot.md")
+                   and (since is None or p.stat().st_mtime >= since)),
                   key=lambda p: (p.stat().st_mtime, p.name))
 
 
@@ -132,13 +134,13 @@ def split_paper_only(md: str) -> tuple[str, str]:
     return ("\n".join(head + rest) if rest or not only else ""), ("\n".join(head + only) if only else "")
 
 
-def page_body(nb: Path, src: Path, dest: Path | None) -> list[str]:
+def page_body(nb: Path, src: Path, dest: Path | None, since: float | None = None) -> list[str]:
     """A notebook page's sections: its tables inline, its figures as images (copied, with their plotted data, to
     ``dest/<notebook>/`` when ``dest`` is given). The rows the paper prints and the run does not compute
     (``PAPER_ONLY``) go to an appendix at the end of the page, each table's under its name."""
     lines: list[str] = []
     appendix: list[str] = []
-    files = section_files(src)
+    files = section_files(src, since)
     if not files:
         lines.append("This notebook saved no table or figure under this profile.")
     for f in files:
@@ -198,13 +200,13 @@ def state_lines(record: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def write_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any]) -> Path:
+def write_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any], since: float | None = None) -> Path:
     """``out/<notebook>.md`` from the notebook's saved tables and figures (``src``) and its provenance record."""
     lines = [f"# {notebook_title(nb)}", ""] + state_lines(record)
     if record.get("wall_s") is not None:
         lines += [f"Executed in {record['wall_s']:.0f} s ({record.get('status', '?')}); the notebook itself, with "
                   f"every reading guide: [`notebooks/{nb.name}`](../../notebooks/{nb.name}).", ""]
-    lines += page_body(nb, src, out)
+    lines += page_body(nb, src, out, since)
     page = out / f"{nb.stem}.md"
     page.write_text("\n".join(lines), encoding="utf-8")
     return page
@@ -255,10 +257,12 @@ def load_provenance(out: Path) -> dict[str, Any]:
 
 def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str, Any]], figures: Path,
                        model: str | None = None, time_rows: list[dict[str, Any]] | None = None,
-                       run: dict[str, Any] | None = None, recorded_commit: str | None = None) -> Path:
-    """Write the pages of ``notebooks`` (this run's) into ``figures/results-<profile>/``, with their answers, the
-    data of their figures and what their tables cannot show; keep every other notebook's page and record; write
-    ``provenance.json`` and the index. ``time_rows`` (``reproduce.notebook_time_profile``) give each notebook's calls
+                       run: dict[str, Any] | None = None, recorded_commit: str | None = None) -> Path | None:
+    """Write the pages of the ``notebooks`` this run finished (status ``ok`` in ``walls``) into
+    ``figures/results-<profile>/``, with their answers, the data of their figures and what their tables cannot show;
+    keep every other notebook's page and record, a notebook of this run that failed included (the run's record and
+    the index name it); write ``provenance.json`` and the index. None, and nothing written, when no notebook of the
+    run finished. ``time_rows`` (``reproduce.notebook_time_profile``) give each notebook's calls
     and backend calls: a notebook replayed from the cache says so. ``run``: the whole command's wall time
     (``wall_s``) and notebooks at a time (``jobs``). ``recorded_commit``: the commit the run started at (a run
     outlives edits to the checkout), else the commit now."""
@@ -278,12 +282,17 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
     base = provenance(profile, model)
     if recorded_commit:
         base["commit"] = recorded_commit
-    run_id = base["date"]
-    prov.setdefault("runs", {})[run_id] = {"commit": base["commit"], "machine": base["machine"], "date": base["date"],
-                                          "notebooks": [w["notebook"] for w in walls], **(run or {})}
     by_name = {w["notebook"]: w for w in walls}
-    for nb in notebooks:
-        w = by_name.get(nb.stem, {"notebook": nb.stem, "wall_s": None, "status": "?"})
+    finished = [nb for nb in notebooks if (by_name.get(nb.stem) or {}).get("status") == "ok"]
+    if not finished:  # nothing this run computed: the page stays as it was
+        return None
+    run_id = base["date"]
+    prov.setdefault("runs", {})[run_id] = {
+        "commit": base["commit"], "machine": base["machine"], "date": base["date"],
+        "notebooks": [w["notebook"] for w in walls],
+        "failed": [nb.stem for nb in notebooks if nb not in finished], **(run or {})}
+    for nb in finished:  # a notebook that failed keeps its page, answers and record as they were
+        w = by_name[nb.stem]
         src = figures / nb.stem
         (out / nb.stem).mkdir(parents=True, exist_ok=True)
         for old in (out / nb.stem).glob("*"):  # this notebook's earlier figures and answers
@@ -299,12 +308,12 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
                   "answers": f"{nb.stem}/{ANSWERS}" if recorded else None,
                   "check": {"state": "recorded"}, "cannot_show": notes(src)}
         prov["notebooks"][nb.stem] = record
-        write_notebook_page(nb, src, out, record)
+        write_notebook_page(nb, src, out, record, since=w.get("start"))
         if not any((out / nb.stem).iterdir()):
             (out / nb.stem).rmdir()
     for name in (f"parse_rates_{profile}.md", f"time_profile_{profile}.md"):
         f = figures / name
-        if f.exists() and walls:
+        if f.exists():
             shutil.copyfile(f, out / name)
     (out / "provenance.json").write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return write_index(out, profile)
@@ -397,7 +406,9 @@ def write_index(out: Path, profile: str) -> Path:
                   "| run | commit | machine | notebooks | jobs | elapsed min |", "|---|---|---|---|---|---|"]
         for rid, r in sorted(runs.items()):
             lines.append(f"| {rid} | `{str(r.get('commit', ''))[:7]}` | {(r.get('machine') or {}).get('cpu', '')} | "
-                         f"{' '.join(n[:2] for n in r.get('notebooks', []))} | {r.get('jobs', '')} | "
+                         f"{' '.join(n[:2] for n in r.get('notebooks', []))}"
+                         + (f" (failed, page kept: {' '.join(n[:2] for n in r['failed'])})" if r.get("failed") else "")
+                         + f" | {r.get('jobs', '')} | "
                          f"{'' if r.get('wall_s') is None else round(r['wall_s'] / 60, 1)} |")
     lines += drift_lines(out)
     cannot = [(r["notebook"], c) for r in records for c in r.get("cannot_show") or []]

@@ -178,3 +178,56 @@ def test_a_table_and_the_figure_drawn_from_it_under_one_name_are_both_compared()
     assert sections == {"filtering": "| a | b |\n|---|---|\n| x | 1 |", "filtering (2)": "![filtering](f.png)"}
     changed = results_check.parse_sections([ln.replace("| x | 1 |", "| x | 2 |") for ln in lines])
     assert results_check.table_difference("filtering", sections["filtering"], changed["filtering"])
+
+
+def _files(folder):
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_notebook_that_failed_keeps_its_page_answers_and_record(tmp_path):
+    figures = tmp_path / "figures"
+    a, b = reproduce.notebooks("50")[0], reproduce.notebooks("51")[0]
+    for nb in (a, b):
+        saved(figures, nb)
+    t = time.time() - 1
+    write_results_page("smoke", [a, b], [{"notebook": n.stem, "wall_s": 5.0, "status": "ok", "start": t} for n in (a, b)],
+                       figures, recorded_commit="1111111")
+    page = figures / "results-smoke"
+    before = _files(page)
+    # every notebook of the run failed: nothing is written, not even the index
+    saved(figures, a, bacc="0.9")
+    failed = [{"notebook": n.stem, "wall_s": 1.0, "status": "FAILED: ConnectError", "start": time.time() - 1}
+              for n in (a, b)]
+    assert write_results_page("smoke", [a, b], failed, figures, recorded_commit="2222222") is None
+    assert _files(page) == before
+    # one finished, one failed: the failed one's page, answers and record stay; the index names it
+    time.sleep(0.01)
+    start = time.time()
+    time.sleep(0.01)
+    saved(figures, b, bacc="0.6")
+    walls = [{"notebook": a.stem, "wall_s": 1.0, "status": "FAILED: ConnectError", "start": start},
+             {"notebook": b.stem, "wall_s": 7.0, "status": "ok", "start": start}]
+    index = write_results_page("smoke", [a, b], walls, figures, recorded_commit="3333333")
+    after = _files(page)
+    assert {k: v for k, v in after.items() if k.parts[0] == a.stem} == \
+        {k: v for k, v in before.items() if k.parts[0] == a.stem}
+    assert after[Path(f"{a.stem}.md")] == before[Path(f"{a.stem}.md")]
+    prov = json.loads((page / "provenance.json").read_text())
+    assert prov["notebooks"][a.stem]["commit"] == "1111111" and prov["notebooks"][b.stem]["commit"] == "3333333"
+    assert "| 0.6 |" in (page / f"{b.stem}.md").read_text()
+    assert f"(failed, page kept: {a.stem[:2]})" in index.read_text()
+
+
+def test_a_table_an_earlier_run_left_is_not_on_the_page_of_this_run(tmp_path):
+    figures = tmp_path / "figures"
+    nb = reproduce.notebooks("50")[0]
+    saved(figures, nb)
+    (figures / nb.stem / "old_table.md").write_text("| judge | bacc |\n|---|---|\n| gone | 0.1 |\n")
+    time.sleep(0.05)
+    start = time.time()
+    time.sleep(0.05)
+    saved(figures, nb, bacc="0.7")
+    write_results_page("smoke", [nb], [{"notebook": nb.stem, "wall_s": 5.0, "status": "ok", "start": start}],
+                       figures, recorded_commit="1111111")
+    text = (figures / "results-smoke" / f"{nb.stem}.md").read_text()
+    assert "| 0.7 |" in text and "old table" not in text and "gone" not in text
