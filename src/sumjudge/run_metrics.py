@@ -50,7 +50,7 @@ def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
 
 def binary_scores(y: list[int], p: list[int | None]) -> dict[str, Any]:
     """BAcc, K-alpha, FPR, FNR of predicted labels ``p`` (None: unreadable) against gold ``y``, each with its 95%
-    interval, the labels said and the confusion counts."""
+    interval, the labels said, the gold labels of the same (readable) examples and the confusion counts."""
     from .metrics import (binary_alpha_ci, binary_report, error_rate_cis, krippendorff_alpha, labels_said,
                           readable_bacc_ci)
 
@@ -61,6 +61,7 @@ def binary_scores(y: list[int], p: list[int | None]) -> dict[str, Any]:
     return {"bacc": rep.bacc, "bacc_ci": listed(ci), "k_alpha": krippendorff_alpha(y, p),
             "k_alpha_ci": listed(alpha_ci), "fpr": rep.fpr, "fpr_ci": listed(fpr_ci), "fnr": rep.fnr,
             "fnr_ci": listed(fnr_ci), "n": rep.n, "said": labels_said(p),
+            "gold": labels_said([t for t, q in zip(y, p) if q is not None]),
             "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn}}
 
 
@@ -146,13 +147,16 @@ METRICS_BY_KIND = {"faithfulness": faithfulness_metrics, "ambiguity": ambiguity_
 
 
 SAID_COLUMN = "labels said"
+GOLD_COLUMN = "gold labels"
 
 
-def said_column(said: dict[str, int] | None) -> dict[str, Any]:
+def said_column(said: dict[str, int] | None, gold: dict[str, int] | None = None) -> dict[str, Any]:
     """How many readable examples a judge labelled 1 and 0 (``metrics["said"]``, ``metrics.labels_said``) as a table
     column, ``"15 × 1, 5 × 0"``: a judge that says one label to everything shows there (``results_notes`` says so
-    in words)."""
-    return {SAID_COLUMN: None if said is None else f"{said.get('1', 0)} × 1, {said.get('0', 0)} × 0"}
+    in words). Given ``gold`` (``metrics["gold"]``), also how many of those examples the gold labels call 1 and 0
+    (``gold labels``): a rate over one gold class (FPR, FNR) rests on that class's count alone."""
+    counts = (lambda c: None if c is None else f"{c.get('1', 0)} × 1, {c.get('0', 0)} × 0")
+    return {SAID_COLUMN: counts(said), **({} if gold is None else {GOLD_COLUMN: counts(gold)})}
 
 
 def one_label_said(cell: str | None) -> str | None:

@@ -435,6 +435,32 @@ def test_ambiguity_metrics_treat_ambiguous_as_positive():
     assert m["bacc"] == pytest.approx(1 - (1 / 2 + 1 / 3) / 2)
 
 
+def test_the_random_detector_s_interval_is_a_coin_s_not_one_draw_s():
+    """A bootstrap of one coin draw conditions on that draw (25 [12.5, 37.5] excludes 50, the coin's expectation);
+    the random detector's interval redraws the coin in every resample: it holds chance, and it is seeded."""
+    from sumjudge.metrics import readable_bacc_ci
+    from sumjudge.papers.madisse.tables import coin_bacc_ci
+
+    y = [1] * 12 + [0] * 8
+    one_draw = [0] * 9 + [1] * 3 + [1] * 6 + [0] * 2  # an unlucky draw: BAcc 25
+    assert readable_bacc_ci(y, one_draw)[1] < 0.5
+    lo, hi = coin_bacc_ci(y, seed=0)
+    assert lo < 0.5 < hi and (lo, hi) == coin_bacc_ci(y, seed=0)
+    assert coin_bacc_ci([1, 1, 1], seed=0) is None
+
+
+def test_binary_metrics_count_the_gold_labels_of_the_examples_they_read():
+    """The gold labels of the readable examples (a rate over one gold class rests on that class's count) come
+    beside the labels said, as a table column."""
+    from sumjudge.judges.base import Judgement
+    from sumjudge.run_metrics import binary_metrics, said_column
+
+    said = [1, None, 0, 1, 0]
+    m = binary_metrics([1, 1, 0, 0, 0], [Judgement(example_id=str(i), label=p) for i, p in enumerate(said)])
+    assert m["gold"] == {"1": 1, "0": 3} and m["said"] == {"1": 2, "0": 2}
+    assert said_column(m["said"], m["gold"]) == {"labels said": "2 × 1, 2 × 0", "gold labels": "1 × 1, 3 × 0"}
+    assert said_column(m["said"]) == {"labels said": "2 × 1, 2 × 0"}
+
 # ---- guideline learning phase --------------------------------------------------------------------
 from sumjudge.papers.madisse.guidelines import learn_guidelines, normalise  # noqa: E402
 

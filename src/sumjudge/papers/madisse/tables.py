@@ -78,8 +78,9 @@ def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str
         cell = paper_value("madisse", table, row, col) or [None, None]
         rates = (paper_value("madisse", "table35", row, col) if level == "summary" else None) or [None, None]
         common = {"evaluator": ROW_NAMES[row], "dataset": dataset, "level": level, "model": model,
-                  "n": m["n_examples"], "unparsed": m.get("unparsed"), **said_column(m.get("said")),
-                  **parse_columns(m), "calls_per_example": round(m["cost"]["calls_per_example"], 1),
+                  "n": m["n_examples"], "unparsed": m.get("unparsed"),
+                  **said_column(m.get("said"), m.get("gold")), **parse_columns(m),
+                  "calls_per_example": round(m["cost"]["calls_per_example"], 1),
                   "note": note if row.startswith("madisse") and row != "madisse-no-init" else None}
         pct = (lambda v: None if v is None else 100 * v)
         rows += [{**common, "metric": "BAcc (%)", "paper": cell[0], "reproduced": pct(m.get("bacc")),
@@ -107,8 +108,8 @@ def printed_vs_run_rows(as_run: dict[str, dict[str, Any]], printed: dict[str, di
                          "paper_bacc": cell[0], "bacc": None if m.get("bacc") is None else 100 * m["bacc"],
                          "bacc_95%_ci": ci_text(scaled_ci(m.get("bacc_ci"))),
                          "paper_k_alpha": cell[1], "k_alpha": m.get("k_alpha"),
-                         "n": m["n_examples"], "unparsed": m.get("unparsed"), **said_column(m.get("said")),
-                         **parse_columns(m), "model": model})
+                         "n": m["n_examples"], "unparsed": m.get("unparsed"),
+                         **said_column(m.get("said"), m.get("gold")), **parse_columns(m), "model": model})
     return rows
 
 
@@ -123,14 +124,33 @@ TABLE4 = {"random": 50.0, "self-consistency variation": 52.0, "baseline w ambigu
           "debate disagreement": 66.1, "debate arguments": 71.4}
 
 
+def coin_bacc_ci(y: list[int], seed: int, n_resamples: int = 1000) -> tuple[float, float] | None:
+    """95% interval of a fair coin's BAcc on examples like ``y``: each bootstrap resample draws the examples within
+    each gold class (as ``metrics.balanced_accuracy_ci``) and a fresh coin for each, so the interval covers the
+    coin's own variance too, not only the examples' (a bootstrap of one draw conditions on that draw and can exclude
+    chance, the coin's expectation). Seeded: the same interval on every run; None with one gold class."""
+    import numpy as np
+
+    from ...metrics import percentile_interval, stratified_resamples
+
+    rng = np.random.default_rng(seed)
+    drawn = stratified_resamples(np.asarray(y), n_resamples, rng)
+    if drawn is None:
+        return None
+    pos, neg = drawn
+    said_1 = (lambda idx: rng.integers(0, 2, idx.shape) == 1)
+    return percentile_interval((said_1(pos).mean(axis=1) + (~said_1(neg)).mean(axis=1)) / 2)
+
+
 def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float = 20.0, rounds: int = 3,
                             faithful_agents: int = 2, unfaithful_agents: int = 2, adjudicators: int = 3) -> list[dict]:
     """Table 4 rows on meetingbank-ambiguity: BAcc (%) of each detector, paper beside ours. The random
-    baseline is a seeded coin per sentence (the paper reports its expectation, 50)."""
+    baseline is a seeded coin per sentence (the paper reports its expectation, 50); its interval is a coin's, not
+    this one draw's (``coin_bacc_ci``)."""
     import random
 
     from ...data import registry
-    from ...metrics import binary_report, labels_said, readable_bacc_ci
+    from ...metrics import binary_report, labels_said
 
     debate = {"rounds": rounds, "faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
               "adjudicators": adjudicators}
@@ -149,15 +169,15 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
             y = [0 if e.ambiguity.ambiguous else 1 for e in exs]  # flipped: positive (0) = ambiguous
             coin = [rng.randint(0, 1) for _ in exs]
             rows.append({"detector": name, "paper": TABLE4[name], "reproduced": 100 * binary_report(y, coin).bacc,
-                         "ci": scaled_ci(readable_bacc_ci(y, coin)), "n": len(exs), "unparsed": 0,
-                         **said_column(labels_said(coin))})
+                         "ci": scaled_ci(coin_bacc_ci(y, seed=session.prof.seed)), "n": len(exs), "unparsed": 0,
+                         **said_column(labels_said(coin), labels_said(y))})
             continue
         metrics, _ = runs[method]
         m = metrics["variants"][variant] if variant else metrics
         rows.append({"detector": name, "paper": TABLE4[name],
                      "reproduced": None if m["bacc"] is None else 100 * m["bacc"],
                      "ci": scaled_ci(m.get("bacc_ci")), "n": metrics["n_examples"], "unparsed": m["unparsed"],
-                     **said_column(m.get("said"))})
+                     **said_column(m.get("said"), m.get("gold"))})
     return rows
 
 
@@ -181,7 +201,7 @@ def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
                          "k_alpha": b["k_alpha"], "k_alpha_95%_ci": ci_text(b["k_alpha_ci"]),
                          "fpr": 100 * b["fpr"], "fpr_95%_ci": ci_text(scaled_ci(b["fpr_ci"])),
                          "fnr": 100 * b["fnr"], "fnr_95%_ci": ci_text(scaled_ci(b["fnr_ci"])),
-                         **said_column(b["said"])})
+                         **said_column(b["said"], b["gold"])})
     return rows
 
 
@@ -213,7 +233,7 @@ def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], r
                      "paper_k_alpha": paper[1], "k_alpha": m["k_alpha"], "k_alpha_95%_ci": ci_text(m.get("k_alpha_ci")),
                      "paper_fpr": paper[2], "fpr": pct(m["fpr"]), "fpr_95%_ci": ci_text(scaled_ci(m.get("fpr_ci"))),
                      "paper_fnr": paper[3], "fnr": pct(m["fnr"]), "fnr_95%_ci": ci_text(scaled_ci(m.get("fnr_ci"))),
-                     "n": metrics["n_examples"], **said_column(m.get("said")),
+                     "n": metrics["n_examples"], **said_column(m.get("said"), m.get("gold")),
                      "calls_per_example": metrics["cost"]["calls_per_example"], "same_dataset_as_paper": col == "mediasum"})
     return rows
 
@@ -262,7 +282,7 @@ def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, 
                          "calls_per_example": metrics["cost"]["calls_per_example"],
                          "tokens_per_example": metrics["cost"]["prompt_tokens_per_example"]
                          + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"],
-                         **said_column(v.get("said"))})
+                         **said_column(v.get("said"), v.get("gold"))})
     return rows
 
 
@@ -293,7 +313,8 @@ def faithfulness_rows(experiment: str, method: str, metrics: dict[str, Any], **c
     p_bacc, p_alpha = madisse_reported(method, metrics["dataset"], metrics["level"])
     bacc = metrics.get("bacc")
     common = {"experiment": experiment, "dataset": metrics["dataset"], "level": metrics["level"], **context,
-              "n": metrics["n_examples"], "unparsed": metrics.get("unparsed"), **said_column(metrics.get("said"))}
+              "n": metrics["n_examples"], "unparsed": metrics.get("unparsed"),
+              **said_column(metrics.get("said"), metrics.get("gold"))}
     return [{**common, "metric": "BAcc (%)", "paper": p_bacc, "reproduced": None if bacc is None else 100 * bacc,
              "ci": scaled_ci(metrics.get("bacc_ci"))},
             {**common, "metric": "K-alpha", "paper": p_alpha, "reproduced": metrics.get("k_alpha"),
