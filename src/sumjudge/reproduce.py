@@ -89,13 +89,15 @@ ENGINE_START_S = 1800  # the shared engine's first start may convert the smoke m
 def start_shared_engine(profile: str, model: str, work: Path):
     """(process, base URL) of a shared engine holding the profile's hf model (``model``: another one), started
     once its model is loaded. Its log is ``work/shared_engine.log``."""
+    import os
     import subprocess
 
     from . import profiles
 
     prof = profiles.load(profile)
     model = model or prof.model
-    cmd = [sys.executable, "-m", "sumjudge.llm.shared_engine", "--model", model, "--ready-file", str(work / "url")]
+    cmd = [sys.executable, "-m", "sumjudge.llm.shared_engine", "--model", model, "--ready-file", str(work / "url"),
+           "--parent-pid", str(os.getpid())]  # a killed recording takes its engine with it
     if prof.dtype:
         cmd += ["--dtype", prof.dtype]
     if prof.token_budget:
@@ -172,6 +174,17 @@ def cpu_speed_note(dtype: str | None) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``record`` with Ctrl-C said in one line (exit 130): an interrupted recording writes nothing to the page, and
+    each notebook's runs resume where they stopped."""
+    try:
+        return record(argv)
+    except KeyboardInterrupt:
+        print("interrupted: the results page is unchanged; run the same command again to resume (finished calls "
+              "are read from the cache)", file=sys.stderr, flush=True)
+        return 130
+
+
+def record(argv: list[str] | None = None) -> int:
     import os
 
     p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce")

@@ -332,6 +332,35 @@ class SharedEngineBackend:
         return None
 
 
+PARENT_POLL_S = 1.0
+
+
+def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
+    """End this process when ``parent_pid`` (the recording that started it) ends, however it ends: a recording
+    killed with SIGKILL cannot stop its engine, which would otherwise keep the model (and a GPU's memory). On Linux
+    the kernel sends SIGTERM at the parent's death (``PR_SET_PDEATHSIG``); everywhere a daemon thread checks every
+    ``poll_s`` seconds that the parent is still this process's parent."""
+    import signal
+    import sys
+    import threading
+    import time
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(poll_s)
+        os._exit(0)  # the parent is gone (this process was handed to another): nobody is left to serve
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
@@ -342,7 +371,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--ready-file", default=None, help="written with the base URL once the model is loaded")
+    p.add_argument("--parent-pid", type=int, default=None,
+                   help="exit when this process (the recording that started the engine) ends")
     a = p.parse_args(argv)
+    if a.parent_pid is not None:
+        exit_with_parent(a.parent_pid)
     options = {k: v for k, v in (("dtype", a.dtype), ("token_budget", a.token_budget)) if v is not None}
     serve(a.model, host=a.host, port=a.port, ready_file=a.ready_file, **options)
 
