@@ -39,9 +39,19 @@ def test_each_empty_cell_is_named():
 
 
 def test_a_grid_whose_rows_are_alike_is_named():
-    r, cols = rows(*({"setting": str(i), "metric": "r", "value": "0.21"} for i in range(4)))
+    r, cols = rows(*({"dataset": f"d{i}", "metric": "r", "value": "0.21"} for i in range(4)))
     assert table_notes("g", r, cols) == ["`g`: every one of its 4 rows (r) has the same value (0.21): the table "
                                          "cannot tell its rows apart"]
+
+
+def test_a_metric_the_same_in_every_row_by_design_is_left_alone():
+    """FacTax Table 5's test set has one size for every setting: its row is no false alarm; the other metrics still
+    are checked."""
+    r, cols = rows(*({"evaluator": e, "metric": m, "reproduced": v}
+                     for i, e in enumerate(("I-Binary", "I-Taxonomy", "I&II-Taxonomy"))
+                     for m, v in (("train", str(690.0 + i)), ("length", "136.3"), ("test", "1014.0"))))
+    assert table_notes("table5", r, cols) == ["`table5`: every one of its 3 rows (length) has the same value (136): "
+                                              "the table cannot tell its rows apart"]
 
 
 def test_label_counts_come_with_every_binary_metric_and_read_back_from_a_saved_table(tmp_path):
@@ -82,7 +92,7 @@ def _nudged(cell: str, steps: int) -> str:
     return repr(f)
 
 
-PLANTED = [{"setting": str(i), "metric": m, "value": v, "ci_low": lo, "ci_high": hi, "n": "24"}
+PLANTED = [{"dataset": f"d{i}", "metric": m, "value": v, "ci_low": lo, "ci_high": hi, "n": "24"}
            for i in range(4) for m, v, lo, hi in (("r", "0.21004472894723314", "0.5", "0.5"),
                                                   ("BAcc", "31.249999999999996", "12.500000000000002", "43.75"))]
 
@@ -112,3 +122,110 @@ def test_a_visible_change_changes_the_notes(tmp_path):
     _write(tmp_path / "b" / "t.csv", [{**r, "value": "0.2151"} if r["metric"] == "r" else r for r in PLANTED])
     after = notes(tmp_path / "b")
     assert after != before and any("(0.215)" in s for s in after)
+
+
+def one(said, start):
+    """The one sentence of ``said`` that starts with ``start``."""
+    hits = [s for s in said if s.startswith(start)]
+    assert len(hits) == 1, said
+    return hits[0]
+
+
+def test_a_number_on_few_examples_is_named():
+    """MESA's n = 8 and 6: fewer than 10 examples; a table of one row per example (DEBATE's E.1 repeatability) rests
+    on its rows."""
+    r, cols = rows({"evaluator": "single", "metric": "BAcc %", "reproduced": "50", "95% CI": "[30, 70]", "n": "8"},
+                   {"evaluator": "three", "metric": "BAcc %", "reproduced": "33.3", "95% CI": "[16.3, 60]", "n": "6"},
+                   {"evaluator": "four", "metric": "BAcc %", "reproduced": "60", "95% CI": "[40, 80]", "n": "40"})
+    assert table_notes("t1", r, cols) == [
+        "`t1`: 2 of 3 rows rest on fewer than 10 examples (e.g. single / BAcc %: n = 8): one example more or less "
+        "moves such a number a long way"]
+    r, cols = rows({"experiment": "E.1", "example": "tc-12", "repeats": "2", "distinct_final_scores": "[2.0]"})
+    assert table_notes("e1", r, cols) == ["`e1` rests on 1 example (one per row): what so few examples show says "
+                                          "little about the others"]
+
+
+def test_a_rate_over_a_gold_class_of_few_examples_is_named():
+    """MADISSE at n = 12 with 4 examples of one gold class (its FNR rests on 4); FacTax's error types of support
+    1 and 2."""
+    r, cols = rows(*({"evaluator": "MADISSE", "metric": m, "reproduced": v, "95% CI": "[10, 90]", "n": "12",
+                      "labels said": "11 × 1, 1 × 0", "gold labels": "8 × 1, 4 × 0"}
+                     for m, v in (("BAcc (%)", "62.5"), ("FNR (%)", "75"))))
+    assert one(table_notes("t", r, cols), "`t`: 2 of 2 rows rest on fewer than 5 examples of one gold class") == (
+        "`t`: 2 of 2 rows rest on fewer than 5 examples of one gold class (e.g. MADISSE / BAcc (%): gold labels "
+        "8 × 1, 4 × 0): a rate over that class (FPR, FNR, recall, F1) moves by a whole step when one of them changes")
+    r, cols = rows(*({"evaluator": "FACTAX", "aspect": a, "metric": "F1 %", "reproduced": s + "0", "95% CI": "[1, 70]",
+                      "n": "20", "support": s} for a, s in (("Predicate", "8"), ("Circumstantial", "1"),
+                                                           ("Coreference", "2"))))
+    assert "2 of 3 rows rest on fewer than 5 examples of one gold class (e.g. FACTAX / Circumstantial / F1 %: " \
+           "support 1)" in one(table_notes("t6", r, cols), "`t6`")
+
+
+def test_a_correlation_over_few_groups_is_named():
+    """DEBATE on 2 SummEval documents: a Kendall tau 'interval' [-0.0543, -0.0541] from 2 groups."""
+    r, cols = rows({"evaluator": "G-Eval", "aspect": "coherence", "metric": "tau", "reproduced": "-0.05421",
+                    "95% CI": "[-0.0543, -0.0541]", "n": "32", "groups": "2"},
+                   {"evaluator": "ROUGE-L", "aspect": "coherence", "metric": "tau", "reproduced": "0.305",
+                    "95% CI": "[0.277, 0.332]", "n": "32", "groups": "12"})
+    assert table_notes("t", r, cols) == [
+        "`t`: 1 of 2 rows average a correlation over fewer than 5 groups (documents) (e.g. G-Eval / coherence / tau: "
+        "2 groups, interval [-0.0543, -0.0541]): a correlation within so few documents is no measure of agreement, "
+        "and its interval only resamples those few"]
+
+
+def test_rows_and_tables_with_no_number_are_named_with_what_they_say_about_it():
+    r, cols = rows({"evaluator": "MultiAgent", "aspect": "average", "metric": "rho", "reproduced": "nan", "n": "32",
+                    "groups": "", "undefined_groups": "", "note": ""},
+                   {"evaluator": "MultiAgent", "aspect": "coherence", "metric": "rho", "reproduced": "", "n": "32",
+                    "groups": "0", "undefined_groups": "2", "note": ""},
+                   {"evaluator": "G-Eval", "aspect": "coherence", "metric": "rho", "reproduced": "0.2", "n": "32",
+                    "groups": "12", "undefined_groups": "0", "note": ""},
+                   {"evaluator": "BERTScore", "aspect": "coherence", "metric": "rho", "reproduced": "", "n": "",
+                    "groups": "", "undefined_groups": "", "note": "as printed in the paper; not computed here"})
+    # the paper's own row (its note says so) is no finding; the example given is one that says why
+    assert table_notes("t", r, cols) == [
+        "`t`: 2 of 3 rows show no number (e.g. MultiAgent / coherence / rho: no group defined, 2 undefined): "
+        "nothing could be computed there; a blank is not a result"]
+    r, cols = rows(*({"experiment": "Table 2", "evaluator": e, "metric": "mean Likert", "reproduced": "",
+                      "runs": "0", "scored_runs": "0"} for e in ("single", "MADP-S")))
+    assert table_notes("t2", r, cols) == [
+        "`t2` shows no number: none of its 2 rows was computed (e.g. Table 2 / single / mean Likert: runs 0): the "
+        "table is empty, not a result"]
+
+
+def test_a_number_from_mostly_unreadable_answers_is_named():
+    """G-Eval's repository protocol: 118 of 128 samples unreadable, the correlation still reported."""
+    r, cols = rows(*({"evaluator": f"G-Eval ({p})", "metric": "rho", "reproduced": v, "95% CI": "[-0.2, 0.5]",
+                      "n": "32", "unreadable_samples": bad} for p, v, bad in (("paper", "-0.19", "10/128"),
+                                                                             ("repository", "0.134", "118/128"))))
+    assert table_notes("t", r, cols) == [
+        "`t`: 1 of 2 rows report a number though more than half the answers were unreadable (e.g. G-Eval (repository) "
+        "/ rho: unreadable_samples 118/128): the number rests on the few answers read (or on what the unreadable "
+        "ones were scored), not on the judge's answers"]
+    r, cols = rows({"judge": "j", "bacc": "0.6", "n": "20", "unreadable_share": "0.55"},
+                   {"judge": "k", "bacc": "0.6", "n": "20", "parsed_%": "45"})
+    assert one(table_notes("a", r, cols), "`a`: 2 of 2 rows report a number")
+
+
+def test_settings_alike_in_every_row_are_named_with_the_reason_the_table_states():
+    """DEBATE's Figure 2: the settings cannot differ where the Critic never objects; FACTAX and FACTAX-WD alike;
+    judges alike only through a one-label answer (50 [50, 50], named already) are left alone."""
+    r, cols = rows(*({"evaluator": s, "metric": m, "reproduced": v, "95% CI": ci, "n": "24",
+                      "no_issue_share": "1.0"}
+                     for s in ("iterations: n = 1", "iterations: n = 2", "persona: weakly negative")
+                     for m, v, ci in (("r", "0.21004472894723314", "[-0.4, 0.554]"),
+                                      ("rho", "0.2391163213276835", "[-0.37, 0.611]"))))
+    assert table_notes("fig2", r, cols) == [
+        "`fig2`: 3 settings show the same numbers in every row (e.g. iterations: n = 1 and iterations: n = 2, 2 rows "
+        "each): the table cannot tell them apart; the Critic never objected (no_issue_share 1 in every row that "
+        "states it), so every debate stopped at the Scorer's first score"]
+    r, cols = rows(*({"evaluator": e, "dataset": d, "metric": "BAcc %", "paper": p, "reproduced": v, "95% CI": ci,
+                      "n": "20"}
+                     for e, p in (("FACTAX", "74.1"), ("FACTAX-WD", "71.5"), ("ChatGPT-ZS", "71.8"),
+                                  ("ChatGPT-CoT", "68.3"))
+                     for d, v, ci in (("qags-xsum", "57.8" if "FACTAX" in e else "50", "[36.7, 78.9]"
+                                       if "FACTAX" in e else "[50, 50]"),
+                                      ("diasumfact", "64.6" if "FACTAX" in e else "50", "[47.9, 81.2]"
+                                       if "FACTAX" in e else "[50, 50]"))))
+    assert one(table_notes("t2", r, cols), "`t2`: FACTAX") == (
+        "`t2`: FACTAX and FACTAX-WD show the same numbers in every row (2 rows each): the table cannot tell them apart")
