@@ -32,7 +32,7 @@ ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/routers-vllm-0.1.17-sglang-0.3.2
 ROUTER_STAMP := $(ROUTER_VENV)/.sumjudge-installed
 ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 
-.PHONY: router-env test-router check-page mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup data clean clean-figures
+.PHONY: router-env test-router check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup data clean clean-figures
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -106,6 +106,11 @@ reproduce: env
 # differs from what its answers give at this commit unless the page marks that notebook stale with the same differences
 check-page: env
 	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)"
+
+# The same check with NumPy's, the BLAS's and torch's kernels held one level below this CPU's best (AVX2 on an AVX-512
+# CPU, SSE4.2 elsewhere): CI runs it after check-page, so that a page that depends on the CPU's kernels fails there
+check-page-lower-kernels: env
+	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --lower-kernels
 
 # Write those stale marks (and lift the ones a replay no longer needs) on the page and its index
 mark-stale: env

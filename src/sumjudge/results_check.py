@@ -55,7 +55,93 @@ def table_rows(md: str) -> tuple[list[str], list[list[str]]]:
     return [rows[0][i] for i in keep], [[r[i] if i < len(r) else "" for i in keep] for r in rows[1:]]
 
 
-def table_difference(name: str, committed: str, regenerated: str) -> str | None:
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+FLOAT_NOISE = 1e-12  # apart by less than this, two values are one value summed in another order (near zero)
+SHOWN_DIGITS = 3  # tables are written with ``floatfmt=".3g"`` (``report.save_table``), notes alike (``results_notes``)
+
+
+def rounding_unit(*texts: str) -> float | None:
+    """One unit in the last digit at which numbers shown as ``texts`` were rounded: 3 significant digits (".3g"
+    drops trailing zeros, so "0.5" stands for 0.500), or the last decimal a text shows where that is coarser than
+    its value's third digit is not (a "0.21" of a "%.2f"); None where every text is a whole number with neither a
+    point nor an exponent (a count, shown exactly)."""
+    import math
+
+    if not any("." in t or "e" in t.lower() for t in texts):
+        return None
+    top = max(abs(float(t)) for t in texts)
+    unit = 10.0 ** (math.floor(math.log10(top)) - (SHOWN_DIGITS - 1)) if top else 0.0
+    decimals = [len(t.lower().partition("e")[0].split(".", 1)[1]) for t in texts if "." in t and "e" not in t.lower()]
+    return min([unit] + [10.0 ** -d for d in decimals]) if decimals else unit
+
+
+def same_as_shown(page: str, fresh: str, raw: str | None = None) -> bool:
+    """Whether a cell (or a sentence) the page shows is what a replay gives, at the precision the page shows: the
+    words alike and each number alike, or apart only by a rounding at the last digit shown. A replay on another CPU
+    kind sums floats in another order, so a value at a rounding boundary (0.12350000000000001 against
+    0.12349999999999999) can show one unit apart in its last digit. Where the replay's unrounded value ``raw`` is
+    known, it must round to the page's number (within float noise); elsewhere the two shown numbers may differ by
+    one unit of the last digit, never more; whole numbers (counts) must be equal."""
+    if page == fresh:
+        return True
+    na, nb = NUMBER.findall(page), NUMBER.findall(fresh)
+    if NUMBER.split(page) != NUMBER.split(fresh) or len(na) != len(nb):
+        return False
+    exact = float(raw) if raw and len(na) == 1 and NUMBER.fullmatch(raw.strip()) else None
+    for x, y in zip(na, nb):
+        if x == y:
+            continue
+        if abs(float(x) - float(y)) <= FLOAT_NOISE:  # a zero that another CPU computes as 1e-17
+            continue
+        unit = rounding_unit(x, y)
+        if unit is None:
+            return False
+        if exact is not None:
+            if abs(exact - float(x)) > unit / 2 * (1 + 1e-6) + FLOAT_NOISE:
+                return False
+        elif abs(float(x) - float(y)) > unit * (1 + 1e-6):
+            return False
+    return True
+
+
+def numbers_close(a: Any, b: Any, rel: float = 1.01e-5) -> bool:
+    """Two figures' plotted data alike at the 6 significant digits they are saved with (``report.figure_data``):
+    numbers within one unit of the sixth digit, texts alike at the precision they show."""
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b) <= rel * max(abs(a), abs(b)) + FLOAT_NOISE
+    if isinstance(a, str) and isinstance(b, str):
+        return same_as_shown(a, b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(numbers_close(x, y, rel) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(numbers_close(a[k], b[k], rel) for k in a)
+    return a == b
+
+
+def raw_rows(regenerated: Path, name: str) -> list[dict[str, str]] | None:
+    """The unrounded rows of a regenerated table (its CSV), as the page shows them: the paper-only rows left out;
+    None where the table has no CSV."""
+    import csv
+
+    from .results_page import PAPER_ONLY
+
+    f = regenerated / f"{name.replace(' ', '_')}.csv"
+    if not f.exists():
+        return None
+    csv.field_size_limit(1 << 30)
+    with f.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return [r for r in rows if not any(str(v).strip().endswith(PAPER_ONLY) for v in r.values())]
+
+
+def table_difference(name: str, committed: str, regenerated: str,
+                     raw: list[dict[str, str]] | None = None) -> str | None:
+    """How a table on the page differs from its replay, at the precision the page shows (``same_as_shown``;
+    ``raw``: the replay's unrounded rows, in the table's order); None where it does not."""
     h1, r1 = table_rows(committed)
     h2, r2 = table_rows(regenerated)
     if not h1 and not h2:
@@ -64,11 +150,16 @@ def table_difference(name: str, committed: str, regenerated: str) -> str | None:
         return f"`{name}`: its columns differ ({', '.join(sorted(set(h1) ^ set(h2))) or 'order'})"
     if len(r1) != len(r2):
         return f"`{name}`: {len(r1)} rows on the page, {len(r2)} regenerated"
-    diffs = [(a, b) for a, b in zip(r1, r2) if a != b]
+    raw = raw if raw is not None and len(raw) == len(r2) else [{} for _ in r2]
+
+    def alike(a: list[str], b: list[str], exact: dict[str, str]) -> bool:
+        return all(same_as_shown(x, y, exact.get(h)) for h, x, y in zip(h1, a, b))
+
+    diffs = [(a, b, e) for a, b, e in zip(r1, r2, raw) if a != b and not alike(a, b, e)]
     if not diffs:
         return None
-    a, b = diffs[0]
-    col = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+    a, b, e = diffs[0]
+    col = next(i for i, (h, x, y) in enumerate(zip(h1, a, b)) if not same_as_shown(x, y, e.get(h)))
     from .results_notes import LABEL_COLUMNS
 
     label = " / ".join(x for h, x in zip(h1, a) if h in LABEL_COLUMNS and x) or a[0]
@@ -95,15 +186,73 @@ def notebook_differences(nb: Path, page: Path, regenerated: Path, record: dict[s
             a, b = page / nb.stem / f"{stem}.plot.json", regenerated / f"{stem}.plot.json"
             if not a.exists() or not b.exists():
                 out.append(f"figure `{stem}`: no plotted data to compare ({'page' if not a.exists() else 'replay'})")
-            elif json.loads(a.read_text()) != json.loads(b.read_text()):
+            elif not numbers_close(json.loads(a.read_text()), json.loads(b.read_text())):
                 out.append(f"figure `{stem}` plots other data")
         else:
-            d = table_difference(name, committed[name], fresh[name])
+            d = table_difference(name, committed[name], fresh[name], raw_rows(regenerated, name))
             if d:
                 out.append(d)
-    if notes(regenerated) != (record.get("cannot_show") or []):
+    said, recorded = notes(regenerated), record.get("cannot_show") or []
+    if len(said) != len(recorded) or not all(same_as_shown(x, y) for x, y in zip(recorded, said)):
         out.append("what the tables cannot show differs")
     return out
+
+
+# The second replay CI runs: the kernels held below this CPU's best, so that a page that depends on which kernels
+# summed its floats fails on the recording machine's kind too. Below AVX-512: AVX2; on a CPU without AVX-512: SSE4.2.
+HELD_TO_AVX2 = {"NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR", "OPENBLAS_CORETYPE": "Haswell",
+                "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+HELD_TO_SSE42 = {"NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR", "OPENBLAS_CORETYPE": "Nehalem",
+                 "ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2", "ONEDNN_MAX_CPU_ISA": "SSE41"}
+KERNEL_SETTINGS = tuple(HELD_TO_AVX2)
+
+
+def lower_kernels() -> dict[str, str]:
+    """The settings that hold NumPy's and OpenBLAS's CPU dispatch and torch's (MKL's, oneDNN's) kernels one level
+    below this CPU's best (AVX2 on an AVX-512 CPU, SSE4.2 elsewhere)."""
+    try:
+        flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    return HELD_TO_AVX2 if " avx512f" in flags or not flags else HELD_TO_SSE42
+
+
+def kernels() -> str:
+    """This process's CPU and the kernels its libraries dispatch to (NumPy's SIMD, the BLAS's core type, torch's
+    capability), with the settings that held them, in one line."""
+    from .results_page import cpu_name
+
+    parts = [f"{cpu_name()}, {os.cpu_count()} cores"]
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+        parts.append("NumPy " + (" ".join(f for f in __cpu_dispatch__ if __cpu_features__.get(f)) or "baseline"))
+    except ImportError:
+        pass
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas = [f"{i.get('internal_api')} {i.get('architecture')}" for i in threadpool_info() if i.get("user_api") == "blas"]
+        parts += [f"BLAS {b}" for b in blas]
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        parts.append(f"torch {torch.backends.cpu.get_cpu_capability()}")
+    except ImportError:
+        pass
+    held = [f"{k}={os.environ[k]}" for k in KERNEL_SETTINGS if os.environ.get(k)]
+    return "; ".join(parts) + (f" (held by {' '.join(held)})" if held else "")
+
+
+def replay_kernels(env: dict[str, str]) -> str:
+    """``kernels()`` as the replay's notebooks see them (their environment)."""
+    import subprocess
+
+    res = subprocess.run([sys.executable, "-c", "import numpy\nfrom sumjudge.results_check import kernels\n"
+                          "print(kernels())"], env=env, capture_output=True, text=True)
+    return res.stdout.strip() or f"unknown ({res.stderr.strip()[-200:]})"
 
 
 def replay_notebooks(nbs: list[Path], profile: str, page: Path, regenerated: Path, jobs: int) -> dict[str, str]:
@@ -130,10 +279,12 @@ def expected_state(record: dict[str, Any], differences: list[str], at: str) -> d
 
 
 def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool = False,
-          page: Path | None = None, render: bool = False) -> tuple[bool, list[str]]:
+          page: Path | None = None, render: bool = False, held: dict[str, str] | None = None) -> tuple[bool, list[str]]:
     """(page true, report lines). ``mark``: write the stale marks this check finds instead of failing on them.
     ``render``: rewrite each page that differs from its replay with the replay's tables (its answers kept); a
-    notebook whose replay stops (a request its answers do not hold) is marked stale instead."""
+    notebook whose replay stops (a request its answers do not hold) is marked stale instead. ``held``: settings
+    that hold the replay's kernels (``lower_kernels``); the first report line names the CPU and the kernels."""
+    os.environ.update(held or {})
     from .notebook_jobs import notebooks
     from .results_page import commit, load_provenance, render_notebook_page, rewrite_state, state_lines, write_index
 
@@ -190,7 +341,8 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
     if mark:
         (page / "provenance.json").write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         write_index(page, profile)
-    report.append(f"replayed {len(replayable)} notebooks in {elapsed:.0f} s ({jobs} at a time)"
+    report.append(f"replayed {len(replayable)} notebooks in {elapsed:.0f} s ({jobs} at a time) on "
+                  f"{replay_kernels(dict(os.environ))}"
                   + ("; marks written" if mark and changed else ""))
     return ok, report
 
@@ -204,8 +356,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--render", action="store_true", help="rewrite the pages that differ with the tables their "
                    "recorded answers give now (a change of how tables are computed; no model); mark stale those "
                    "whose replay stops")
+    p.add_argument("--lower-kernels", action="store_true", help="replay with NumPy's, the BLAS's and torch's "
+                   "kernels held one level below this CPU's best (AVX2, or SSE4.2 without AVX-512): a page that "
+                   "depends on the CPU's kernels fails here too")
     a = p.parse_args(argv)
-    ok, report = check(a.profile, a.notebooks, int(a.jobs) if a.jobs else 2, a.mark, render=a.render)
+    ok, report = check(a.profile, a.notebooks, int(a.jobs) if a.jobs else 2, a.mark, render=a.render,
+                       held=lower_kernels() if a.lower_kernels else None)
     print("\n".join(report), flush=True)
     return 0 if ok or a.mark or a.render else 1
 
