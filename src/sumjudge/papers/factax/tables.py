@@ -362,12 +362,22 @@ def table3_rows(grid, model: str, evaluator: str = "FACTAX") -> list[dict[str, A
     return rows
 
 
+# The window sizes the paper prints a cell for (Table 2, the dataset's column): 30 words is FACTAX-WD, the whole summary
+# (None) FACTAX; the other sizes of the ablation have no printed number
+PAPER_WINDOWS: dict[Any, str] = {30: "FACTAX-WD", None: "FACTAX"}
+
+
+def window_label(ww: Any) -> str:
+    """A window size as the tables name it (0: one sentence, None: the whole summary, else its words)."""
+    return "1 sentence" if ww == 0 else ("whole summary" if ww is None else f"{ww} words")
+
+
 def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = None) -> list[dict[str, Any]]:
     """Window-size ablation: FacTax-WD with each ``window_words`` (0 = one sentence, None = whole summary); the
     sizes' runs are submitted together (they share the engine's batches). The paper prints two of these cells
     (Table 2, ``dataset``'s column): 30 words is FACTAX-WD's setting, the whole summary is FACTAX's."""
     column = dataset_place(dataset)[1]
-    paper_rows = {30: "FACTAX-WD", None: "FACTAX"}
+    paper_rows = PAPER_WINDOWS
     rows = []
     cells = session.run_many([{"method": "factax-wd", "dataset": dataset, "settings": {"window_words": ww},
                                "limit": limit, "name": run_name("factax-wd", {"window_words": ww}, dataset)}
@@ -375,7 +385,7 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
     for ww, (m, run) in zip(sizes, cells):
         res = read_results(run)
         rows.append({"experiment": "window size", "dataset": dataset,
-                     "window": "1 sentence" if ww == 0 else ("whole summary" if ww is None else f"{ww} words"),
+                     "window": window_label(ww),
                      "metric": "BAcc %", "paper_row": paper_rows.get(ww) if column else None,
                      "paper": paper_value("factax", "table2", paper_rows[ww], column) if column and ww in paper_rows
                      else None, "reproduced": 100 * m["bacc"] if m["bacc"] == m["bacc"] else None,
