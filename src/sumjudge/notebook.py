@@ -31,6 +31,12 @@ def slug(text: str) -> str:
 
 _RECORDERS: dict[str, Recorder] = {}  # notebook -> what its sessions in this process were answered
 _RECORDINGS: dict[Path, Recording] = {}  # recorded answers read for a replay
+_LATEST: list[Session] = []  # the session a notebook made last in this process (``current_session``)
+
+
+def current_session() -> Session | None:
+    """The session the running notebook made last (None outside a notebook): what its tables were computed in."""
+    return _LATEST[-1] if _LATEST else None
 
 
 @dataclass
@@ -65,6 +71,7 @@ class Session:
             self.recording = _RECORDINGS[path]
         elif self.planner is None:  # a notebook's sessions (e.g. one per trained model) record together
             self.recorder = _RECORDERS.setdefault(self.notebook, Recorder())
+        _LATEST[:] = [self]
 
     def _engine(self, backend: str, model: str | None, base_url: str | None, options: dict[str, Any]) -> LLM:
         """An engine of this notebook: the model's (its answers recorded), or in a replay the recorded one's."""

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import html
 import json
-from functools import lru_cache
-from importlib.resources import files
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .paper_setting import paper_results, session_is_papers_setting
 from .paths import figures_dir
-
-
-@lru_cache(maxsize=None)
-def paper_results(paper: str) -> dict[str, Any]:
-    import yaml
-
-    f = files("sumjudge.papers").joinpath(paper).joinpath("results.yaml")
-    return yaml.safe_load(f.read_text())
 
 
 def paper_value(paper: str, table: str, row: str, column: str) -> Any:
@@ -25,10 +16,13 @@ def paper_value(paper: str, table: str, row: str, column: str) -> Any:
     return paper_results(paper).get(table, {}).get("rows", {}).get(row, {}).get(column)
 
 
-def comparison(rows: Iterable[dict[str, Any]]):
+def comparison(rows: Iterable[dict[str, Any]], papers_setting: bool | None = None):
     """DataFrame with the paper's number beside ours for every row; rows are dicts with at least
     experiment, metric, paper, reproduced (plus any context columns such as model, n); ``ci``: the 95% interval of
-    ``reproduced`` where one is computed (a bootstrap for BAcc, Fisher's z for a correlation), shown as ``95% CI``."""
+    ``reproduced`` where one is computed (a bootstrap for BAcc, Fisher's z for a correlation), shown as ``95% CI``.
+    A ``difference`` column (reproduced minus paper) only in the paper's own setting (``papers_setting``; None: the
+    running notebook's session says, ``paper_setting.session_is_papers_setting``): the paper profile on whole datasets
+    with the paper's model; anywhere else it would mix the method with another model and a subset."""
     import pandas as pd
 
     df = pd.DataFrame(list(rows))
@@ -37,7 +31,11 @@ def comparison(rows: Iterable[dict[str, Any]]):
     front = [c for c in ("experiment", "evaluator", "detector", "dataset", "level", "aspect", "metric", "paper", "reproduced",
                          "95% CI", "n") if c in df.columns]
     df = df[front + [c for c in df.columns if c not in front]]
-    if {"paper", "reproduced"} <= set(df.columns):
+    if papers_setting is None:
+        from .notebook import current_session
+
+        papers_setting = session_is_papers_setting(current_session())
+    if papers_setting and {"paper", "reproduced"} <= set(df.columns):
         df["difference"] = [
             (r - p) if isinstance(p, (int, float)) and isinstance(r, (int, float)) else None
             for p, r in zip(df["paper"], df["reproduced"])

@@ -12,7 +12,6 @@ from it (``write_index``), so a slow notebook can be recorded on its own, on ano
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import os
 import platform
@@ -21,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from .model_files import safetensors_parameters, weights_sha256
 from .paths import project_root, runs_dir
 
 
@@ -38,19 +38,6 @@ def commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + (" +changes" if dirty else "")
-
-
-def weights_sha256(model_dir: Path) -> dict[str, str]:
-    """sha256 of each weights file of a local model folder (``*.safetensors``, ``*.bin``, ``*.gguf``)."""
-    out = {}
-    for f in sorted(model_dir.iterdir()):
-        if f.suffix in (".safetensors", ".bin", ".gguf"):
-            h = hashlib.sha256()
-            with f.open("rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 22), b""):
-                    h.update(chunk)
-            out[f.name] = h.hexdigest()
-    return out
 
 
 def cpu_name() -> str:
@@ -84,14 +71,20 @@ def provenance(profile: str, model: str | None) -> dict[str, Any]:
     from .llm.models import resolve_model
 
     weights: dict[str, str] = {}
+    local = None
     if model:
         try:
             local = Path(resolve_model(model))
             weights = weights_sha256(local) if local.is_dir() else {}
         except (OSError, RuntimeError):
             weights = {}
+    used = engines(runs_dir(), profile)
+    if weights:  # the profile's own model: its parameter count, from its weights' headers
+        for e in used:
+            if e["model"] == local.name:
+                e["parameters"] = safetensors_parameters(local)
     return {"profile": profile, "commit": commit(), "model": model, "weights_sha256": weights,
-            "engines": engines(runs_dir(), profile),
+            "engines": used,
             "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "system": platform.platform(),
                         "python": platform.python_version()},
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
@@ -200,13 +193,25 @@ def state_lines(record: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def page_profile(out: Path) -> str:
+    """The profile of a results page folder: its name (``results-<profile>``), else its provenance's."""
+    if out.name.startswith("results-"):
+        return out.name.removeprefix("results-")
+    return load_provenance(out).get("profile") or "?"
+
+
 def write_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any], since: float | None = None) -> Path:
-    """``out/<notebook>.md`` from the notebook's saved tables and figures (``src``) and its provenance record."""
-    lines = [f"# {notebook_title(nb)}", ""] + state_lines(record)
+    """``out/<notebook>.md`` from the notebook's saved tables and figures (``src``) and its provenance record: its
+    banner (``page_banner``: the model beside the paper's, the n its tables rest on), its state, its sections."""
+    from .page_banner import notebook_banner
+
+    body = page_body(nb, src, out, since)
+    lines = [f"# {notebook_title(nb)}", ""] + notebook_banner(nb.stem, page_profile(out), record, out,
+                                                             body) + state_lines(record)
     if record.get("wall_s") is not None:
         lines += [f"Executed in {record['wall_s']:.0f} s ({record.get('status', '?')}); the notebook itself, with "
                   f"every reading guide: [`notebooks/{nb.name}`](../../notebooks/{nb.name}).", ""]
-    lines += page_body(nb, src, out, since)
+    lines += body
     page = out / f"{nb.stem}.md"
     page.write_text("\n".join(lines), encoding="utf-8")
     return page
@@ -359,9 +364,27 @@ def drift_lines(page: Path) -> list[str]:
     return lines
 
 
+def last_run_lines(out: Path, profile: str, runs: dict[str, Any]) -> list[str]:
+    """Where the last recording run's parse rates and time profile lie: they count that run's notebooks only (each
+    page's tables give their own parse rates), so the index links them under that run's name."""
+    kept = [(name, title) for name, title in ((f"parse_rates_{profile}.md", "parse rates"),
+                                              (f"time_profile_{profile}.md", "time profile"))
+            if (out / name).exists()]
+    if not kept or not runs:
+        return []
+    rid = max(runs)
+    notebooks = " ".join(n[:2] for n in runs[rid].get("notebooks", []))
+    return ["", f"The last recording run ({rid}, notebooks {notebooks}) left its "
+            + " and ".join(f"[{title}]({name})" for name, title in kept)
+            + " beside this page: they count that run's notebooks only, not the page's."]
+
+
 def write_index(out: Path, profile: str) -> Path:
-    """``index.md`` from ``provenance.json``: every notebook's state, commit, machine and counts, each recording
-    run's elapsed time, what the tables cannot show, the last run's parse rates and time profile."""
+    """``index.md`` from ``provenance.json`` and the pages: a banner (``page_banner``: the models beside the papers',
+    the n the tables rest on), every notebook's state, commit, machine and counts, each recording run's elapsed
+    time, what the tables cannot show, and where the last run's parse rates and time profile lie."""
+    from .page_banner import index_banner
+
     prov = load_provenance(out)
     records = [prov["notebooks"][k] for k in sorted(prov["notebooks"])]
     lines = [f"# Results of the `{profile}` profile", "",
@@ -370,10 +393,10 @@ def write_index(out: Path, profile: str) -> Path:
              "gives the paper's numbers beside ours where the paper has them, and each table says on how many "
              "examples it rests. Each notebook's answers are recorded beside its page: `make reproduce REPLAY=1` "
              "regenerates every table from them without the model, and CI checks that the page is what they give "
-             "at each commit (a page they no longer give is marked stale, with what differs).", "",
-             "## Notebooks", "",
-             "| notebook | state | commit | machine | date | wall s | calls | backend calls |",
-             "|---|---|---|---|---|---|---|---|"]
+             "at each commit (a page they no longer give is marked stale, with what differs).", ""]
+    lines += index_banner(profile, out, records)
+    lines += ["## Notebooks", "", "| notebook | state | commit | machine | date | wall s | calls | backend calls |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in records:
         state = state_word(r)
         machine = r.get("machine") or {}
@@ -423,11 +446,6 @@ def write_index(out: Path, profile: str) -> Path:
                         f"stale since `{check.get('since')}`: " + "; ".join(check.get("differences", []))))
     for nb, c in cannot:
         lines.append(f"- [{nb}]({nb}.md): {c}")
-    for name, title in ((f"parse_rates_{profile}.md", "Parse rates of the last run"),
-                        (f"time_profile_{profile}.md", "Where the time of the last run went")):
-        f = out / name
-        if f.exists():
-            body = f.read_text(encoding="utf-8").strip().splitlines()
-            lines += ["", f"## {title}", ""] + [x for x in body if not x.startswith("# ")]
+    lines += last_run_lines(out, profile, prov.get("runs") or {})
     (out / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out / "index.md"

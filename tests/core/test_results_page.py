@@ -40,7 +40,8 @@ def test_the_page_holds_each_notebooks_tables_figures_and_answers_and_the_index_
     text = index.read_text()
     assert f"| [{nb.stem}]({nb.stem}.md) | recorded | `abc1234` |" in text and "| 61 | 35 | 12 |" in text
     assert "| abc1234 |" not in text and "| 50 | 3 | 1.5 |" in text  # the run's elapsed time, not summed walls
-    assert "| cot | 0.9 |" in text and "Every table shows something" in text
+    assert "[parse rates](parse_rates_smoke.md)" in text and "Every table shows something" in text
+    assert "| cot | 0.9 |" not in text  # the last run's parse rates count its notebooks only: linked, not shown
     page = (index.parent / f"{nb.stem}.md").read_text()
     assert page.startswith("# 50 · Judge arena") and "| zero-shot | 0.55 |" in page
     assert "> **State:** recorded at `abc1234`" in page
@@ -231,3 +232,143 @@ def test_a_table_an_earlier_run_left_is_not_on_the_page_of_this_run(tmp_path):
                        figures, recorded_commit="1111111")
     text = (figures / "results-smoke" / f"{nb.stem}.md").read_text()
     assert "| 0.7 |" in text and "old table" not in text and "gone" not in text
+
+
+# --- the banner: the model beside the paper's, the n the tables rest on, the difference column --------------------
+
+def planted_tables(src):
+    """Three tables as a notebook saves them: two with an `n` column (one with a row on no number), one without."""
+    src.mkdir(parents=True, exist_ok=True)
+    tables = {"table3.md": "| metric | paper | reproduced | n |\n|:--|--:|--:|--:|\n| BAcc | 75.1 | 62.5 | 12 |\n"
+                           "| K-alpha | 0.5 | nan | nan |\n| FPR | 25 | 0 | 5 |\n",
+              "labels.md": "| stance | agents |\n|:--|--:|\n| faithful | 3 |\n",
+              "table33.md": "| metric | paper | reproduced | n |\n|:--|--:|--:|--:|\n| BAcc | 79.7 | 70 | 30 |\n"
+                            "| BAcc (paper only) | 79.1 |  |  |\n"}
+    for i, (name, text) in enumerate(tables.items()):
+        (src / name).write_text(text)
+        os.utime(src / name, (time.time() + i, time.time() + i))
+
+
+def banner_of(page_text):
+    return page_text.split("> **State:**")[0]
+
+
+def test_the_n_range_is_read_from_the_tables_n_columns_the_papers_own_rows_left_out(tmp_path):
+    from sumjudge.page_banner import n_range, n_words
+    from sumjudge.results_page import page_body
+
+    planted_tables(tmp_path / "10_x")
+    body = page_body(Path("10_x.ipynb"), tmp_path / "10_x", None)
+    assert n_range(body) == (5, 30, 2, 3)  # the paper-only row (an appendix) rests on nothing computed
+    assert n_words(*n_range(body), where="on this page") == "5 to 30 (the `n` column of 2 of the 3 tables on this page)"
+    assert n_words(*n_range(["## t", "", "| a |", "|--|", "| 1 |"]), where="on this page") == \
+        "no table on this page has an `n` column"
+
+
+def test_a_page_whose_model_is_not_the_papers_says_what_it_is_for_and_shows_no_difference(tmp_path):
+    """The smoke profile's model beside MADISSE's Llama-3-70B: the banner names both (the parameter count the
+    record holds, the dtype), gives n's range, says the page is not evidence for the claim and why its tables have
+    no `difference` column; comparison leaves the column out outside the paper's setting."""
+    from sumjudge.report import comparison
+    from sumjudge.results_page import write_notebook_page
+
+    nb = reproduce.notebooks("10")[0]
+    planted_tables(tmp_path / "figures" / nb.stem)
+    out = tmp_path / "figures" / "results-smoke"
+    out.mkdir(parents=True)
+    record = {"notebook": nb.stem, "calls": 40, "answers": None, "commit": "abc", "check": {"state": "recorded"},
+              "engines": [{"backend": "hf", "model": "qwen2.5-coder-0.5b-instruct", "dtype": "bfloat16",
+                           "parameters": 494032768}]}
+    banner = banner_of(write_notebook_page(nb, tmp_path / "figures" / nb.stem, out, record).read_text())
+    assert "`qwen2.5-coder-0.5b-instruct` (494,032,768 parameters (0.49B); bfloat16)" in banner
+    assert "MADISSE: Llama-3-70B-Instruct (70B parameters)" in banner
+    assert "**n:** 5 to 30 (the `n` column of 2 of the 3 tables on this page)" in banner
+    assert "it is not evidence for or against the paper's claim" in banner
+    assert "leave out the `difference` column" in banner and "`smoke` profile's subsets" in banner
+    rows = [{"metric": "BAcc", "paper": 75.1, "reproduced": 62.5, "n": 12}]
+    assert "difference" not in comparison(rows, papers_setting=False).columns
+    assert list(comparison(rows, papers_setting=True)["difference"].round(1)) == [-12.6]
+    record["engines"][0].pop("parameters")  # not recorded, and no such model folder here: not guessed
+    banner = banner_of(write_notebook_page(nb, tmp_path / "figures" / nb.stem, out, record).read_text())
+    assert "`qwen2.5-coder-0.5b-instruct` (parameters unknown; bfloat16)" in banner
+
+
+def test_the_papers_model_on_the_paper_profile_shows_the_difference_and_no_caveat(tmp_path):
+    from sumjudge.results_page import write_notebook_page
+
+    nb = reproduce.notebooks("10")[0]
+    planted_tables(tmp_path / "figures" / nb.stem)
+    out = tmp_path / "figures" / "results-paper"
+    out.mkdir(parents=True)
+    record = {"notebook": nb.stem, "calls": 40, "answers": None, "commit": "abc", "check": {"state": "recorded"},
+              "engines": [{"backend": "openai", "model": "meta-llama/Meta-Llama-3-70B-Instruct", "dtype": None}]}
+    banner = banner_of(write_notebook_page(nb, tmp_path / "figures" / nb.stem, out, record).read_text())
+    assert "`meta-llama/Meta-Llama-3-70B-Instruct` (parameters unknown; dtype not recorded)" in banner
+    assert "not evidence" not in banner and "each table's `difference` column is reproduced minus" in banner
+    # the paper's model on a subset (another profile): no caveat on the model, still no difference column
+    other = tmp_path / "figures" / "results-scale"
+    other.mkdir(parents=True)
+    banner = banner_of(write_notebook_page(nb, tmp_path / "figures" / nb.stem, other, record).read_text())
+    assert "not evidence" not in banner and "leave out the `difference` column" in banner
+    assert "another model" not in banner and "`scale` profile's subsets" in banner
+
+
+@pytest.mark.parametrize("notebook, profile, n, shown", [
+    ("10_madisse_main", "paper", None, True),  # Llama-3-70B, MADISSE's model, on whole datasets
+    ("30_mesa", "paper", None, True),  # the paper profile runs MESA on GPT-4o, MESA's model
+    ("20_debate_main", "paper", None, False),  # Llama-3-70B is not DEBATE's GPT-4
+    ("10_madisse_main", "paper", 20, False),  # the paper's model on 20 examples
+    ("00_quickstart", "paper", None, True),  # the quickstart prints MADISSE's numbers
+    ("10_madisse_main", "smoke", None, False)])
+def test_comparison_shows_the_difference_only_in_the_papers_setting_of_the_running_notebook(
+        monkeypatch, notebook, profile, n, shown):
+    from sumjudge import notebook as nbmod
+    from sumjudge.report import comparison
+
+    monkeypatch.setattr(nbmod, "_LATEST", [])
+    rows = [{"metric": "BAcc", "paper": 75.1, "reproduced": 62.5}]
+    assert "difference" not in comparison(rows).columns  # no notebook running: not known to be the paper's
+    nbmod.Session(notebook, profile=profile, n=n)
+    assert ("difference" in comparison(rows).columns) is shown
+
+
+def test_safetensors_parameters_are_counted_from_the_headers(tmp_path):
+    import struct
+
+    from sumjudge.model_files import safetensors_parameters
+
+    header = json.dumps({"__metadata__": {}, "a": {"dtype": "BF16", "shape": [3, 4], "data_offsets": [0, 24]},
+                         "b": {"dtype": "BF16", "shape": [5], "data_offsets": [24, 34]}}).encode()
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(34))
+    assert safetensors_parameters(tmp_path) == 17 and safetensors_parameters(tmp_path / "none") is None
+
+
+def test_the_index_banner_and_its_last_run_files_say_what_they_cover(tmp_path):
+    """The index: the models of every page beside the papers', n over every page's tables; the last run's parse
+    rates and time profile are linked under that run's name (they count its notebooks only), not shown as the
+    page's."""
+    from sumjudge.results_page import write_index, write_notebook_page
+
+    out = tmp_path / "figures" / "results-smoke"
+    out.mkdir(parents=True)
+    prov = {"profile": "smoke", "notebooks": {}, "runs": {
+        "2026-01-01 10:00 UTC": {"commit": "a", "notebooks": ["10_madisse_main", "30_mesa"]},
+        "2026-01-02 10:00 UTC": {"commit": "b", "notebooks": ["30_mesa"]}}}
+    for stem in ("10", "30"):
+        nb = reproduce.notebooks(stem)[0]
+        planted_tables(tmp_path / "figures" / nb.stem)
+        record = {"notebook": nb.stem, "calls": 4, "answers": None, "commit": "a", "check": {"state": "recorded"},
+                  "engines": [{"backend": "hf", "model": "m", "dtype": "float32"}]}
+        prov["notebooks"][nb.stem] = record
+        write_notebook_page(nb, tmp_path / "figures" / nb.stem, out, record)
+    (out / "provenance.json").write_text(json.dumps(prov))
+    (out / "parse_rates_smoke.md").write_text("# Parse rates\n\n| method | first try |\n|---|---|\n| cot | 0.9 |\n")
+    (out / "time_profile_smoke.md").write_text("## The shared engine, all notebooks together\n\n- decode_s: 0.0\n")
+    text = write_index(out, "smoke").read_text()
+    assert "> **Models:** `m` (parameters unknown; float32)" in text and "MESA: gpt-4o" in text
+    assert "**n:** 5 to 30 (the `n` column of 4 of the 6 tables on the 2 pages)" in text
+    assert "The model is not the paper's on every page that called a model" in text
+    assert "Every page's tables leave out the `difference` column" in text
+    assert "## Parse rates" not in text and "shared engine" not in text and "| cot | 0.9 |" not in text
+    assert ("The last recording run (2026-01-02 10:00 UTC, notebooks 30) left its [parse rates](parse_rates_smoke.md)"
+            " and [time profile](time_profile_smoke.md) beside this page") in text

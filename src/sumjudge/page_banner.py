@@ -1,0 +1,191 @@
+"""The banner at the top of every results page and of the index, written from what the recording holds: the model
+that answered (name, parameter count, dtype) beside the paper's (``model`` in each paper's ``results.yaml``), the
+range of ``n`` the page's tables rest on, and, where the model is not the paper's, what the page is for; and why
+its tables show or leave out the ``difference`` column (``paper_setting``: only in the paper's own setting).
+
+The banner stands above the page's ``## `` sections, so the page check (which compares those sections with a
+replay's) never reads it; it is written again whenever the page is (``results_page.write_notebook_page``,
+``write_index``).
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import re
+from pathlib import Path
+from typing import Any
+
+from .model_files import local_parameters
+from .paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
+
+
+def parameters_text(n: Any) -> str:
+    if isinstance(n, int) and n > 0:
+        return f"{n:,} parameters ({n / 1e9:.2g}B)"
+    return "parameters unknown"
+
+
+def recorded_engines(page: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The engines that answered a notebook (model, revision, dtype, parameters where recorded): those its recorded
+    answers name, else the engines its record names."""
+    answers = record.get("answers")
+    found: list[dict[str, Any]] = []
+    if answers and (page / answers).exists():
+        with lzma.open(page / answers, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                d = json.loads(line)
+                if d.get("type") == "engine":
+                    info = d.get("info") or {}
+                    found.append({"backend": d.get("backend"), "model": info.get("model") or d.get("model"),
+                                  "revision": info.get("revision"), "dtype": (info.get("extra") or {}).get("dtype")})
+                elif d.get("type") not in ("format", "engine"):
+                    break
+    by_key = {(e.get("model"), e.get("revision")): e for e in record.get("engines") or []}
+    engines = found or [dict(e) for e in record.get("engines") or []]
+    for e in engines:  # a parameter count the record holds for the same model
+        e["parameters"] = e.get("parameters") or (by_key.get((e.get("model"), e.get("revision"))) or {}).get(
+            "parameters") or local_parameters(e.get("model"), record.get("weights_sha256"))
+    return engines
+
+
+def model_words(engines: list[dict[str, Any]]) -> str:
+    """Each model once, with its parameters and the dtypes it ran in."""
+    by_model: dict[str, dict[str, Any]] = {}
+    for e in engines:
+        m = by_model.setdefault(e.get("model") or "?", {"parameters": None, "dtypes": []})
+        m["parameters"] = m["parameters"] or e.get("parameters")
+        dtype = e.get("dtype") or "dtype not recorded"
+        if dtype not in m["dtypes"]:
+            m["dtypes"].append(dtype)
+    return ", ".join(f"`{name}` ({parameters_text(m['parameters'])}; {', '.join(m['dtypes'])})"
+                     for name, m in by_model.items()) or "none recorded"
+
+
+def paper_model_words(paper: str, others: bool = True) -> str:
+    """The paper's model as its page names it (with the other models the paper reports where ``others``)."""
+    m = paper_model(paper)
+    if not m:
+        return f"{paper}: not recorded"
+    params = m.get("parameters")
+    return (f"{m.get('paper') or paper}: {m['name']}"
+            + (f" ({params} parameters)" if params and params != "not published" else " (parameters not published)")
+            + (f"; the paper also reports {m['others']}" if others and m.get("others") else ""))
+
+
+# --- what the tables rest on -----------------------------------------------------------------------------------
+
+def page_tables(lines: list[str]) -> list[tuple[list[str], list[list[str]]]]:
+    """(header, rows) of each Markdown table a page shows under its ``## `` sections (the appendix of the paper's
+    own rows left out: they rest on nothing this run computed)."""
+    tables: list[tuple[list[str], list[list[str]]]] = []
+    section, current = None, None
+    for line in "\n".join(lines).splitlines():
+        if line.startswith("## "):
+            section, current = line[3:].strip(), None
+            continue
+        if section is None or section.lower().startswith("appendix") or not line.startswith("|"):
+            current = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if current is None:
+            current = (cells, [])
+            tables.append(current)
+        elif not re.match(r"^\|[\s:|-]+\|$", line.strip()):
+            current[1].append(cells)
+    return tables
+
+
+def n_range(lines: list[str]) -> tuple[float | None, float | None, int, int]:
+    """(smallest n, largest n, tables with an ``n`` column, tables) over a page's tables."""
+    values, with_n, tables = [], 0, page_tables(lines)
+    for header, rows in tables:
+        if "n" not in header:
+            continue
+        with_n += 1
+        i = header.index("n")
+        for r in rows:
+            try:
+                v = float(r[i]) if i < len(r) else float("nan")
+            except ValueError:
+                continue
+            if v == v:
+                values.append(v)
+    return (min(values) if values else None), (max(values) if values else None), with_n, len(tables)
+
+
+def _num(v: float) -> str:
+    return f"{v:g}"
+
+
+def n_words(low: float | None, high: float | None, with_n: int, tables: int, where: str) -> str:
+    if not with_n:
+        return f"no table {where} has an `n` column"  # e.g. a notebook that counts datasets
+    share = f"the `n` column of {with_n} of the {tables} tables {where}" if with_n < tables else \
+        f"the `n` column of the {tables} table{'s' if tables > 1 else ''} {where}"
+    if low is None:
+        return f"no number in {share}"
+    return f"{_num(low)}" + ("" if low == high else f" to {_num(high)}") + f" ({share})"
+
+
+# --- the banners -----------------------------------------------------------------------------------------------
+
+NOT_EVIDENCE = ("shows each protocol running and how to read its tables; it is not evidence for or against the "
+                "paper's claim")
+
+
+def difference_words(profile: str, papers_model: bool, subject: str = "Its tables") -> str:
+    """Why the tables show a ``difference`` column, or why they leave it out."""
+    if profile == PAPER_PROFILE and papers_model:
+        return ("The model and the data are the paper's (the `paper` profile): each table's `difference` column is "
+                "reproduced minus the paper's number.")
+    why = ([] if papers_model else ["another model than the paper's"]) + (
+        [] if profile == PAPER_PROFILE else [f"the `{profile}` profile's subsets of the data"])
+    return (f"{subject} leave out the `difference` column (reproduced minus the paper's number): it means something "
+            f"only with the paper's model on the paper's data (the `{PAPER_PROFILE}` profile), and here it would mix "
+            f"the method with {' and '.join(why)}.")
+
+
+def notebook_banner(notebook: str, profile: str, record: dict[str, Any], page: Path,
+                    lines: list[str]) -> list[str]:
+    """The banner of a notebook's page: ``lines`` are the page's sections (``results_page.page_body``), ``page`` its
+    folder (where its recorded answers lie)."""
+    paper = paper_of(notebook)
+    n = n_words(*n_range(lines), where="on this page")
+    if not record.get("calls") and not record.get("answers"):
+        return [f"> **Model:** none: this notebook called no model. **n:** {n}.", ""]
+    engines = recorded_engines(page, record)
+    theirs = (f"**the paper's model** ({paper_model_words(paper)})" if paper else
+              "**the papers' models** (" + "; ".join(paper_model_words(p, others=False) for p in papers()) + ")")
+    out = [f"> **Model:** {model_words(engines)}, beside {theirs}. **n:** {n}.", ">"]
+    papers_model = answered_by_papers_model(paper, [e.get("model") for e in engines])
+    if not papers_model:
+        out += [f"> The model is not the paper's, so this page {NOT_EVIDENCE}.", ">"]
+    return out + [f"> {difference_words(profile, papers_model)}", ""]
+
+
+def index_banner(profile: str, out: Path, records: list[dict[str, Any]]) -> list[str]:
+    """The index's banner: every model that answered, the papers' models, the range of n over every page's tables
+    (each page as written)."""
+    engines, lows, highs, with_n, tables, others, called = [], [], [], 0, 0, 0, 0
+    for r in records:
+        page = out / f"{r['notebook']}.md"
+        low, high, w, t = n_range(page.read_text(encoding="utf-8").splitlines() if page.exists() else [])
+        lows += [low] if low is not None else []
+        highs += [high] if high is not None else []
+        with_n, tables = with_n + w, tables + t
+        if r.get("calls") or r.get("answers"):
+            used = recorded_engines(out, r)
+            engines += used
+            called += 1
+            others += not answered_by_papers_model(paper_of(r["notebook"]), [e.get("model") for e in used])
+    n = n_words(min(lows) if lows else None, max(highs) if highs else None, with_n, tables,
+                where=f"on the {len(records)} pages")
+    theirs = "; ".join(paper_model_words(p, others=False) for p in papers())
+    lines = [f"> **Models:** {model_words(engines)}, beside **the papers' models** ({theirs}). **n:** {n}.", ">"]
+    if others:
+        which = "every page that called a model" if others == called else f"{others} of the {called} pages"
+        lines += [f"> The model is not the paper's on {which}: such a page {NOT_EVIDENCE}.", ">"]
+    subject = ("The tables of a page whose model is not its paper's" if profile == PAPER_PROFILE and others < called
+               else "Every page's tables")
+    return lines + [f"> {difference_words(profile, not others, subject)}", ""]
