@@ -45,8 +45,12 @@ def arena(page: Path) -> str:
     rec = _record(page, "50_judge_arena")
     state = (rec.get("check") or {}).get("state", "recorded")
     datasets = sorted({r[col["dataset"]] for r in rows})
+    # a judge run in another reading (``zero-shot[prompts=printed]``) is a row of its judge, not another judge
+    variants = [j for j in judges if "[" in j]
+    counted = f"{len({j.split('[')[0] for j in judges})} judges" + (
+        f" ({', '.join(variants)} beside its judge: {len(judges)} rows)" if variants else "")
     lines = [f"From the results page ([notebook 50](figures/results-smoke/50_judge_arena.md), commit "
-             f"`{str(rec.get('commit', '?'))[:7]}`, {state}): {len(judges)} judges on {', '.join(datasets)}.", "",
+             f"`{str(rec.get('commit', '?'))[:7]}`, {state}): {counted} on {', '.join(datasets)}.", "",
              "| judge | mean BAcc | BAcc and 95% interval per dataset | n | prompt tokens per example |",
              "|---|---|---|---|---|"]
 
