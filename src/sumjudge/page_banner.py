@@ -121,8 +121,9 @@ def _num(v: float) -> str:
 def n_words(low: float | None, high: float | None, with_n: int, tables: int, where: str) -> str:
     if not with_n:
         return f"no table {where} has an `n` column"  # e.g. a notebook that counts datasets
-    share = f"the `n` column of {with_n} of the {tables} tables {where}" if with_n < tables else \
-        f"the `n` column of the {tables} table{'s' if tables > 1 else ''} {where}"
+    share = (f"the `n` column of {with_n} of the {tables} tables {where}" if with_n < tables else
+             f"the `n` column of the {tables} tables {where}" if tables > 1 else
+             f"the `n` column of the only table {where}")
     if low is None:
         return f"no number in {share}"
     return f"{_num(low)}" + ("" if low == high else f" to {_num(high)}") + f" ({share})"
