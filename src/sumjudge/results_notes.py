@@ -1,8 +1,9 @@
 """What a table cannot show, said in words: read from the tables a notebook saved (``figures/<notebook>/*.csv``).
 
-A cell that shows nothing looks like a result. ``notes`` names each such cell, one sentence per table and kind, with
-the count and one example; the results page prints them at the top of the notebook's page and the index gathers them
-under "What this run cannot show". The kinds (``RULES``, in the order the sentences come):
+A cell that shows nothing looks like a result. ``notes`` names each such cell, one sentence per table and kind (the
+count and one example; a row worse than chance, one each); the results page prints them at the top of the notebook's
+page and the index gathers them under "What this run cannot show". The kinds (``RULES``, in the order the sentences
+come):
 
 - a table with no row, a row with no number (NaN or empty; a paper's row, whose note says so, is left alone), a row
   resting on n = 0;
@@ -177,7 +178,8 @@ def few_examples(t: Table) -> list[str]:
     hits = [(r, f"n = {shown(r.get('n'))}") for r in t.rows
             if 0 < (number(r.get("n")) or 0) < FEW_EXAMPLES and t.has_number(r)]
     return [_rows_note(t, hits, f"rest on fewer than {FEW_EXAMPLES} examples",
-                       "one example more or less moves such a number a long way")] if hits else []
+                       "each example weighs more than a tenth in such a number: one changed answer moves it a "
+                       "long way")] if hits else []
 
 
 def _fewest_of_a_class(row: dict[str, str]) -> str | None:
@@ -193,9 +195,8 @@ def _fewest_of_a_class(row: dict[str, str]) -> str | None:
 
 def few_of_a_class(t: Table) -> list[str]:
     hits = [(r, c) for r in t.rows if t.has_number(r) and (c := _fewest_of_a_class(r))]
-    return [_rows_note(t, hits, f"rest on fewer than {FEW_OF_A_CLASS} examples of one gold class",
-                       "a rate over that class (FPR, FNR, recall, F1) moves by a whole step when one of them "
-                       "changes")] if hits else []
+    why = "each of them weighs more than a fifth in a rate over that class (FPR, FNR, recall, F1)"
+    return [_rows_note(t, hits, f"rest on fewer than {FEW_OF_A_CLASS} examples of one gold class", why)] if hits else []
 
 
 def few_groups(t: Table) -> list[str]:

@@ -138,8 +138,8 @@ def test_a_number_on_few_examples_is_named():
                    {"evaluator": "three", "metric": "BAcc %", "reproduced": "33.3", "95% CI": "[16.3, 60]", "n": "6"},
                    {"evaluator": "four", "metric": "BAcc %", "reproduced": "60", "95% CI": "[40, 80]", "n": "40"})
     assert table_notes("t1", r, cols) == [
-        "`t1`: 2 of 3 rows rest on fewer than 10 examples (e.g. single / BAcc %: n = 8): one example more or less "
-        "moves such a number a long way"]
+        "`t1`: 2 of 3 rows rest on fewer than 10 examples (e.g. single / BAcc %: n = 8): each example weighs more "
+        "than a tenth in such a number: one changed answer moves it a long way"]
     r, cols = rows({"experiment": "E.1", "example": "tc-12", "repeats": "2", "distinct_final_scores": "[2.0]"})
     assert table_notes("e1", r, cols) == ["`e1` rests on 1 example (one per row): what so few examples show says "
                                           "little about the others"]
@@ -153,7 +153,7 @@ def test_a_rate_over_a_gold_class_of_few_examples_is_named():
                      for m, v in (("BAcc (%)", "62.5"), ("FNR (%)", "75"))))
     assert one(table_notes("t", r, cols), "`t`: 2 of 2 rows rest on fewer than 5 examples of one gold class") == (
         "`t`: 2 of 2 rows rest on fewer than 5 examples of one gold class (e.g. MADISSE / BAcc (%): gold labels "
-        "8 × 1, 4 × 0): a rate over that class (FPR, FNR, recall, F1) moves by a whole step when one of them changes")
+        "8 × 1, 4 × 0): each of them weighs more than a fifth in a rate over that class (FPR, FNR, recall, F1)")
     r, cols = rows(*({"evaluator": "FACTAX", "aspect": a, "metric": "F1 %", "reproduced": s + "0", "95% CI": "[1, 70]",
                       "n": "20", "support": s} for a, s in (("Predicate", "8"), ("Circumstantial", "1"),
                                                            ("Coreference", "2"))))
