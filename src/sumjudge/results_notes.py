@@ -129,6 +129,12 @@ def _ci_text(ci: tuple[float, float]) -> str:
     return f"[{shown(ci[0])}, {shown(ci[1])}]"
 
 
+def _cell(v: str | None) -> str:
+    """A cell as the page shows it: a number or each end of an interval ``shown``, text as it is."""
+    m = _CI.match((v or "").strip())
+    return f"[{shown(m.group(1))}, {shown(m.group(2))}]" if m else shown(v) or (v or "")
+
+
 def _is_interval(column: str) -> bool:
     return "ci" in re.split(r"[\s_]+", column.lower())
 
@@ -300,7 +306,7 @@ def identical_settings(t: Table) -> list[str]:
     alike: dict[tuple, list[tuple]] = {}
     for key, rows in groups.items():
         sig = tuple(sorted((tuple(r.get(c) or "" for c in WHERE_COLUMNS),
-                            tuple(shown(r.get(c)) or (r.get(c) or "") for c in cells)) for r in rows))
+                            tuple(_cell(r.get(c)) for c in cells)) for r in rows))
         if any(t.has_number(r) and not _zero_width(r) for r in rows):  # not one named as of zero width already
             alike.setdefault(sig, []).append(key)
     same = [keys for keys in alike.values() if len(keys) > 1]
