@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .model_files import local_parameters
 from .paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
 
 
@@ -43,9 +42,10 @@ def recorded_engines(page: Path, record: dict[str, Any]) -> list[dict[str, Any]]
                     break
     by_key = {(e.get("model"), e.get("revision")): e for e in record.get("engines") or []}
     engines = found or [dict(e) for e in record.get("engines") or []]
-    for e in engines:  # a parameter count the record holds for the same model
+    for e in engines:  # a parameter count the record holds for the same model (never this machine's files: the
+        # banner says the same wherever the page is written; ``results_page.with_parameters`` records a count)
         e["parameters"] = e.get("parameters") or (by_key.get((e.get("model"), e.get("revision"))) or {}).get(
-            "parameters") or local_parameters(e.get("model"), record.get("weights_sha256"))
+            "parameters")
     return engines
 
 

@@ -255,6 +255,17 @@ def replay_kernels(env: dict[str, str]) -> str:
     return res.stdout.strip() or f"unknown ({res.stderr.strip()[-200:]})"
 
 
+def banner_difference(nb: Path, page: Path, regenerated: Path, record: dict[str, Any]) -> list[str]:
+    """The page's banner (``page_banner``: the model beside the paper's, the n its tables rest on) against the one its
+    record and its replayed tables give: [] where the page holds it."""
+    from .page_banner import notebook_banner
+    from .results_page import page_body, page_profile
+
+    banner = notebook_banner(nb.stem, page_profile(page), record, page, page_body(nb, regenerated, None))
+    text = (page / f"{nb.stem}.md").read_text(encoding="utf-8")
+    return [] if "\n".join(banner).strip() in text else ["its banner is not what its record and tables give"]
+
+
 def replay_notebooks(nbs: list[Path], profile: str, page: Path, regenerated: Path, jobs: int) -> dict[str, str]:
     """Each notebook executed against the page's recorded answers (a worker process each, ``jobs`` at a time);
     its status (``ok`` or why it stopped)."""
@@ -310,7 +321,8 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
         elif status.get(nb.stem) != "ok":
             diffs = [f"the replay stopped: {status.get(nb.stem, 'not run')}"[:600]]
         else:
-            diffs = notebook_differences(nb, page, regenerated / nb.stem, rec)
+            diffs = notebook_differences(nb, page, regenerated / nb.stem, rec) + banner_difference(
+                nb, page, regenerated / nb.stem, rec)
         if diffs is None:
             verdict = "not recorded (marked on its page)"
         elif not diffs:

@@ -229,9 +229,19 @@ def render_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any],
         if old.name.endswith(KEPT_FILES):
             old.unlink()
     record = {**record, "check": {"state": "recorded"}, "cannot_show": notes(src),
-              "rendered_at": at}
+              "rendered_at": at, "engines": with_parameters(record)}
     write_notebook_page(nb, src, out, record)
     return record
+
+
+def with_parameters(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The record's engines, each with its parameter count where the record lacks one and this machine holds the
+    recorded weights (their sha256: ``model_files.local_parameters``): counted once, then kept in the record, so
+    that every page written from it says the same on every machine."""
+    from .model_files import local_parameters
+
+    return [{**e, "parameters": e.get("parameters") or local_parameters(e.get("model"), record.get("weights_sha256"))}
+            if e.get("model") else e for e in record.get("engines") or []]
 
 
 def rewrite_state(out: Path, nb_stem: str, record: dict[str, Any]) -> None:

@@ -115,6 +115,18 @@ def test_the_check_verifies_a_page_and_fails_on_a_changed_number_until_the_page_
     assert not results_check.check("smoke", "50", page=page)[0]
 
 
+def test_a_page_whose_banner_is_not_its_records_fails_the_check_and_a_render_writes_it(page_and_replay):
+    page, replay = page_and_replay
+    text = (page / "50_judge_arena.md").read_text()
+    assert "> **Model:**" in text and results_check.check("smoke", "50", page=page)[0]
+    (page / "50_judge_arena.md").write_text(text.replace("**n:** ", "**n:** 999 and "))
+    ok, report = results_check.check("smoke", "50", page=page)
+    assert not ok and "its banner is not what its record and tables give" in report[0]
+    results_check.check("smoke", "50", page=page, render=True)
+    assert (page / "50_judge_arena.md").read_text().count("999") == 0
+    assert results_check.check("smoke", "50", page=page)[0]
+
+
 def test_a_replay_that_stops_is_a_difference(page_and_replay):
     page, replay = page_and_replay
     replay["status"] = "FAILED: ReplayMiss: chat request 'first' was not recorded"
