@@ -546,6 +546,9 @@ def main(args) -> int:
             raise ConfigError("bench --backend openai needs --base-url and --model (the name the server serves)")
         print(json.dumps(run_openai(args), indent=2))
         return 0
+    from .llm.extras import require
+
+    require("sumjudge bench on the hf backend (`bench --backend openai` needs no extra)")
     if getattr(args, "turns", 0):
         print(json.dumps(run_turns(args), indent=2))
         return 0

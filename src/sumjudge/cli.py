@@ -428,6 +428,13 @@ def main(argv: list[str] | None = None) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"sumjudge: error: {msg}", file=sys.stderr)
         return EXIT_USAGE
+    except ModuleNotFoundError as e:  # a module of the hf extra that no guard asked for first (llm/extras.py)
+        from .llm.extras import missing_extra
+
+        if (said := missing_extra(e, f"sumjudge {getattr(args, 'cmd', '')}".strip())) is None:
+            raise
+        print(f"sumjudge: error: {said}", file=sys.stderr)
+        return EXIT_USAGE
     except BackendUnavailableError as e:
         print(f"sumjudge: backend error: {e}", file=sys.stderr)
         return EXIT_BACKEND

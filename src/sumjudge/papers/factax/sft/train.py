@@ -222,6 +222,9 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
 
 def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size: int, key: str,
            precision: str) -> dict[str, Any]:
+    from ....llm.extras import require
+
+    require("FacTax's fine-tuning", ("torch", "transformers", "accelerate", "peft"))
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
 
