@@ -129,6 +129,43 @@ def n_words(low: float | None, high: float | None, with_n: int, tables: int, whe
     return f"{_num(low)}" + ("" if low == high else f" to {_num(high)}") + f" ({share})"
 
 
+CLASS_COUNT = re.compile(r"(\d+) × [01]\b")
+ENOUGH_OF_A_CLASS = 10  # what a headline cell should rest on, of each gold class
+
+
+def fewest_of_a_class(lines: list[str]) -> int | None:
+    """The fewest examples of one gold class any cell of a page rests on (its tables' ``gold labels`` column,
+    ``run_metrics.said_column``, or ``support``); None where no table states a class count."""
+    counts = []
+    for header, rows in page_tables(lines):
+        for column in ("gold labels", "support"):
+            if column in header:
+                i = header.index(column)
+                for r in rows:
+                    cell = r[i] if i < len(r) else ""
+                    counts += [int(c) for c in CLASS_COUNT.findall(cell)] if column == "gold labels" else (
+                        [int(float(cell))] if re.fullmatch(r"\d+(\.0+)?", cell) else [])
+    return min(counts) if counts else None
+
+
+def few_examples_words(lines: list[str], record: dict[str, Any], profile: str) -> list[str]:
+    """Why a page's cells rest on fewer than ``ENOUGH_OF_A_CLASS`` examples of a gold class, with what its recording
+    took (measured): [] where every stated class count reaches it, or no table states one."""
+    fewest = fewest_of_a_class(lines)
+    if fewest is None or fewest >= ENOUGH_OF_A_CLASS:
+        return []
+    took = record.get("wall_s")
+    cpu = (record.get("machine") or {}).get("cpu")
+    cost = (f"; this page's recording took {took / 60:.0f} min" + (f" on {cpu}" if cpu else "") + ", and a debate's "
+            "cost grows with its examples" if took else "")
+    more = (f"about {-(-ENOUGH_OF_A_CLASS // fewest)} times the examples" if fewest else "examples of a class it has "
+            "none of")
+    return [f"> Some cells rest on {fewest} example{'s' if fewest != 1 else ''} of one gold class (the `gold labels` or "
+            f"`support` column): {ENOUGH_OF_A_CLASS} of each would take {more}{cost}. The `{profile}` profile keeps "
+            "its samples small so that every page can be recorded on a laptop's CPU; read a rate over one class (FPR, "
+            "FNR, F1) here as an example of the computation, not as an estimate.", ">"]
+
+
 # --- the banners -----------------------------------------------------------------------------------------------
 
 NOT_EVIDENCE = ("shows each protocol running and how to read its tables; it is not evidence for or against the "
@@ -162,6 +199,7 @@ def notebook_banner(notebook: str, profile: str, record: dict[str, Any], page: P
     papers_model = answered_by_papers_model(paper, [e.get("model") for e in engines])
     if not papers_model:
         out += [f"> The model is not the paper's, so this page {NOT_EVIDENCE}.", ">"]
+    out += few_examples_words(lines, record, profile)
     return out + [f"> {difference_words(profile, papers_model)}", ""]
 
 

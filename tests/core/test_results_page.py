@@ -384,3 +384,19 @@ def test_the_index_banner_and_its_last_run_files_say_what_they_cover(tmp_path):
     assert "## Parse rates" not in text and "shared engine" not in text and "| cot | 0.9 |" not in text
     assert ("The last recording run (2026-01-02 10:00 UTC, notebooks 30) left its [parse rates](parse_rates_smoke.md)"
             " and [time profile](time_profile_smoke.md) beside this page") in text
+
+
+def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_recordings_time(tmp_path):
+    from sumjudge.page_banner import few_examples_words, fewest_of_a_class
+
+    lines = ["## table3", "", "| evaluator | bacc | n | gold labels |", "|---|---|---|---|",
+             "| madisse | 68.8 | 12 | 8 × 1, 4 × 0 |", "| zero-shot | 50 | 12 | 8 × 1, 4 × 0 |"]
+    assert fewest_of_a_class(lines) == 4
+    record = {"wall_s": 2165.0, "machine": {"cpu": "AMD EPYC"}}
+    words = " ".join(few_examples_words(lines, record, "smoke"))
+    assert "rest on 4 examples of one gold class" in words and "about 3 times the examples" in words
+    assert "took 36 min on AMD EPYC" in words
+    enough = [ln.replace("8 × 1, 4 × 0", "12 × 1, 10 × 0") for ln in lines]
+    assert few_examples_words(enough, record, "smoke") == [] and few_examples_words(["## x"], record, "smoke") == []
+    support = ["## t", "", "| type | f1 | support |", "|---|---|---|", "| Entity | 0.5 | 2 |"]
+    assert fewest_of_a_class(support) == 2
