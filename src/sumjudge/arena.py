@@ -127,28 +127,29 @@ def calibrate(preds: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> di
     return info
 
 
-def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *, seed: int,
+def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *,
              calibration: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One judge on one dataset: BAcc with a 95% bootstrap CI (over the examples with a readable label, resampled
-    within each gold class), alpha, ROC-AUC where the judgements carry graded scores, the unreadable share, and
-    what it cost per example (a score judge's held-out run apart). ``calibration``: a score judge's threshold
-    (``calibrate``): BAcc and alpha are then those of the thresholded labels."""
-    from .metrics import balanced_accuracy, binary_alpha_ci, krippendorff_alpha, labels_said, readable_bacc_ci, roc_auc
+    """One judge on one dataset: BAcc with a 95% bootstrap CI (``metrics.bacc_cell``: over the examples with a
+    readable label, ``n`` of the ``n_examples`` judged), alpha, ROC-AUC where the judgements carry graded scores,
+    the unreadable share, and what it cost per example (a score judge's held-out run apart). ``calibration``: a
+    score judge's threshold (``calibrate``): BAcc and alpha are then those of the thresholded labels."""
+    from .metrics import bacc_cell, binary_alpha_ci, krippendorff_alpha, labels_said, roc_auc
     from .run_metrics import said_column
 
-    readable = [(p["gold"], p["label"]) for p in preds if p["label"] is not None]
+    gold, labels = [p["gold"] for p in preds], [p["label"] for p in preds]
     scored = [(p["gold"], p["score"]) for p in preds if p.get("score") is not None]
     graded = bool(scored) and any(v not in (0, 1) for _, v in scored)  # a 0/1 score is the label: AUC = BAcc
     metrics = dict(metrics)
     if calibration and calibration["threshold"] is not None:
-        metrics["bacc"] = balanced_accuracy([g for g, _ in readable], [y for _, y in readable]) if readable else None
-        metrics["k_alpha"] = krippendorff_alpha([p["gold"] for p in preds], [p["label"] for p in preds])
-    ci = readable_bacc_ci([g for g, _ in readable], [y for _, y in readable], seed=seed) or (None, None)
-    alpha_ci = binary_alpha_ci([g for g, _ in readable], [y for _, y in readable], seed=seed) or (None, None)
+        metrics["k_alpha"] = krippendorff_alpha(gold, labels)
+    bacc = bacc_cell(gold, labels)
+    ci = bacc["ci"] or (None, None)
+    alpha_ci = binary_alpha_ci(gold, labels) or (None, None)
     n = max(1, len(preds))
     cost = metrics["cost"]
-    return {"dataset": cell.where, "judge": cell.judge, "n": len(preds), "bacc": metrics.get("bacc"),
-            "bacc_ci_low": ci[0], "bacc_ci_high": ci[1], **said_column(labels_said([p["label"] for p in preds])),
+    return {"dataset": cell.where, "judge": cell.judge, "n": bacc["n"], "n_examples": bacc["n_examples"],
+            "bacc": bacc["bacc"] if bacc["n"] else None, "bacc_ci_low": ci[0], "bacc_ci_high": ci[1],
+            **said_column(labels_said(labels)),
             "k_alpha": metrics.get("k_alpha"), "k_alpha_ci_low": alpha_ci[0], "k_alpha_ci_high": alpha_ci[1],
             "roc_auc": roc_auc([g for g, _ in scored], [v for _, v in scored]) if graded else None,
             **{k: (calibration or {}).get(k) for k in ("threshold", "held_out_n", "threshold_from")},
@@ -286,7 +287,7 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
         p = predictions(cell, folder)
         calibration = calibrate(p, predictions(cell, next(results)[0][1])) if scores_judge(cell.method) else None
         preds += p
-        table.append({**cell_row(cell, metrics, p, seed=seed, calibration=calibration),
+        table.append({**cell_row(cell, metrics, p, calibration=calibration),
                       **published_columns(cell, model, level)})
     paired = paired_rows(preds)
     fidelity = fidelity_rows(cells, table, paired)
@@ -339,7 +340,8 @@ def split_level(dataset: str) -> tuple[str, str | None]:
 
 def ranking(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Judges by mean BAcc over the datasets where it is defined (the LLM-AggreFact leaderboard's average), with
-    its 95% interval, how many datasets that mean covers and the mean prompt + completion tokens per example. The
+    its 95% interval, how many datasets that mean covers (``n``: the readable labels it rests on; ``n_examples``:
+    the examples judged) and the mean prompt + completion tokens per example. The
     interval: one dataset's own; over several (independent examples), the mean's normal interval from each
     dataset's standard error read off its interval (width / 3.92); none where a dataset has no interval."""
     import math
@@ -359,7 +361,8 @@ def ranking(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
             half = 1.96 * math.sqrt(sum(((hi - lo) / 3.92) ** 2 for lo, hi in cis)) / len(cis)
             ci = cis[0] if len(cis) == 1 else (mean - half, mean + half)
         out.append({"judge": judge, "mean_bacc": mean, "mean_bacc_ci_low": ci[0], "mean_bacc_ci_high": ci[1],
-                    "datasets": len(baccs), "of_datasets": len(rows), "n": sum(r["n"] for r in rows),
+                    "datasets": len(baccs), "of_datasets": len(rows), "n": sum(r["n"] for r in scored),
+                    "n_examples": sum(r.get("n_examples", r["n"]) for r in rows),
                     "tokens_per_example": sum(tokens) / len(tokens)})
     return sorted(out, key=lambda r: (r["mean_bacc"] is None, -(r["mean_bacc"] or 0)))
 

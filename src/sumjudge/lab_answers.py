@@ -123,8 +123,9 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             f"on gold 1 = {_pct(rec1)}%, on gold 0 = {_pct(rec0)}%, BAcc = their mean = {_pct((rec1 + rec0) / 2)} "
             f"(the table: {_pct(row['bacc'])}). A stratified bootstrap of 1,000 resamples with "
             f"`np.random.default_rng(0)` gives [{_pct(lo)}, {_pct(hi)}] (BAcc {_pct(b)}); the table's "
-            f"`metrics.readable_bacc_ci` gives {_interval(row)}. They differ a little because the resamples are "
-            "drawn in another order from the random stream: a bootstrap interval is itself an estimate.", ""]
+            f"`metrics.readable_bacc_ci` gives {_interval(row)}. They differ a little because the table draws each "
+            "class's count of right labels (a binomial draw, the same distribution as resampling the examples) from "
+            "another random stream: a bootstrap interval is itself an estimate.", ""]
 
     # 4
     t = lab.debate_transcript(rivals, params["debate_judge"], ds)

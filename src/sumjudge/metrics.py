@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -353,12 +353,25 @@ def labels_said(y_pred: Sequence[int | None]) -> dict[str, int]:
     return {"1": sum(p == 1 for p in y_pred if p is not None), "0": sum(p == 0 for p in y_pred if p is not None)}
 
 
-def readable_bacc_ci(y_true: Sequence[int], y_pred: Sequence[int | None], seed: int = 0
+# The one resampling seed of every BAcc interval (not the seed that drew the examples): with the interval a function
+# of the confusion counts (``balanced_accuracy_resamples``), the same judgements give the same interval on every page
+BOOTSTRAP_SEED = 0
+
+
+def readable_bacc_ci(y_true: Sequence[int], y_pred: Sequence[int | None], seed: int = BOOTSTRAP_SEED
                      ) -> tuple[float, float] | None:
     """``balanced_accuracy_ci`` over the examples with a readable label (those BAcc is computed on); None where it
     says nothing: fewer than four readable examples, or one gold class only among them."""
     pairs = readable_pairs(y_true, y_pred)
     return None if pairs is None else balanced_accuracy_ci(*pairs, seed=seed)
+
+
+def bacc_cell(y_true: Sequence[int], y_pred: Sequence[int | None]) -> dict[str, Any]:
+    """A BAcc cell as every table shows it: ``bacc`` over the readable labels (NaN where a gold class is missing
+    among them), ``n`` the readable labels it rests on, ``n_examples`` the examples judged (unreadable ones too),
+    ``ci`` its 95% interval (``readable_bacc_ci``, the one seed ``BOOTSTRAP_SEED``; None where it says nothing)."""
+    rep = binary_report(y_true, y_pred)
+    return {"bacc": rep.bacc, "n": rep.n, "n_examples": len(y_true), "ci": readable_bacc_ci(y_true, y_pred)}
 
 
 def readable_pairs(y_true: Sequence[int], y_pred: Sequence[int | None]) -> tuple[list[int], list[int]] | None:
@@ -440,7 +453,7 @@ def fisher_ci(r: float | None, n: int | None, method: str = "pearson", confidenc
 
 
 def balanced_accuracy_ci(y_true: Sequence[int], y_pred: Sequence[int], n_resamples: int = 1000,
-                         confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+                         confidence: float = 0.95, seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
     """Percentile bootstrap CI of balanced accuracy, resampling within each gold class (stratified: every resample
     keeps both classes, so no resample leaves BAcc undefined, as an unstratified one can on a few examples)."""
     resampled = balanced_accuracy_resamples(y_true, y_pred, n_resamples, seed)
@@ -449,15 +462,20 @@ def balanced_accuracy_ci(y_true: Sequence[int], y_pred: Sequence[int], n_resampl
     return percentile_interval(resampled, confidence)
 
 
-def balanced_accuracy_resamples(y_true: Sequence[int], y_pred: Sequence[int], n_resamples: int = 1000, seed: int = 0
-                                ) -> np.ndarray | None:
-    """``balanced_accuracy_ci``'s bootstrap resamples of BAcc (within each gold class); None with one class."""
+def balanced_accuracy_resamples(y_true: Sequence[int], y_pred: Sequence[int], n_resamples: int = 1000,
+                                seed: int = BOOTSTRAP_SEED) -> np.ndarray | None:
+    """``balanced_accuracy_ci``'s bootstrap resamples of BAcc (within each gold class); None with one class.
+    Resampling a gold class's n examples, k of them labelled right, gives a Binomial(n, k / n) count of right ones:
+    each class's recall is drawn as that count, the same distribution as drawing the examples themselves, and a
+    function of the confusion counts alone, so that the same counts give the same interval whatever the examples'
+    order (a table's, a pooled domain's) and whichever of them were the right ones."""
     y, p = np.asarray(y_true), np.asarray(y_pred)
-    drawn = stratified_resamples(y, n_resamples, np.random.default_rng(seed))
-    if drawn is None:
+    sizes = [int((y == c).sum()) for c in (1, 0)]
+    if not all(sizes):
         return None
-    pos, neg = drawn
-    return ((p[pos] == 1).mean(axis=1) + (p[neg] == 0).mean(axis=1)) / 2
+    right = [int(((y == c) & (p == c)).sum()) for c in (1, 0)]
+    rng = np.random.default_rng(seed)
+    return sum(rng.binomial(n, k / n, n_resamples) / n for n, k in zip(sizes, right)) / 2
 
 
 def fisher_resamples(r: float, n: int, method: str = "pearson", n_resamples: int = 1000, seed: int = 0

@@ -51,16 +51,15 @@ def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
 def binary_scores(y: list[int], p: list[int | None]) -> dict[str, Any]:
     """BAcc, K-alpha, FPR, FNR of predicted labels ``p`` (None: unreadable) against gold ``y``, each with its 95%
     interval, the labels said, the gold labels of the same (readable) examples and the confusion counts."""
-    from .metrics import (binary_alpha_ci, binary_report, error_rate_cis, krippendorff_alpha, labels_said,
-                          readable_bacc_ci)
+    from .metrics import bacc_cell, binary_alpha_ci, binary_report, error_rate_cis, krippendorff_alpha, labels_said
 
-    rep = binary_report(y, p)
-    ci, alpha_ci = readable_bacc_ci(y, p), binary_alpha_ci(y, p)
+    rep, cell = binary_report(y, p), bacc_cell(y, p)  # the BAcc cell every table shows (value, n, interval)
+    alpha_ci = binary_alpha_ci(y, p)
     fpr_ci, fnr_ci = error_rate_cis(rep)
     listed = (lambda c: list(c) if c else None)
-    return {"bacc": rep.bacc, "bacc_ci": listed(ci), "k_alpha": krippendorff_alpha(y, p),
+    return {"bacc": cell["bacc"], "bacc_ci": listed(cell["ci"]), "k_alpha": krippendorff_alpha(y, p),
             "k_alpha_ci": listed(alpha_ci), "fpr": rep.fpr, "fpr_ci": listed(fpr_ci), "fnr": rep.fnr,
-            "fnr_ci": listed(fnr_ci), "n": rep.n, "said": labels_said(p),
+            "fnr_ci": listed(fnr_ci), "n": cell["n"], "said": labels_said(p),
             "gold": labels_said([t for t, q in zip(y, p) if q is not None]),
             "unparsed": rep.unparsed, "confusion": {"tp": rep.tp, "fp": rep.fp, "tn": rep.tn, "fn": rep.fn}}
 
@@ -157,6 +156,12 @@ def said_column(said: dict[str, int] | None, gold: dict[str, int] | None = None)
     (``gold labels``): a rate over one gold class (FPR, FNR) rests on that class's count alone."""
     counts = (lambda c: None if c is None else f"{c.get('1', 0)} × 1, {c.get('0', 0)} × 0")
     return {SAID_COLUMN: counts(said), **({} if gold is None else {GOLD_COLUMN: counts(gold)})}
+
+
+def cell_sizes(metrics: dict[str, Any], n_examples: int | None) -> dict[str, int | None]:
+    """A BAcc cell's sizes as table columns: ``n`` the readable labels its number rests on (``binary_scores``' n,
+    as ``metrics.bacc_cell``), ``n_examples`` the examples judged (unreadable answers too)."""
+    return {"n": metrics.get("n"), "n_examples": n_examples}
 
 
 def one_label_said(cell: str | None) -> str | None:

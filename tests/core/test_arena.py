@@ -29,7 +29,8 @@ def test_the_arena_command_writes_its_three_tables_and_resumes(tiny_model_dir, t
                                            "g-eval-consistency[min_coverage=0]",
                                            "zero-shot[max_new_tokens=8,prompts=printed]",
                                            "cot[max_new_tokens=8,prompts=printed]"]
-    assert all(r["n"] == "3" and float(r["prompt_tokens_per_example"]) > 0 for r in arena)
+    assert all(r["n_examples"] == "3" and int(r["n"]) <= 3 and float(r["prompt_tokens_per_example"]) > 0
+               for r in arena)  # n: the readable labels BAcc rests on, of the examples judged
     by_judge = {}
     for p in preds:
         by_judge.setdefault(p["judge"], set()).add(p["example"])
@@ -88,6 +89,7 @@ def test_ranking_and_pareto_front():
     assert [(r["judge"], round(r["mean_bacc"], 3), r["datasets"], r["of_datasets"]) for r in got] == \
         [("b", 0.75, 2, 2), ("a", 0.6, 1, 2)]
     assert got[0]["tokens_per_example"] == 100.0 and got[0]["n"] == 8
+    assert (got[1]["n"], got[1]["n_examples"]) == (4, 8)  # a's mean rests on x alone (y has no BAcc)
     assert got[0]["mean_bacc_ci_low"] is None  # the datasets carry no interval: the mean has none
     ci = {"x": (0.6, 0.99), "y": (0.5, 0.89)}  # each 0.39 wide: standard error 0.0995
     got = ranking([{**r, "bacc_ci_low": ci[r["dataset"]][0], "bacc_ci_high": ci[r["dataset"]][1]} for r in table])
@@ -132,7 +134,7 @@ def test_cell_rows_of_a_score_judge_and_the_as_printed_pairs():
             "completion_tokens_per_example": 2.0}
     preds = [{"dataset": "d", "judge": "g", "example": f"e{i}", "gold": g, "label": lab, "score": s}
              for i, (g, lab, s) in enumerate([(1, 1, 5.0), (1, 0, 3.0), (0, 0, 2.0), (0, 1, 4.0)])]
-    row = cell_row(Cell("g-eval-consistency", "d"), {"bacc": 0.1, "k_alpha": 0.1, "cost": cost}, preds, seed=0,
+    row = cell_row(Cell("g-eval-consistency", "d"), {"bacc": 0.1, "k_alpha": 0.1, "cost": cost}, preds,
                    calibration={"threshold": 4.0, "held_out_n": 9, "threshold_from": "held out"})
     # the thresholded labels (1,0,0,1) against gold (1,1,0,0): BAcc 0.5, not the run's own 0.1
     assert row["bacc"] == 0.5 and row["roc_auc"] == 0.75 and (row["threshold"], row["held_out_n"]) == (4.0, 9)

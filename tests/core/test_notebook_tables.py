@@ -87,7 +87,7 @@ def test_the_window_ablation_puts_the_papers_two_printed_cells_beside_ours(tmp_p
 
     class Session:
         def run_many(self, runs):
-            return [({"bacc": 0.5, "bacc_ci": [0.3, 0.7], "n": 1, "unparsed": 0, "cost": {"calls_total": 2}}, tmp_path)
+            return [({"bacc": 0.5, "bacc_ci": [0.3, 0.7], "n": 1, "n_examples": 1, "unparsed": 0, "cost": {"calls_total": 2}}, tmp_path)
                     for _ in runs]
 
     rows = factax_tables.window_rows(Session(), "diasumfact", [0, 30, None])

@@ -134,13 +134,24 @@ class Part:
 
         return self.pearson if self.scored else binary_report(self.gold, self.pred).bacc  # nan: a class is missing
 
+    def sizes(self, metrics: dict[str, Any] | None = None) -> dict[str, int | None]:
+        """``n``: what ``value`` rests on (the readable labels, ``metrics.bacc_cell``; Pearson's pairs), and
+        ``n_examples``: the examples judged (``metrics``: the run's, for a score-labelled part's)."""
+        from ...metrics import bacc_cell
+
+        if self.scored:
+            return {"n": self.pearson_n, "n_examples": (metrics or {}).get("n_examples")}
+        cell = bacc_cell(self.gold, self.pred)
+        return {"n": cell["n"], "n_examples": cell["n_examples"]}
+
     def ci(self) -> tuple[float, float] | None:
-        """The 95% interval of ``value``: a stratified bootstrap of BAcc, Fisher's z for Pearson."""
-        from ...metrics import fisher_ci, readable_bacc_ci
+        """The 95% interval of ``value``: a stratified bootstrap of BAcc (``metrics.bacc_cell``'s), Fisher's z for
+        Pearson."""
+        from ...metrics import bacc_cell, fisher_ci
 
         if self.scored:
             return fisher_ci(self.pearson, self.pearson_n)
-        return readable_bacc_ci(self.gold, self.pred)
+        return bacc_cell(self.gold, self.pred)["ci"]
 
 
 def dataset_place(dataset: str) -> tuple[str | None, str | None]:
@@ -239,6 +250,14 @@ def domain_uncertainty(parts: list[Part]) -> tuple[dict[str, Any], dict[str, int
     return {**domain_intervals(parts), "MACRO": macro_interval(parts)}, {**sizes, "MACRO": sum(sizes.values())}
 
 
+def domain_examples(parts: list[Part]) -> dict[str, int | None]:
+    """Domain -> the examples judged (``domain_uncertainty``'s n counts the readable ones among them): the pooled
+    parts' examples; None for a score-labelled domain (its n: the pairs its Pearson rests on), and so for MACRO."""
+    pooled, scored = by_domain(parts)
+    judged = {**{d: sum(len(q.gold) for q in ps) for d, ps in pooled.items()}, **{d: None for d in scored}}
+    return {**judged, "MACRO": None if None in judged.values() else sum(judged.values())}
+
+
 def macro_interval(parts: list[Part], n_resamples: int = 1000, seed: int = 0) -> tuple[float, float] | None:
     """The 95% interval of MACRO (``macro`` of ``domains_of``): each domain resampled on its own (its pooled examples
     within each gold class; a score-labelled domain's Pearson drawn on Fisher's z), the domains present averaged per
@@ -299,7 +318,7 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                          **_mean_spread([run[p.name].value() for run in by_name if p.name in run]),
                          # one run: its interval over the examples; several: their spread (sd, min, max) instead
                          "ci": scaled_ci(p.ci()) if len(by_name) == 1 else None,
-                         "n": len(p.gold) if p.name != ds else m["n"], "unparsed": m["unparsed"] if p.name == ds else
+                         **p.sizes(m if p.name == ds else None), "unparsed": m["unparsed"] if p.name == ds else
                          sum(x is None for x in p.pred), **said_column(None if p.scored else labels_said(p.pred)),
                          **parse_columns(m), "domain": p.domain, "column": p.column,
                          "model": model, "label_sources": m.get("label_sources"), "note": p.note})
@@ -308,6 +327,7 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
             doms = domains_of(parts)
             doms_per_run.append({**doms, "MACRO": macro(doms)})
         intervals, sizes = domain_uncertainty(per_run[0])
+        judged = domain_examples(per_run[0])
         if len(per_run) > 1:  # several runs: their spread instead
             intervals = {}
         for dom in doms_per_run[0]:
@@ -315,7 +335,7 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                          "metric": "Pearson x100" if dom in SCORED_DOMAINS else "BAcc %",
                          "paper": paper_value("factax", table, row, DOMAIN_COLUMN.get(dom, "")),
                          **_mean_spread([d.get(dom) for d in doms_per_run]), "ci": scaled_ci(intervals.get(dom)),
-                         "n": sizes.get(dom), "domain": dom, "model": model,
+                         "n": sizes.get(dom), "n_examples": judged.get(dom), "domain": dom, "model": model,
                          "note": ("MACRO over the domains present here (Reports, Stories enter as Pearson x100, as in the paper)"
                                   if dom == "MACRO" else "Pearson of the domain's dataset" if dom in SCORED_DOMAINS
                                   else "pooled over the domain's datasets")})
@@ -391,8 +411,8 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
                      else None, "reproduced": 100 * m["bacc"] if m["bacc"] == m["bacc"] else None,
                      "ci": scaled_ci(m.get("bacc_ci")),
                      "mean_windows": statistics.fmean(r["judgement"]["details"]["n_windows"] for r in res) if res else None,
-                     "n": m["n"], "unparsed": m["unparsed"], **said_column(m.get("said")), **parse_columns(m),
-                     "calls": m["cost"]["calls_total"]})
+                     "n": m["n"], "n_examples": m["n_examples"], "unparsed": m["unparsed"],
+                     **said_column(m.get("said")), **parse_columns(m), "calls": m["cost"]["calls_total"]})
     return rows
 
 

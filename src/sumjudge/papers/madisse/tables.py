@@ -13,7 +13,7 @@ from typing import Any
 
 from ...runs import run_name
 from ...report import ci_text, paper_results, paper_value, read_results, scaled_ci
-from ...run_metrics import parse_columns, said_column
+from ...run_metrics import cell_sizes, parse_columns, said_column
 
 # (paper row, method, settings, variant of the run's metrics or None)
 EVALUATORS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
@@ -78,7 +78,7 @@ def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str
         cell = paper_value("madisse", table, row, col) or [None, None]
         rates = (paper_value("madisse", "table35", row, col) if level == "summary" else None) or [None, None]
         common = {"evaluator": ROW_NAMES[row], "dataset": dataset, "level": level, "model": model,
-                  "n": m["n_examples"], "unparsed": m.get("unparsed"),
+                  **cell_sizes(m, m["n_examples"]), "unparsed": m.get("unparsed"),
                   **said_column(m.get("said"), m.get("gold")), **parse_columns(m),
                   "calls_per_example": round(m["cost"]["calls_per_example"], 1),
                   "note": note if row.startswith("madisse") and row != "madisse-no-init" else None}
@@ -108,7 +108,7 @@ def printed_vs_run_rows(as_run: dict[str, dict[str, Any]], printed: dict[str, di
                          "paper_bacc": cell[0], "bacc": None if m.get("bacc") is None else 100 * m["bacc"],
                          "bacc_95%_ci": ci_text(scaled_ci(m.get("bacc_ci"))),
                          "paper_k_alpha": cell[1], "k_alpha": m.get("k_alpha"),
-                         "n": m["n_examples"], "unparsed": m.get("unparsed"),
+                         **cell_sizes(m, m["n_examples"]), "unparsed": m.get("unparsed"),
                          **said_column(m.get("said"), m.get("gold")), **parse_columns(m), "model": model})
     return rows
 
@@ -169,14 +169,16 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
             y = [0 if e.ambiguity.ambiguous else 1 for e in exs]  # flipped: positive (0) = ambiguous
             coin = [rng.randint(0, 1) for _ in exs]
             rows.append({"detector": name, "paper": TABLE4[name], "reproduced": 100 * binary_report(y, coin).bacc,
-                         "ci": scaled_ci(coin_bacc_ci(y, seed=session.prof.seed)), "n": len(exs), "unparsed": 0,
+                         "ci": scaled_ci(coin_bacc_ci(y, seed=session.prof.seed)), "n": len(exs), "n_examples": len(exs),
+                         "unparsed": 0,
                          **said_column(labels_said(coin), labels_said(y))})
             continue
         metrics, _ = runs[method]
         m = metrics["variants"][variant] if variant else metrics
         rows.append({"detector": name, "paper": TABLE4[name],
                      "reproduced": None if m["bacc"] is None else 100 * m["bacc"],
-                     "ci": scaled_ci(m.get("bacc_ci")), "n": metrics["n_examples"], "unparsed": m["unparsed"],
+                     "ci": scaled_ci(m.get("bacc_ci")), **cell_sizes(m, metrics["n_examples"]),
+                     "unparsed": m["unparsed"],
                      **said_column(m.get("said"), m.get("gold"))})
     return rows
 
@@ -196,7 +198,7 @@ def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
             variant = {"madisse-agents-vote": "agents_vote", "madisse-debates-vote": "debates_vote"}.get(row)
             p = [r["judgement"]["scores"].get(variant) if variant else r["judgement"]["label"] for r in sel]
             b = binary_scores(y, p)
-            rows.append({"evaluator": ROW_NAMES[row], "subset": subset, "n": len(sel), "bacc": 100 * b["bacc"],
+            rows.append({"evaluator": ROW_NAMES[row], "subset": subset, **cell_sizes(b, len(sel)), "bacc": 100 * b["bacc"],
                          "bacc_95%_ci": ci_text(scaled_ci(b["bacc_ci"])),
                          "k_alpha": b["k_alpha"], "k_alpha_95%_ci": ci_text(b["k_alpha_ci"]),
                          "fpr": 100 * b["fpr"], "fpr_95%_ci": ci_text(scaled_ci(b["fpr_ci"])),
@@ -233,7 +235,7 @@ def stance_ratio_rows(session, dataset: str, level: str, *, ratios: list[str], r
                      "paper_k_alpha": paper[1], "k_alpha": m["k_alpha"], "k_alpha_95%_ci": ci_text(m.get("k_alpha_ci")),
                      "paper_fpr": paper[2], "fpr": pct(m["fpr"]), "fpr_95%_ci": ci_text(scaled_ci(m.get("fpr_ci"))),
                      "paper_fnr": paper[3], "fnr": pct(m["fnr"]), "fnr_95%_ci": ci_text(scaled_ci(m.get("fnr_ci"))),
-                     "n": metrics["n_examples"], **said_column(m.get("said"), m.get("gold")),
+                     **cell_sizes(m, metrics["n_examples"]), **said_column(m.get("said"), m.get("gold")),
                      "calls_per_example": metrics["cost"]["calls_per_example"], "same_dataset_as_paper": col == "mediasum"})
     return rows
 
@@ -281,7 +283,7 @@ def rounds_sessions_grid(session, dataset: str, level: str, *, max_rounds: int, 
                          "paper_k_alpha": paper[1], "k_alpha_95%_ci": ci_text(v.get("k_alpha_ci")),
                          "calls_per_example": metrics["cost"]["calls_per_example"],
                          "tokens_per_example": metrics["cost"]["prompt_tokens_per_example"]
-                         + metrics["cost"]["completion_tokens_per_example"], "n": metrics["n_examples"],
+                         + metrics["cost"]["completion_tokens_per_example"], **cell_sizes(v, metrics["n_examples"]),
                          **said_column(v.get("said"), v.get("gold"))})
     return rows
 
@@ -313,7 +315,7 @@ def faithfulness_rows(experiment: str, method: str, metrics: dict[str, Any], **c
     p_bacc, p_alpha = madisse_reported(method, metrics["dataset"], metrics["level"])
     bacc = metrics.get("bacc")
     common = {"experiment": experiment, "dataset": metrics["dataset"], "level": metrics["level"], **context,
-              "n": metrics["n_examples"], "unparsed": metrics.get("unparsed"),
+              **cell_sizes(metrics, metrics["n_examples"]), "unparsed": metrics.get("unparsed"),
               **said_column(metrics.get("said"), metrics.get("gold"))}
     return [{**common, "metric": "BAcc (%)", "paper": p_bacc, "reproduced": None if bacc is None else 100 * bacc,
              "ci": scaled_ci(metrics.get("bacc_ci"))},

@@ -218,7 +218,8 @@ def table1_rows(single: dict[str, Any], three: dict[str, Any], model: str) -> li
             rows.append({"experiment": "Table 1", "evaluator": label, "aspect": code, "metric": "BAcc %",
                          "paper": paper_value("mesa", "table1", label, paper_code(code)),
                          "reproduced": None if bacc is None or bacc != bacc else 100 * bacc,
-                         "ci": scaled_ci(t.get("bacc_ci")), "n": t.get("detected_n"), "errors": t.get("errors"),
+                         "ci": scaled_ci(t.get("bacc_ci")), "n": t.get("detected_n"), "n_examples": t.get("n"),
+                         "errors": t.get("errors"),
                          **said_column(t.get("said")), **parse_columns(m), **transcript_columns(m), "model": model,
                          "note": None if t.get("available") else t.get("reason")})
     return rows
