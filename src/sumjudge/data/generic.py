@@ -45,14 +45,8 @@ def _rows(path: Path, columns: Iterable[str]) -> list[tuple[int, dict]]:
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return read_jsonl(path)
-    if suffix == ".json":
-        data = read_json(path)
-        if not isinstance(data, list):
-            raise DataFormatError(path, None, None, "expected a JSON list of objects")
-        for i, r in enumerate(data, start=1):  # rows numbered from 1, as in JSONL and CSV files
-            if not isinstance(r, dict):
-                raise DataFormatError(path, i, None, f"expected a JSON object, got {type(r).__name__}")
-        return list(enumerate(data, start=1))
+    if suffix == ".json":  # rows numbered from 1, as in JSONL and CSV files
+        return list(enumerate(read_json(path, rows=True), start=1))
     if suffix in (".csv", ".tsv"):
         return read_csv(path, columns, delimiter="\t" if suffix == ".tsv" else ",")
     if suffix == ".parquet":
