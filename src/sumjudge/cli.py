@@ -31,9 +31,17 @@ def _cmd_run(a) -> int:
     m = run(rc, a.out, no_cache=a.no_cache, cache=a.cache, backend_options=opts, budget=budget_of(a))
     keep = {k: m[k] for k in ("method", "dataset", "level", "n_examples", "bacc", "k_alpha", "fpr", "fnr", "unparsed")
             if k in m}
-    print(json.dumps(clean_nan({**keep, "out": str(a.out), "wall_s": round(m["wall_s"], 2),
-                      "cache_hits": m["engine"]["cache_hits"], "backend_calls": m["engine"]["backend_calls"],
-                      "backend_calls_all_processes": m["usage_all_processes"]["backend_calls"]})))
+    failed = m.get("failed_examples") or {"n": 0, "examples": []}  # server refusals: counted apart from unparsed
+    first = failed["examples"][0] if failed["examples"] else None
+    why = {"first_failure": f"{first['example']}: {first['error']}"} if first else {}
+    print(json.dumps(clean_nan({**keep, "failed": failed["n"], **why, "out": str(a.out),
+                                "wall_s": round(m["wall_s"], 2), "cache_hits": m["engine"]["cache_hits"],
+                                "backend_calls": m["engine"]["backend_calls"],
+                                "backend_calls_all_processes": m["usage_all_processes"]["backend_calls"]})))
+    if first and failed["n"] == m["n_examples"]:  # nothing was judged: no result, whatever few examples it had
+        print(f"sumjudge: error: every example failed ({failed['n']} of {m['n_examples']}; the first: "
+              f"{why['first_failure']})", file=sys.stderr)
+        return EXIT_RUN
     return 0
 
 
@@ -97,25 +105,27 @@ def _cmd_plan(a) -> int:
 
     rates = Rates(tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s, price_in=a.price_in,
                   price_out=a.price_out, replicas=a.replicas, prefix_hit_share=a.prefix_hit_share)
-    print(f"plan: {a.replicas} server(s) sharing the work evenly, each at {a.prefill_tokens_per_s:g} prompt and "
-          f"{a.tokens_per_s:g} completion tokens/s; {a.prefix_hit_share:.0%} of prompt tokens assumed found in a "
-          "server's prefix cache" + (" (none: every prompt prefilled in full, an upper bound)"
-                                     if not a.prefix_hit_share else "") + "; hours are wall hours, server_hours "
-          "their sum over the servers", file=sys.stderr)
+    preamble = [f"plan: {a.replicas} server(s) sharing the work evenly, each at {a.prefill_tokens_per_s:g} prompt "
+                f"and {a.tokens_per_s:g} completion tokens/s; {a.prefix_hit_share:.0%} of prompt tokens assumed found "
+                "in a server's prefix cache" + (" (none: every prompt prefilled in full, an upper bound)"
+                                                if not a.prefix_hit_share else "") + "; hours are wall hours, "
+                "server_hours their sum over the servers"]
+
+    def show(rows: list[dict]) -> None:  # the preamble with the first rows: an error before them is said alone
+        while preamble and rows:
+            print(preamble.pop(), file=sys.stderr)
+        for row in rows:
+            print(json.dumps(row), flush=True)
+
     common = dict(profile=a.profile, tokenizer=a.tokenizer, model=a.model, limit=a.limit, rates=rates)
     if a.notebooks is not None:
         if a.runs:
             raise ConfigError("plan: give --runs (scale.yaml's runs) or --notebooks, not both")
-        def show(rows: list[dict]) -> None:
-            for row in rows:
-                print(json.dumps(row), flush=True)
-
         if not plan_notebooks(" ".join(a.notebooks), measured=not a.caps_only, on_rows=show,
                               context_length=a.context_length, **common):
             raise ConfigError(f"plan: no notebook matches {' '.join(a.notebooks) or '(none given)'}")
         return 0
-    for row in plan(check_runs(a.runs), context_length=a.context_length or 131072, **common):
-        print(json.dumps(row))
+    show(plan(check_runs(a.runs), context_length=a.context_length or 131072, **common))
     return 0
 
 
@@ -134,12 +144,12 @@ def _cmd_cache(a) -> int:
 
     path = a.cache or cache_path()
     if a.action in ("export", "import") and a.file is None:
-        raise ValueError(f"sumjudge cache {a.action} FILE")
+        raise ConfigError(f"sumjudge cache {a.action} FILE: name the cache file to {a.action}")
     if a.action == "import":  # a class's cache handed out: its entries join this machine's cache
         print(json.dumps({"path": str(path), **ResponseCache(path).merge(a.file)}))
         return 0
     if (a.file is not None) != (a.action == "export"):
-        raise ValueError(f"sumjudge cache {a.action} takes no FILE")
+        raise ConfigError(f"sumjudge cache {a.action} takes no FILE")
     if a.action == "export" and not path.exists():
         raise ConfigError(f"cache export: there is no cache at {path} (--cache names another)")
     if not path.exists():  # never create a cache just to look at it
@@ -161,7 +171,7 @@ def _cmd_cache(a) -> int:
     what = ", ".join(f"{k}={v}" for k, v in scope.items() if v is not None) or "every entry"
     if n and not a.yes:
         if not sys.stdin.isatty():
-            raise ValueError(f"cache clear would delete {n} entries ({what}) from {path}; add --yes to confirm")
+            raise ConfigError(f"cache clear would delete {n} entries ({what}) from {path}; add --yes to confirm")
         if input(f"Delete {n} cached responses ({what}) from {path}? [y/N] ").strip().lower() not in ("y", "yes"):
             print(json.dumps({"deleted": 0, "cancelled": True}))
             return 0
@@ -173,6 +183,7 @@ def _cmd_cache(a) -> int:
 def _cmd_data(a) -> int:
     from .data import registry, sources
     from .data.stats import dataset_stats
+    from .errors import ConfigError
 
     if a.action == "list":
         for name, spec in sorted(registry.DATASETS.items()):
@@ -181,7 +192,7 @@ def _cmd_data(a) -> int:
         return 0
     if a.action == "stats":
         if not a.name:
-            raise ValueError("sumjudge data stats NAME")
+            raise ConfigError("sumjudge data stats NAME: name the dataset")
         print(json.dumps(dataset_stats(a.name, level=a.level), indent=2))
         return 0
     if a.action == "fetch":
@@ -424,9 +435,8 @@ def main(argv: list[str] | None = None) -> int:
     except (DataMissingError, DataFormatError, FileNotFoundError) as e:
         print(f"sumjudge: data error: {e}", file=sys.stderr)
         return EXIT_DATA
-    except (ConfigError, KeyError, ValueError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"sumjudge: error: {msg}", file=sys.stderr)
+    except ConfigError as e:  # only the project's own refusals: any other ValueError is a bug, with its traceback
+        print(f"sumjudge: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except ModuleNotFoundError as e:  # a module of the hf extra that no guard asked for first (llm/extras.py)
         from .llm.extras import missing_extra

@@ -13,13 +13,25 @@ def parse_sets(sets: list[str] | None) -> dict[str, str]:
     out = {}
     for s in sets or []:
         if "=" not in s:
-            raise ValueError(f"--set {s!r}: expected key=value")
+            from .errors import ConfigError
+
+            raise ConfigError(f"--set {s!r}: expected key=value")
         k, v = s.split("=", 1)
         out[k.strip()] = v
     return out
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def masked_url(url: str, mask: str = "***@") -> str:
+    """``url`` with any user and password in it replaced by ``mask`` (``""``: left out): what a message may print."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=mask + parts.netloc.rpartition("@")[2]))
 
 
 def check_engine_flags(a) -> None:
@@ -43,13 +55,21 @@ def check_engine_flags(a) -> None:
             raise ConfigError(f"{flag} {given[flag]}: expected a number above 0")
     url = given["--base-url"]
     if url is not None:
-        parts = urlsplit(url)
+        parts, shown = urlsplit(url), masked_url(url)  # a password in the URL is never printed
+        if shown != url:
+            raise ConfigError(f"--base-url {shown!r}: a user or password in the URL is refused; give the URL without "
+                              f"them ({masked_url(url, mask='')}) and the key in the OPENAI_API_KEY environment "
+                              "variable (sent as a bearer token)")
         try:
             parts.port  # a port out of 0-65535 or not a number raises here
         except ValueError as e:
             raise ConfigError(f"--base-url {url!r}: {e} (expected an http(s) URL such as http://host:8000/v1)") from None
         if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
             raise ConfigError(f"--base-url {url!r}: expected an http(s) URL such as http://host:8000/v1")
+    if given["--tokenizer"] is not None:
+        from .llm.models import check_tokenizer_folder
+
+        check_tokenizer_folder(given["--tokenizer"])
     cache = getattr(a, "cache", None)
     if cache is not None:
         if getattr(a, "no_cache", False):

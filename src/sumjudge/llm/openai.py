@@ -90,6 +90,23 @@ def asked_wait(value: str | None) -> float | None:
             return None
 
 
+def connection_lost(e: BaseException | None) -> str | None:
+    """"connection refused", "connection reset" or "connection closed by the server" where ``e`` or what it was
+    raised from is a refused or dropped connection, whatever the transport calls it (aiohttp's refused connection
+    reaches the SDK as a timeout); None for anything else, a real timeout included."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(e, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+            return "connection reset"
+        if type(e).__name__ in ("ServerDisconnectedError", "RemoteProtocolError"):  # aiohttp's, httpx's
+            return "connection closed by the server"
+        e = e.__cause__ or e.__context__
+    return None
+
+
 # Where a router names its replicas: vllm-router's GET /list_workers ({"urls": [...]}), SGLang's router's GET /workers
 # ({"workers": [{"url": ...}, ...]})
 REPLICA_ROUTES = ("/list_workers", "/workers")
@@ -263,9 +280,9 @@ class OpenAIBackend:
         be._check_served()
         be.server_metrics = be._read_counters() is not None
         if be._asked["tokenizer"]:  # the model's own tokenizer, for servers without /tokenize
-            from transformers import AutoTokenizer
+            from .models import tokenizer_named
 
-            be._local_tokenizer = AutoTokenizer.from_pretrained(be._asked["tokenizer"])
+            be._local_tokenizer = tokenizer_named(be._asked["tokenizer"])
         be._configure(probe=True)
         be._say_what_is_missing()
         return be
@@ -487,7 +504,7 @@ class OpenAIBackend:
             try:
                 body, problem, asked = self._route_answer(route, self._http.post(self.root + route, json=payload))
             except httpx.HTTPError as e:
-                body, problem, asked = None, f"{type(e).__name__}: {e}", None
+                body, problem, asked = None, connection_lost(e) or f"{type(e).__name__}: {e}", None
             if problem is None:
                 return body
             time.sleep(self._next_wait(route, problem, asked, attempt, started, retries))
@@ -503,7 +520,7 @@ class OpenAIBackend:
                     r = await self._ahttp.post(self.root + route, json=payload)
                 body, problem, asked = self._route_answer(route, r)
             except async_http_client().errors as e:
-                body, problem, asked = None, f"{type(e).__name__}: {e}", None
+                body, problem, asked = None, connection_lost(e) or f"{type(e).__name__}: {e}", None
             if problem is None:
                 return body
             await asyncio.sleep(self._next_wait(route, problem, asked, attempt, started, retries))
@@ -689,11 +706,10 @@ class OpenAIBackend:
                 return resp
             except MalformedAnswer as e:
                 last = e
-            except oa.APITimeoutError as e:
+            except oa.APIConnectionError as e:  # a timeout (APITimeoutError), or a connection refused or dropped
                 last = e
-            except oa.APIConnectionError as e:
-                last = e
-                if not self.connected and attempt >= self.connect_retries:
+                timed_out = isinstance(e, oa.APITimeoutError) and connection_lost(e) is None
+                if not timed_out and not self.connected and attempt >= self.connect_retries:
                     break  # never reached the server: a wrong URL or a server that is not up; say so now
             except (oa.RateLimitError, oa.InternalServerError) as e:
                 last, wait = e, retry_after(e)
@@ -710,6 +726,13 @@ class OpenAIBackend:
             self.retries += 1
             await asyncio.sleep(delay)
             attempt += 1
+        lost = connection_lost(last)
+        if lost and self.connected:
+            raise BackendUnavailableError(f"{self.where} went away: {lost} after it had answered (did the server stop "
+                                          f"or crash?); {attempt + 1} attempts")
+        if lost:
+            raise BackendUnavailableError(f"{self.where} is not reachable ({lost}); is the server up and the "
+                                          "--base-url right?")
         raise BackendUnavailableError(f"{self.where} did not answer after {attempt + 1} attempts: "
                                       f"{type(last).__name__}: {last}")
 

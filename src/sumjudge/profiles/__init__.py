@@ -98,17 +98,19 @@ def available() -> list[str]:
 
 def load(name: str, notebook: str | None = None, **overrides: Any) -> Profile:
     """The profile ``name`` (as ``notebook`` runs it, when given), with the set ``overrides`` applied last."""
+    from ..errors import ConfigError
+
     f = files("sumjudge.profiles").joinpath(f"{name}.yaml")
     if not f.is_file():
-        raise ValueError(f"unknown profile {name!r}; known: {', '.join(available())}")
+        raise ConfigError(f"unknown profile {name!r}; known: {', '.join(available())}")
     data = yaml.safe_load(f.read_text())
     unknown = set(data) - {x.name for x in fields(Profile)}
     if unknown:
-        raise ValueError(f"profile {f.name}: unknown key(s) {', '.join(sorted(unknown))}")
+        raise ConfigError(f"profile {f.name}: unknown key(s) {', '.join(sorted(unknown))}")
     for paper, engine in (data.get("paper_engines") or {}).items():
         bad = set(engine or {}) - {"backend", "model", "base_url"}
         if bad or not (engine or {}).get("model"):
-            raise ValueError(f"profile {f.name}: paper_engines.{paper} takes model (required), backend, base_url; "
-                             f"got {', '.join(sorted(engine or {})) or 'nothing'}")
+            raise ConfigError(f"profile {f.name}: paper_engines.{paper} takes model (required), backend, base_url; "
+                              f"got {', '.join(sorted(engine or {})) or 'nothing'}")
     prof = Profile(**data)
     return (prof.for_notebook(notebook) if notebook else prof).with_overrides(**overrides)
