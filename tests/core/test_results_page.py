@@ -52,7 +52,8 @@ def test_the_page_holds_each_notebooks_tables_figures_and_answers_and_the_index_
     assert prov["notebooks"][nb.stem]["backend_calls"] == 12 and prov["notebooks"][nb.stem]["commit"] == "abc1234"
 
 
-def test_a_run_of_one_notebook_rewrites_only_its_page_and_keeps_the_index_whole(tmp_path):
+def two_recorded_pages(tmp_path):
+    """(figures folder, notebook 50, notebook 51): both recorded at commit 1111111."""
     figures = tmp_path / "figures"
     a, b = reproduce.notebooks("50")[0], reproduce.notebooks("51")[0]
     for nb in (a, b):
@@ -60,6 +61,11 @@ def test_a_run_of_one_notebook_rewrites_only_its_page_and_keeps_the_index_whole(
     t = time.time() - 1
     write_results_page("smoke", [a, b], [{"notebook": n.stem, "wall_s": 5.0, "status": "ok", "start": t} for n in (a, b)],
                        figures, recorded_commit="1111111")
+    return figures, a, b
+
+
+def test_a_run_of_one_notebook_rewrites_only_its_page_and_keeps_the_index_whole(tmp_path):
+    figures, a, b = two_recorded_pages(tmp_path)
     saved(figures, b, bacc="0.6")
     index = write_results_page("smoke", [b], [{"notebook": b.stem, "wall_s": 7.0, "status": "ok",
                                                "start": time.time() - 1}], figures, recorded_commit="2222222")
@@ -198,13 +204,7 @@ def _files(folder):
 
 
 def test_a_notebook_that_failed_keeps_its_page_answers_and_record(tmp_path):
-    figures = tmp_path / "figures"
-    a, b = reproduce.notebooks("50")[0], reproduce.notebooks("51")[0]
-    for nb in (a, b):
-        saved(figures, nb)
-    t = time.time() - 1
-    write_results_page("smoke", [a, b], [{"notebook": n.stem, "wall_s": 5.0, "status": "ok", "start": t} for n in (a, b)],
-                       figures, recorded_commit="1111111")
+    figures, a, b = two_recorded_pages(tmp_path)
     page = figures / "results-smoke"
     before = _files(page)
     # every notebook of the run failed: nothing is written, not even the index
