@@ -18,7 +18,10 @@ VARIABLES: dict[str, str] = {
     "SUMJUDGE_FIGURES": "where notebooks write their tables and figures (default figures/; set by the replay check "
                         "and by `sumjudge plan` for the notebooks they execute)",
     "SUMJUDGE_REPLAY": "the results page whose recorded answers a notebook answers from (set by "
-                       "`make reproduce REPLAY=1`)",
+                       "`make reproduce REPLAY=1` and `make lab REPLAY=1`)",
+    "SUMJUDGE_REPLAY_ASK": "in a replay, the engine that answers a request the recorded answers do not hold: "
+                           "`profile` (the profile's model) or `backend:model@base_url`; unset, the notebook stops "
+                           "there (set by `make lab REPLAY=1`, docs/explore.md)",
     "SUMJUDGE_ROUTER": "the router executable (vllm-router) that `sumjudge scale --replicas` and `make test-router` "
                        "put in front of stand-in replicas (set by the Makefile after `make router-env`)",
     "SUMJUDGE_SHARED_ENGINE": "the address of the engine the notebooks of one `make reproduce` share (set by it)",

@@ -18,9 +18,10 @@ from typing import Any
 from . import profiles
 from .llm import make_llm
 from .llm.engine import LLM
-from .llm.recording import Recorder, Recording
+from .llm.recording import Recorder, Recording, ReplayBackend
 from .paths import figures_dir, project_root, runs_dir
-from .replay import ANSWERS, ANSWERS_PLAIN, model_label, replay_from_env, replay_llm
+from .replay import (ANSWERS, ANSWERS_PLAIN, ask_from_env, model_label, page_path, replay_from_env, replay_llm,
+                     set_recorded_parameters)
 from .plan import PlanSetting, planning_llm
 from .profiles import Profile
 
@@ -41,7 +42,11 @@ def current_session() -> Session | None:
 
 @dataclass
 class Session:
-    """One notebook's settings and engine. Overrides that are None/'' keep the profile's value."""
+    """One notebook's settings and engine. Overrides that are None/'' keep the profile's value.
+
+    Replayed from ``SUMJUDGE_REPLAY`` in a notebook run by hand (JupyterLab: ``make lab REPLAY=1``), the session sets
+    the notebook's parameters to those the recording ran with (``replay.set_recorded_parameters``), and with
+    ``SUMJUDGE_REPLAY_ASK`` asks a model for what the recording does not hold (``replay.Ask``)."""
 
     notebook: str
     profile: str = "smoke"
@@ -63,12 +68,15 @@ class Session:
         self.prof = profiles.load(self.profile, notebook=self.notebook, backend=self.backend, model=self.model, base_url=self.base_url,
                                   n=self.n, seed=self.seed)
         self.planner = PlanSetting.of(self.planner)
+        from_env = not self.replay and replay_from_env()
         self.replay = self.replay or replay_from_env()
         if self.replay:
-            path = Path(self.replay) / self.notebook / ANSWERS
+            path = page_path(self.replay) / self.notebook / ANSWERS
             if path not in _RECORDINGS:
                 _RECORDINGS[path] = Recording.load(path, notebook=self.notebook, missing_ok=True)
             self.recording = _RECORDINGS[path]
+            if from_env:  # a notebook opened by hand: the parameters it was recorded with, unless injected
+                set_recorded_parameters(self.notebook, self.prof.parameters)
         elif self.planner is None:  # a notebook's sessions (e.g. one per trained model) record together
             self.recorder = _RECORDERS.setdefault(self.notebook, Recorder())
         _LATEST[:] = [self]
@@ -76,7 +84,8 @@ class Session:
     def _engine(self, backend: str, model: str | None, base_url: str | None, options: dict[str, Any]) -> LLM:
         """An engine of this notebook: the model's (its answers recorded), or in a replay the recorded one's."""
         if self.recording is not None:
-            return replay_llm(self.recording, backend, model, base_url, options)
+            return replay_llm(self.recording, backend, model, base_url, options,
+                              ask_from_env(backend, model, base_url, options))
         llm = make_llm(backend, model, base_url=base_url, **options)
         if self.recorder is not None:
             self.recorder.register(llm, backend, model_label(model), base_url, options)
@@ -213,7 +222,16 @@ class Session:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.time_profile(), indent=2), encoding="utf-8")
         self.write_answers()
+        self.say_asked()
         return path
+
+    def say_asked(self) -> None:
+        """In a replay that asks a model (``SUMJUDGE_REPLAY_ASK``): one line per engine on the requests asked since
+        the last line."""
+        engines = ([self._llm] if self._llm is not None else []) + list(self._engines.values())
+        asks = [e.backend.ask for e in engines if isinstance(e.backend, ReplayBackend) and e.backend.ask is not None]
+        for line in filter(None, (ask.news() for ask in asks)):
+            print(f"replay: {line}", flush=True)
 
     def write_answers(self) -> Path | None:
         """Every answer this notebook's engines gave so far (``figures/<notebook>/answers.jsonl``: ``make reproduce``

@@ -7,7 +7,8 @@ options); per call its cache key, request, answer(s), run and example. A key ans
 backend (a repeat that bypasses the cache) keeps every answer in order. ``Recording`` reads such a file back;
 ``ReplayBackend`` answers from it as the recorded engine did (same info, hence the same cache keys) and never
 calls a model: a request that was not recorded raises ``ReplayMiss``, which says which notebook, run and example
-asked, and what differs from the nearest recorded request (the prompt, a setting, or the model).
+asked, and what differs from the nearest recorded request (the prompt, a setting, or the model); given an engine to
+ask (``replay.Ask``: the lab's replay), such a request, or token count, is asked of it instead.
 
 A notebook step that is not a model call but whose result its tables use (fine-tuning a model: its losses) is
 recorded by name with its JSON result (``Recorder.step``), and a replay takes the result instead of running it.
@@ -271,8 +272,8 @@ class Recording:
         raise ReplayMiss(f"notebook {self.notebook or self.path}: engine {label} was recorded with other settings "
                          f"({'; '.join(diff)})")
 
-    def backend(self, engine: int) -> "ReplayBackend":
-        return ReplayBackend(self, engine)
+    def backend(self, engine: int, ask=None) -> "ReplayBackend":
+        return ReplayBackend(self, engine, ask)
 
     def nearest(self, engine: int, kind: str, request: dict[str, Any], scope: str | None) -> RecordedAnswer | None:
         """The recorded request most like ``request``: same kind and tag first, then the same example."""
@@ -313,13 +314,15 @@ def difference(recorded: dict[str, Any], asked: dict[str, Any]) -> str:
 
 class ReplayBackend:
     """The recorded engine, answering from its recording: the same ``info`` (so the same cache keys) and
-    capabilities; token counts as recorded. Never loads weights or calls a model."""
+    capabilities; token counts as recorded. Never loads weights or calls a model, unless given ``ask``
+    (``replay.Ask``): then what the recording does not hold is asked of that engine, and only that."""
 
     name = "replay"
 
-    def __init__(self, recording: Recording, engine: int):
+    def __init__(self, recording: Recording, engine: int, ask=None):
         self.recording = recording
         self.engine = engine
+        self.ask = ask
         spec = recording.engines[engine]
         self.spec = spec
         self.info = BackendInfo(**spec.info)
@@ -351,17 +354,25 @@ class ReplayBackend:
                 f"recorded ({near.run if near else '-'} / {near.scope if near else '-'}): {what}. {RERECORD}")
         return ReplayMiss(f"{where}: {what}", what=what, where=where)
 
-    def _answers(self, kind: str, reqs: list, cls) -> list:
-        return [a if isinstance(a, Exception) else cls.from_json(a) for a in (self._answer(kind, r) for r in reqs)]
+    async def _answers(self, kind: str, reqs: list, cls) -> list:
+        out = [a if isinstance(a, Exception) else cls.from_json(a) for a in (self._answer(kind, r) for r in reqs)]
+        missed = [i for i, a in enumerate(out) if isinstance(a, ReplayMiss)]
+        if missed and self.ask is not None:  # the requests not recorded, and only those, asked of the engine
+            asked = await self.ask.answer(kind, [reqs[i] for i in missed])
+            for i, a in zip(missed, asked):
+                out[i] = a
+        return out
 
     async def generate(self, reqs: list[ChatRequest], on_results=None) -> list[ChatResponse | Exception]:
-        return self._answers("chat", reqs, ChatResponse)
+        return await self._answers("chat", reqs, ChatResponse)
 
     async def score(self, reqs: list[OptionRequest], on_results=None) -> list[OptionScores | Exception]:
-        return self._answers("options", reqs, OptionScores)
+        return await self._answers("options", reqs, OptionScores)
 
     def _count(self, what: tuple) -> int:
         n = self.recording.tokens.get(self.engine, {}).get(prompt_digest(what))
+        if n is None and self.ask is not None:
+            n = self.ask.count(what)
         if n is None:
             where = f"replay of notebook {self.recording.notebook or self.recording.path}"
             if what[0] == "m":  # a prompt being fitted: say how it differs from the nearest recorded one
