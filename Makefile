@@ -155,8 +155,13 @@ gpu-check:
 scale: env $(ROUTER_STAMP)
 	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/sumjudge scale --out figures/scale --replicas 1 2 4
 
+# JupyterLab on notebooks/. REPLAY=1: each recorded notebook runs cell by cell from the results page's recorded
+# answers, with the parameters it was recorded with; a request the page does not hold (a changed prompt or parameter)
+# is asked of the profile's model, or of the server at BASE_URL serving MODEL (docs/explore.md)
 lab: env
-	$(BIN)/jupyter lab notebooks
+	$(if $(and $(REPLAY),$(BASE_URL),$(if $(MODEL),,1)),$(error make lab REPLAY=1 BASE_URL=...: name the model the server serves, MODEL=...))
+	$(if $(REPLAY),SUMJUDGE_REPLAY=$(CURDIR)/figures/results-$(PROFILE) SUMJUDGE_FIGURES=$(CURDIR)/build/lab/figures \
+		SUMJUDGE_REPLAY_ASK=$(if $(BASE_URL),openai:$(MODEL)@$(BASE_URL),profile)) $(BIN)/jupyter lab notebooks
 
 # The lab's one setup command (docs/lab.md): the environment, the dataset its replayed arena rests on (read from the
 # benchmark mirror when one is beside the checkout, else downloaded) and the smoke model (converted from its GGUF on
