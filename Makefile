@@ -34,6 +34,7 @@ ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 
 .PHONY: router-env test-router check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup data clean clean-figures
 
+# everything requirements.txt pins (the hf and models extras included), then the checkout with no dependencies
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
@@ -50,8 +51,10 @@ test: env
 test-fast: env
 	$(BIN)/python -m pytest -q -rs -m "not slow"
 
-# The package as a user installs it: a fresh virtual environment, `pip install .` (the pins as constraints),
-# `sumjudge --help` and a scripted run through the installed copy. Needs a package index; about 3 minutes.
+# The package as users install it, each in a fresh virtual environment (the pins as constraints), run through the
+# installed copy: the client, `pip install .` (no torch: a judge against a server, a replay of notebooks 02 and 50, the
+# one line saying a local model needs the hf extra), and `pip install ".[hf]"` (the hf backend on the tiny model).
+# Needs a package index and the benchmark mirror (the replay); about 7 minutes on 2 cores.
 test-install: env
 	$(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/install
 
