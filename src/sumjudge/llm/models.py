@@ -51,6 +51,7 @@ def check_tokenizer_folder(name: str, flag: str = "--tokenizer") -> None:
 def tokenizer_named(name: str, flag: str = "--tokenizer"):
     """The tokenizer ``flag`` names (a folder or a Hugging Face id); a ConfigError naming the flag and the name when
     none can be loaded from it."""
+    require(f"a local tokenizer ({flag})", ("transformers", "tokenizers"))
     from transformers import AutoTokenizer
 
     from ..errors import ConfigError
