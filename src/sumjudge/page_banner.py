@@ -156,8 +156,14 @@ def few_examples_words(lines: list[str], record: dict[str, Any], profile: str) -
         return []
     took = record.get("wall_s")
     cpu = (record.get("machine") or {}).get("cpu")
-    cost = (f"; this page's recording took {took / 60:.0f} min" + (f" on {cpu}" if cpu else "") + ", and a debate's "
-            "cost grows with its examples" if took else "")
+    if record.get("calls") and record.get("backend_calls") == 0:  # every answer read from the cache
+        cost = ("; this page's recording read every answer from the cache (another notebook had asked them), so its "
+                "wall time does not measure what they cost")
+    elif took:
+        cost = (f"; this page's recording took {took / 60:.0f} min" + (f" on {cpu}" if cpu else "")
+                + " for its model calls, and that cost grows with the examples")
+    else:
+        cost = ""
     more = (f"about {-(-ENOUGH_OF_A_CLASS // fewest)} times the examples" if fewest else "examples of a class it has "
             "none of")
     return [f"> Some cells rest on {fewest} example{'s' if fewest != 1 else ''} of one gold class (the `gold labels` or "

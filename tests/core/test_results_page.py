@@ -396,6 +396,8 @@ def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_reco
     words = " ".join(few_examples_words(lines, record, "smoke"))
     assert "rest on 4 examples of one gold class" in words and "about 3 times the examples" in words
     assert "took 36 min on AMD EPYC" in words
+    cached = " ".join(few_examples_words(lines, {**record, "calls": 150, "backend_calls": 0}, "smoke"))
+    assert "read every answer from the cache" in cached and "took" not in cached
     enough = [ln.replace("8 × 1, 4 × 0", "12 × 1, 10 × 0") for ln in lines]
     assert few_examples_words(enough, record, "smoke") == [] and few_examples_words(["## x"], record, "smoke") == []
     support = ["## t", "", "| type | f1 | support |", "|---|---|---|", "| Entity | 0.5 | 2 |"]
