@@ -83,7 +83,7 @@ def replay_arena(profile: str = "smoke", page: str | Path | None = None) -> Aren
     p = session.prof
     cells = arena.parse_cells(params["methods"], params["datasets"])
     cells += [c for c in arena.fidelity_cells(params["datasets"], params["as_printed"]) if c not in cells]
-    runs = session.runs_dir() / "arena"
+    runs = session.runs_dir() / "arena-replayed-by-the-lab"  # not notebook 50's own folders: both replay at once
     res = arena.run_arena(cells, runs, backend=p.backend, model=p.model, base_url=p.base_url, limit=p.n,
                           seed=p.seed, level=params["level"], llm=session.llm, settings_for=session.method_settings,
                           held_out=params["held_out"], progress=False)
