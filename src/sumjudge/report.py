@@ -73,6 +73,22 @@ def save_table(df, notebook: str, name: str) -> Path:
     return d / f"{name}.csv"
 
 
+NOT_RUN = "not_run_under_this_profile"
+
+
+def save_not_run(not_run: Sequence[str], notebook: str, what: str = "") -> Path | None:
+    """The paper's rows, settings and sections a notebook's parameters leave out (``what``: of which tables), printed
+    and saved beside its tables (``not_run_under_this_profile.md``), so that its results page says it in a section
+    of its own; nothing where it runs them all."""
+    if not not_run:
+        return None
+    line = f"Not run under this profile{f' ({what})' if what else ''}: " + "; ".join(not_run) + "."
+    print(line)
+    path = out_dir(notebook) / f"{NOT_RUN}.md"
+    path.write_text(line + "\n", encoding="utf-8")
+    return path
+
+
 def save_figure(fig, notebook: str, name: str) -> Path:
     """Write ``figures/<notebook>/<name>.png`` and ``.pdf``, and what it plots as ``<name>.plot.json``
     (``figure_data``: a replay compares that, not the pixels)."""

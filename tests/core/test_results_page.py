@@ -402,3 +402,16 @@ def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_reco
     assert few_examples_words(enough, record, "smoke") == [] and few_examples_words(["## x"], record, "smoke") == []
     support = ["## t", "", "| type | f1 | support |", "|---|---|---|", "| Entity | 0.5 | 2 |"]
     assert fewest_of_a_class(support) == 2
+
+
+def test_what_a_profile_leaves_out_is_a_section_of_the_page(tmp_path, monkeypatch):
+    from sumjudge import report
+    from sumjudge.results_page import page_body
+
+    monkeypatch.setenv("SUMJUDGE_FIGURES", str(tmp_path))
+    nb = reproduce.notebooks("41")[0]
+    assert report.save_not_run([], nb.stem) is None and not (tmp_path / nb.stem).exists()
+    report.save_not_run(["window 30 (the paper's 30-word cell)"], nb.stem, "Figure 2")
+    body = "\n".join(page_body(nb, tmp_path / nb.stem, None))
+    assert "## not run under this profile" in body
+    assert "Not run under this profile (Figure 2): window 30 (the paper's 30-word cell)." in body
