@@ -90,6 +90,7 @@ def test_pooled_ftsota_run_splits_into_columns_and_stand_ins_are_not_counted_twi
     assert rows["aggrefact-sota/wang20"]["paper"] == 74.06
     assert rows["qags-xsum"]["domain"] is None and "not pooled" in rows["qags-xsum"]["note"]
     assert rows["qags-cnndm"]["domain"] is None and rows["qags-cnndm"]["reproduced"] == pytest.approx(0.0)
+    assert rows["qags-cnndm"]["gold labels"] == "1 × 1, 1 × 0"  # a rate over one class rests on that class's count
     assert rows["[CNN/DM]"]["reproduced"] == pytest.approx(100.0)  # QAGS-C not in it
     assert rows["[XSum]"]["reproduced"] == pytest.approx(50.0)  # the stand-in not in it
     assert rows["[MACRO]"]["reproduced"] == pytest.approx(75.0)

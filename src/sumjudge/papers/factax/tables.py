@@ -319,7 +319,8 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                          # one run: its interval over the examples; several: their spread (sd, min, max) instead
                          "ci": scaled_ci(p.ci()) if len(by_name) == 1 else None,
                          **p.sizes(m if p.name == ds else None), "unparsed": m["unparsed"] if p.name == ds else
-                         sum(x is None for x in p.pred), **said_column(None if p.scored else labels_said(p.pred)),
+                         sum(x is None for x in p.pred), **said_column(*((None, None) if p.scored else (
+                             labels_said(p.pred), labels_said([g for g, x in zip(p.gold, p.pred) if x is not None])))),
                          **parse_columns(m), "domain": p.domain, "column": p.column,
                          "model": model, "label_sources": m.get("label_sources"), "note": p.note})
         doms_per_run = []
