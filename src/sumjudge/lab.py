@@ -32,6 +32,9 @@ class ArenaResult:
     predictions: list[dict[str, Any]]
     paired: list[dict[str, Any]] = field(default_factory=list)
     fidelity: list[dict[str, Any]] = field(default_factory=list)
+    held_out: int | None = None  # held-out examples per dataset where a score judge's threshold is chosen
+    wall_s: float | None = None  # a run's measured time (its model calls), None for a replay
+    requests: int | None = None  # the requests a run asked its engine (the cache's answers included)
 
 
 def _candidates(relative: str) -> list[Path]:
@@ -89,7 +92,7 @@ def replay_arena(profile: str = "smoke", page: str | Path | None = None) -> Aren
                           held_out=params["held_out"], progress=False)
     return ArenaResult(model=p.model, n=p.n, seed=p.seed, level=params["level"], datasets=list(params["datasets"]),
                        runs=runs, table=res["arena"], predictions=res["predictions"], paired=res["paired"],
-                       fidelity=res["fidelity"])
+                       fidelity=res["fidelity"], held_out=params["held_out"])
 
 
 def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, Any] | None = None,
@@ -97,7 +100,10 @@ def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, An
     """``method`` (a registered judge: the student's) on exactly ``rivals``' examples (its datasets, n and seed,
     at most ``MAX_OWN_EXAMPLES`` each), on ``session``'s engine, its run folders under the session's
     (``own/<name>``). ``settings`` go to the judge's config; ``name`` is what the tables call it (default: the
-    method)."""
+    method). A score judge (``MethodSpec.scores``) gets its threshold on the rivals' held-out examples, as the
+    arena's score judges did. The result keeps the run's measured time and the requests it asked."""
+    import time
+
     from . import arena
 
     if rivals.n is None or rivals.n > MAX_OWN_EXAMPLES:
@@ -110,16 +116,19 @@ def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, An
     cells = [dataclasses.replace(c, settings=tuple(sorted((settings or {}).items())))
              for c in arena.parse_cells([method], rivals.datasets)]
     runs = session.runs_dir() / "own" / slug(label)  # each named run its own folders (``requests_compared``)
+    calls, start = session.llm.time_profile()["calls"], time.perf_counter()
     res = arena.run_arena(cells, runs, backend=p.backend, model=p.model, base_url=p.base_url, limit=rivals.n,
                           seed=rivals.seed, level=rivals.level, llm=session.llm, settings_for=session.method_settings,
-                          progress=False)
+                          held_out=rivals.held_out, progress=False)
+    wall_s, requests = time.perf_counter() - start, session.llm.time_profile()["calls"] - calls
     session.write_time_profile()  # where the time went, and the answers so far (a recording keeps them)
     for row in [*res["arena"], *res["predictions"]]:
         row["judge"] = label
     for row in res["arena"]:
         row["model"] = p.model
     return ArenaResult(model=p.model, n=rivals.n, seed=rivals.seed, level=rivals.level, datasets=rivals.datasets,
-                       runs=runs, table=res["arena"], predictions=res["predictions"])
+                       runs=runs, table=res["arena"], predictions=res["predictions"], held_out=rivals.held_out,
+                       wall_s=wall_s, requests=requests)
 
 
 def combined(rivals: ArenaResult, *own: ArenaResult) -> ArenaResult:
@@ -134,7 +143,7 @@ def combined(rivals: ArenaResult, *own: ArenaResult) -> ArenaResult:
         preds += o.predictions
     return ArenaResult(model=rivals.model, n=rivals.n, seed=rivals.seed, level=rivals.level,
                        datasets=rivals.datasets, runs=rivals.runs, table=table, predictions=preds,
-                       paired=arena.paired_rows(preds), fidelity=rivals.fidelity)
+                       paired=arena.paired_rows(preds), fidelity=rivals.fidelity, held_out=rivals.held_out)
 
 
 def label_counts(predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -248,11 +257,87 @@ def requests_compared(first: ArenaResult, second: ArenaResult) -> list[dict[str,
     return sorted(rows.values(), key=lambda r: r["role"])
 
 
-def discordant_share(paired: list[dict[str, Any]]) -> float | None:
-    """The mean share of examples on which two judges of a pair disagree about correctness (McNemar's discordant
-    pairs over n), over ``paired``'s rows: the ψ a sample size for a paired comparison needs."""
-    shares = [(r["only_a_right"] + r["only_b_right"]) / r["n"] for r in paired if r["n"]]
-    return sum(shares) / len(shares) if shares else None
+def pairs_with(result: ArenaResult, judge: str) -> list[dict[str, Any]]:
+    """``judge`` against every other judge of each dataset (exercise 7's family: one test per rival): the exact
+    McNemar test of the arena's paired table (an unreadable label counts as wrong), ``judge`` as ``judge_a``, the
+    pair's own discordant share (``discordant_share``), and Holm's correction over these tests only (``p_holm``: the
+    family is the rivals of ``judge`` on the dataset, not every pair of the arena)."""
+    from .metrics import holm
+
+    rows = []
+    for dataset in result.datasets:
+        mine = []
+        for r in result.paired:
+            if r["dataset"] == dataset and judge in (r["judge_a"], r["judge_b"]):
+                flip = r["judge_b"] == judge
+                mine.append({"dataset": dataset, "judge_a": judge, "judge_b": r["judge_a"] if flip else r["judge_b"],
+                             "n": r["n"], "only_a_right": r["only_b_right"] if flip else r["only_a_right"],
+                             "only_b_right": r["only_a_right"] if flip else r["only_b_right"], "p": r["p"]})
+        for r, adjusted in zip(mine, holm([r["p"] for r in mine])):
+            rows.append({**r, "discordant_share": discordant_share(r), "family": len(mine), "p_holm": adjusted,
+                         "differ_at_0.05": adjusted < 0.05})
+    if not rows:
+        raise ConfigError(f"lab: no paired test of {judge}; judges: "
+                          f"{', '.join(sorted({p['judge'] for p in result.predictions}))}")
+    return rows
+
+
+def discordant_share(pair: dict[str, Any]) -> float:
+    """ψ of one pair of judges (a paired table's row): the share of its ``n`` examples on which one judge is right
+    and the other wrong (McNemar's discordant examples), the ψ a sample size for that pair needs."""
+    return (pair["only_a_right"] + pair["only_b_right"]) / pair["n"]
+
+
+def accuracy_difference(pair: dict[str, Any]) -> float:
+    """A pair's difference of accuracy (judge A's minus judge B's share of the ``n`` examples judged right, an
+    unreadable label wrong): what the McNemar test is about, (b - c) / n."""
+    return (pair["only_a_right"] - pair["only_b_right"]) / pair["n"]
+
+
+def fewest_discordant(family: int, alpha: float = 0.05) -> int:
+    """The fewest discordant examples a pair needs, all going one way, for its exact McNemar p (2 / 2^d) to stay
+    below ``alpha`` after Holm's correction as the smallest p of ``family`` tests (p x family < alpha): however the
+    judges differ, a pair with fewer cannot be told apart."""
+    d = 1
+    while 2 * 0.5 ** d * family >= alpha:
+        d += 1
+    return d
+
+
+def constant_judge_alpha(n_examples: int, disagree: int) -> float:
+    """Krippendorff's alpha of a judge that says one label to all ``n_examples``, against gold labels of which
+    ``disagree`` are the other label: 1 - D_o / D_e, the observed disagreement D_o = disagree / n over the
+    disagreement D_e = 2 disagree (2n - disagree) / (2n (2n - 1)) expected of two labels drawn from the 2n labels
+    pooled (the gold's and the judge's together: the judge's one label makes the pool lopsided, so chance agreement
+    is high): 1 - (2n - 1) / (2n - disagree), below 0 whenever disagree > 1, although its BAcc is exactly 0.5."""
+    n = n_examples
+    return 1 - (2 * n - 1) / (2 * n - disagree)
+
+
+def arena_judges(result: ArenaResult) -> list[dict[str, Any]]:
+    """The judges of notebook 50's arena (its parameters cell: the paper setting) and of ``result`` (the profile's
+    arena, replayed), one row each: its paper, what it is, and whether ``result`` holds it (``in_this_arena``)."""
+    from .method_registry import get_method
+    from .notebook_jobs import notebook_defaults
+    from . import arena
+
+    full = notebook_defaults(notebook_path(ARENA_NOTEBOOK))
+    datasets = list(full["datasets"])[:1]
+    cells = arena.parse_cells(list(full["methods"]), datasets)
+    cells += [c for c in arena.fidelity_cells(datasets, list(full["as_printed"])) if c not in cells]
+    here = {r["judge"] for r in result.table}
+    rows = [{"judge": c.judge, "paper": get_method(c.method).paper, "what": get_method(c.method).description,
+             "in_this_arena": c.judge in here} for c in cells]
+    rows += [{"judge": j, "paper": "", "what": "", "in_this_arena": True} for j in sorted(here - {c.judge for c in cells})]
+    return rows
+
+
+def model_time(**runs: ArenaResult) -> list[dict[str, Any]]:
+    """One row per run of a judge this notebook made (by the name given): the requests it asked its engine and the
+    seconds they took, as measured where it ran (``run_own``)."""
+    return [{"run": name, "judge": r.table[0]["judge"] if r.table else "", "examples": r.n,
+             "requests": r.requests, "wall_s": None if r.wall_s is None else round(r.wall_s, 1)}
+            for name, r in runs.items()]
 
 
 def mcnemar_sample_size(difference: float, discordant: float, *, alpha: float = 0.05, power: float = 0.8) -> int:

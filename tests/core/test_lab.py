@@ -115,3 +115,53 @@ def test_the_paper_profiles_arena_has_mesa_and_llm_aggrefacts_judges_on_tofueval
     assert "tofueval-meetingbank@sentence" in params["datasets"]
     smoke = lab.arena_parameters("smoke")
     assert {"llm-aggrefact", "llm-aggrefact-p-yes"} <= set(smoke["methods"])
+
+
+def _paired(*rows):
+    return [{"dataset": "d", "judge_a": a, "judge_b": b, "n": 20, "only_a_right": x, "only_b_right": y, "p": p}
+            for a, b, x, y, p in rows]
+
+
+def test_the_student_judges_family_is_its_own_pairs_and_holm_runs_over_them_only():
+    paired = _paired(("a", "mine", 1, 9, 0.0215), ("b", "mine", 3, 3, 1.0), ("mine", "c", 0, 9, 0.0039),
+                     ("a", "b", 0, 12, 0.0005))  # a pair without the student's judge: not in its family
+    result = lab.ArenaResult(model="m", n=20, seed=0, level="summary", datasets=["d"], runs=Path("."), table=[],
+                             predictions=[], paired=paired)
+    rows = {r["judge_b"]: r for r in lab.pairs_with(result, "mine")}
+    assert set(rows) == {"a", "b", "c"} and all(r["judge_a"] == "mine" and r["family"] == 3 for r in rows.values())
+    assert (rows["a"]["only_a_right"], rows["a"]["only_b_right"]) == (9, 1)  # turned so that a is the student's
+    assert rows["c"]["p_holm"] == pytest.approx(3 * 0.0039) and rows["a"]["p_holm"] == pytest.approx(2 * 0.0215)
+    assert rows["b"]["p_holm"] == 1.0 and rows["c"]["differ_at_0.05"] and rows["a"]["differ_at_0.05"]
+    assert rows["a"]["discordant_share"] == pytest.approx(10 / 20) and rows["b"]["discordant_share"] == 0.3
+    assert lab.accuracy_difference(rows["a"]) == pytest.approx(8 / 20)
+    with pytest.raises(ConfigError, match="no paired test of nobody"):
+        lab.pairs_with(result, "nobody")
+
+
+def test_the_fewest_discordant_examples_a_pair_needs_to_survive_holm():
+    assert [lab.fewest_discordant(m) for m in (1, 9, 45)] == [6, 9, 11]
+    for m in (1, 9, 45):  # all d discordant examples one way: the exact test's p is 2 / 2^d
+        d = lab.fewest_discordant(m)
+        correct_a = {str(i): i < d for i in range(20)}
+        p = metrics.mcnemar_exact(correct_a, {str(i): False for i in range(20)})["p"]
+        assert p * m < 0.05 and 2 * p * m >= 0.05
+
+
+def test_a_judge_that_says_one_label_has_a_negative_alpha_at_chance_bacc():
+    gold = [1] * 10 + [0] * 10
+    assert metrics.balanced_accuracy(gold, [0] * 20) == 0.5
+    assert metrics.krippendorff_alpha(gold, [0] * 20) == pytest.approx(-0.3)  # the page's constant judges
+    assert lab.constant_judge_alpha(20, 10) == pytest.approx(-0.3)
+    for gold, said in (([1] * 3 + [0] * 5, 1), ([1] * 1 + [0] * 5, 0), ([1] * 7 + [0] * 13, 0)):
+        disagree = sum(g != said for g in gold)
+        assert metrics.krippendorff_alpha(gold, [said] * len(gold)) == pytest.approx(
+            lab.constant_judge_alpha(len(gold), disagree))
+
+
+def test_the_arena_judges_list_what_the_replayed_arena_holds_and_lacks():
+    result = lab.ArenaResult(model="m", n=20, seed=0, level="summary", datasets=["d"], runs=Path("."),
+                             table=[{"judge": "zero-shot"}, {"judge": "zero-shot[prompts=printed]"}], predictions=[])
+    rows = {r["judge"]: r for r in lab.arena_judges(result)}
+    assert rows["zero-shot"]["in_this_arena"] and rows["zero-shot[prompts=printed]"]["in_this_arena"]
+    assert not rows["madisse"]["in_this_arena"] and rows["madisse"]["paper"] == "madisse"
+    assert not rows["mesa-faithfulness"]["in_this_arena"] and rows["mesa-faithfulness"]["paper"] == "mesa"
