@@ -96,8 +96,8 @@ def page_tables(lines: list[str]) -> list[tuple[list[str], list[list[str]]]]:
     return tables
 
 
-def n_range(lines: list[str]) -> tuple[float | None, float | None, int, int]:
-    """(smallest n, largest n, tables with an ``n`` column, tables) over a page's tables."""
+def n_columns(lines: list[str]) -> tuple[list[float], int, int]:
+    """(every number in the ``n`` columns of a page's tables, tables with an ``n`` column, tables)."""
     values, with_n, tables = [], 0, page_tables(lines)
     for header, rows in tables:
         if "n" not in header:
@@ -111,7 +111,13 @@ def n_range(lines: list[str]) -> tuple[float | None, float | None, int, int]:
                 continue
             if v == v:
                 values.append(v)
-    return (min(values) if values else None), (max(values) if values else None), with_n, len(tables)
+    return values, with_n, len(tables)
+
+
+def n_range(lines: list[str]) -> tuple[float | None, float | None, int, int]:
+    """(smallest n, largest n, tables with an ``n`` column, tables) over a page's tables."""
+    values, with_n, tables = n_columns(lines)
+    return (min(values) if values else None), (max(values) if values else None), with_n, tables
 
 
 def _num(v: float) -> str:
@@ -151,7 +157,10 @@ def fewest_of_a_class(lines: list[str]) -> int | None:
 def few_examples_words(lines: list[str], record: dict[str, Any], profile: str) -> list[str]:
     """Why a page's cells rest on fewer than ``ENOUGH_OF_A_CLASS`` examples of a gold class, with what its recording
     took (measured): [] where every stated class count reaches it, or no table states one."""
-    fewest = fewest_of_a_class(lines)
+    fewest, what = fewest_of_a_class(lines), "of one gold class (the `gold labels` or `support` column)"
+    if fewest is None:  # no class count stated: the smallest n a cell rests on, all classes together
+        low = min((v for v in n_columns(lines)[0] if v > 0), default=None)  # n = 0 is named by the notes apart
+        fewest, what = (None, "") if low is None else (int(low), "in all (the `n` column; no table states its classes)")
     if fewest is None or fewest >= ENOUGH_OF_A_CLASS:
         return []
     took = record.get("wall_s")
@@ -166,8 +175,8 @@ def few_examples_words(lines: list[str], record: dict[str, Any], profile: str) -
         cost = ""
     more = (f"about {-(-ENOUGH_OF_A_CLASS // fewest)} times the examples" if fewest else "examples of a class it has "
             "none of")
-    return [f"> Some cells rest on {fewest} example{'s' if fewest != 1 else ''} of one gold class (the `gold labels` or "
-            f"`support` column): {ENOUGH_OF_A_CLASS} of each would take {more}{cost}. The `{profile}` profile keeps "
+    return [f"> Some cells rest on {fewest} example{'s' if fewest != 1 else ''} {what}: {ENOUGH_OF_A_CLASS} of each "
+            f"gold class would take {more}{cost}. The `{profile}` profile keeps "
             "its samples small so that every page can be recorded on a laptop's CPU; read a rate over one class (FPR, "
             "FNR, F1) here as an example of the computation, not as an estimate.", ">"]
 

@@ -402,6 +402,9 @@ def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_reco
     assert few_examples_words(enough, record, "smoke") == [] and few_examples_words(["## x"], record, "smoke") == []
     support = ["## t", "", "| type | f1 | support |", "|---|---|---|", "| Entity | 0.5 | 2 |"]
     assert fewest_of_a_class(support) == 2
+    only_n = ["## t", "", "| judge | bacc | n |", "|---|---|---|", "| a | 50 | 8 |", "| b | 50 | 0 |"]
+    said = " ".join(few_examples_words(only_n, record, "smoke"))
+    assert "rest on 8 examples in all" in said and "10 of each gold class would take about 2 times" in said
 
 
 def test_what_a_profile_leaves_out_is_a_section_of_the_page(tmp_path, monkeypatch):
