@@ -15,8 +15,10 @@ from typing import Any
 
 from . import lab
 from .report import markdown_rows
+from .run_metrics import SAID_COLUMN
 
 LAB_NOTEBOOK = "02_lab_llm_judges"
+OWN_JUDGE = "my-judge"  # the name the lab's example judge has in its tables
 ANSWERS_DOC = Path("docs") / "lab-answers.md"
 
 
@@ -67,6 +69,82 @@ def by_hand_bootstrap(gold: list[int], label: list[int], resamples: int = 1000, 
     return float(bacc(g, y)), float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))
 
 
+def constant_alpha(rivals: lab.ArenaResult, rows: list[dict[str, Any]], one: list[str]) -> list[str]:
+    """Why the one-label judges' Krippendorff alpha is below 0 at a BAcc of exactly 0.5, from their own labels."""
+    out = []
+    for judge in one:
+        cell = [p for p in lab.cell_predictions(rivals, judge, rows[0]["dataset"]) if p["label"] is not None]
+        said = cell[0]["label"]
+        disagree = sum(p["gold"] != said for p in cell)
+        alpha = next(r["k_alpha"] for r in rows if r["judge"] == judge)
+        out.append(f"- {judge}: says {said} to all {len(cell)}, {disagree} of them gold {1 - said}: alpha "
+                   f"{alpha:.3g} (the table) = 1 − (2n − 1) / (2n − d) = "
+                   f"{lab.constant_judge_alpha(len(cell), disagree):.3g} with n = {len(cell)}, d = {disagree}.")
+    if not out:
+        return []
+    return ["Their Krippendorff alpha is below 0 although their BAcc is exactly chance: alpha compares the "
+            "disagreement observed (the share of examples where judge and gold differ) with the disagreement "
+            "expected of two labels drawn at random from the gold's and the judge's labels pooled. A one-label "
+            "judge makes that pool lopsided (its n labels all one value), so the disagreement expected by chance is "
+            "low, and the judge, wrong on every example of the other gold class, disagrees more than that: alpha "
+            "< 0 here means \"less agreement than the pooled labels predict\", not \"worse than a coin\".", "",
+            *out]
+
+
+def is_it_different(paired: list[dict[str, str]]) -> list[str]:
+    """Exercise 7's answer from the student's judge's paired tests (``lab.pairs_with``: Holm over its own family)."""
+    family = int(paired[0]["family"])
+    n = int(paired[0]["n"])
+    need = lab.fewest_discordant(family)
+    differ = [r for r in paired if r["differ_at_0.05"] == "True"]
+    lowest = min(paired, key=lambda r: float(r["p"]))
+
+    def pair(r):
+        return (f"{r['judge_b']} (only the example judge right on {r['only_a_right']}, only {r['judge_b']} on "
+                f"{r['only_b_right']}: p = {float(r['p']):.3g}, {float(r['p_holm']):.3g} after Holm)")
+
+    out = [f"The family is the example judge against each of the {family} paper judges on the dataset "
+           f"({family} tests; Holm multiplies the smallest p by {family}). With n = {n}, a pair survives Holm only "
+           f"if its discordant examples (one judge right, the other wrong) go one way by a wide margin: at the "
+           f"least {need}, all one way (p = 2 / 2^{need} = {2 * 0.5 ** need:.3g}, below 0.05 / {family})."]
+    if differ:
+        out += ["", f"{len(differ)} of {family} pairs differ after Holm's correction: "
+                + "; ".join(pair(r) for r in differ) + "."]
+    else:
+        out += ["", f"None of the {family} pairs differs after Holm's correction at n = {n}. The closest is "
+                + pair(lowest) + (": the raw p alone, as if it were the only comparison, would be called "
+                                  "significant; the family of tests asks more of each one."
+                                  if float(lowest["p"]) < 0.05 else ".")]
+    if differ and float(lowest["p"]) < 0.05:
+        out += ["", f"The smallest raw p is against {lowest['judge_b']}: {float(lowest['p']):.3g} if it were the "
+                "only comparison made."]
+    return out
+
+
+def how_many(rivals: lab.ArenaResult, paired: list[dict[str, str]], rival: str) -> list[str]:
+    """Exercise 10's answer: Connor's n for 5 points of accuracy at the ψ of the example judge and ``rival``."""
+    row = next((r for r in paired if r["judge_b"] == rival), None)
+    if row is None:
+        return [f"No paired test of the example judge and {rival}."]
+    b, c, n = int(row["only_a_right"]), int(row["only_b_right"]), int(row["n"])
+    psi, delta = (b + c) / n, 0.05
+    gold = [p["gold"] for p in rivals.predictions if p["judge"] == rival]
+    head = (f"The 5 points are of accuracy (the share of the n examples a judge labels right, an unreadable label "
+            f"wrong), the quantity McNemar's test and Connor's formula are about, not BAcc; with "
+            f"{gold.count(1)} gold 1 and {gold.count(0)} gold 0 here, the two coincide for a judge without "
+            f"unreadable labels. The pair is the example judge and {rival}: ψ = (b + c) / n = ({b} + {c}) / {n} "
+            f"= {psi:.2f}, their own share of discordant examples (an average over all pairs would mix in pairs of "
+            "one-label judges, which disagree on nothing or on everything).")
+    if psi < delta:
+        return [head + f" Two judges cannot differ by {delta:.0%} of the examples when they disagree on fewer."]
+    need = lab.mcnemar_sample_size(delta, psi)
+    return [head + f" Connor's formula with δ = {delta}, α = 0.05 and 80% power: n = (1.96 √ψ + 0.84 √(ψ − δ²))² / δ² "
+            f"= {need} examples; the exact McNemar test on simulated judges at that n detects the difference "
+            f"{lab.simulated_power(need, delta, psi):.0%} of the time (the exact test is conservative), and at "
+            f"n = {rivals.n} {lab.simulated_power(rivals.n, delta, psi):.0%}. Every table of the lab rests on "
+            f"{rivals.n}."]
+
+
 def lab_parameters() -> dict[str, Any]:
     """The lab notebook's parameters (which judges and prompts its exercises read)."""
     from .notebook_jobs import notebook_defaults
@@ -90,6 +168,12 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
            "file equal to what that command writes. Hand the handout ([lab.md](lab.md)) out, not this file.", "",
            f"Every number rests on the replayed arena: {rivals.model}, {ds}, n = {rivals.n} examples per judge, "
            f"seed {rivals.seed}.", ""]
+    judges = lab.arena_judges(rivals)
+    held = [r["judge"] for r in judges if r["in_this_arena"]]
+    lacks = [f"{r['judge']} ({r['paper']})" for r in judges if not r["in_this_arena"]]
+    out += [f"The replayed arena holds {len(held)} judges: {', '.join(held)}. Notebook 50 in the paper setting "
+            f"also runs {len(lacks)} that this profile leaves out: {', '.join(lacks)} (why: the notebook's Part A "
+            "and the handout).", ""]
 
     # 1
     chance = [r["judge"] for r in rows if r["bacc_ci_low"] is None or r["bacc_ci_low"] <= 0.5 <= r["bacc_ci_high"]]
@@ -109,7 +193,8 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     out += ["## Exercise 2 · The judge that says one thing", "",
             f"Judges that gave one label to every readable example: {', '.join(one) or 'none'}. Their BAcc is 50 by "
             "construction: those rows say nothing about what the judge read.", "",
-            *markdown_rows(counts, ["judge", "said_1", "said_0", "unreadable", "one_label_to_all"]), ""]
+            *markdown_rows(counts, ["judge", "said_1", "said_0", "unreadable", "one_label_to_all"]), "",
+            *constant_alpha(rivals, rows, one), ""]
 
     # 3
     cell = [p for p in lab.cell_predictions(rivals, bacc_judge, ds) if p["label"] is not None]
@@ -155,26 +240,17 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     out += [""]
 
     # 6, 7
-    mine = [r for r in tables.get("arena_with_my_judge", []) if r["judge"] == "my-judge"]
-    paired = [r for r in tables.get("paired_tests", []) if "my-judge" in (r["judge_a"], r["judge_b"])]
+    mine = [r for r in tables.get("arena_with_my_judge", []) if r["judge"] == OWN_JUDGE]
+    paired = [r for r in tables.get("paired_tests", []) if r["judge_a"] == OWN_JUDGE]
     out += ["## Exercise 6 · Write a judge", "",
             "Any judge that runs is an answer. The notebook's own two-agent judge, as the lab's recorded run "
             "answered it:", "",
             *markdown_rows([{**r, "bacc": _pct(r["bacc"]), "interval": _interval(r)} for r in mine],
-                       ["dataset", "judge", "model", "n", "bacc", "interval", "unreadable_share",
-                        "calls_per_example"]), "",
+                       ["dataset", "judge", "model", "n", "bacc", "interval", SAID_COLUMN, "roc_auc", "threshold",
+                        "unreadable_share", "calls_per_example"]), "",
             "## Exercise 7 · Is it different?", ""]
     if paired:
-        lowest = min(paired, key=lambda r: float(r["p"]))
-        rival = lowest["judge_b"] if lowest["judge_a"] == "my-judge" else lowest["judge_a"]
-        differ = [r for r in paired if r["differ_at_0.05"] == "True"]
-        closest = (f"The smallest raw p is against {rival}: p = {float(lowest['p']):.3g}, "
-                   f"{float(lowest['p_holm']):.3g} after Holm over the {len(tables['paired_tests'])} pairs of the "
-                   "dataset: a family of tests asks more of each one." if float(lowest["p"]) < 1 else
-                   "No pair has a raw p below 1: wherever the example judge and a rival disagree, each is right as "
-                   "often as the other, so no correction is needed to see that nothing is told apart.")
-        out += [f"{len(differ)} of {len(paired)} pairs with the example judge differ after Holm's correction. "
-                + closest, "",
+        out += [*is_it_different(paired), "",
                 *markdown_rows(paired, ["judge_a", "judge_b", "n", "only_a_right", "only_b_right", "p", "p_holm",
                                     "differ_at_0.05"]), ""]
 
@@ -192,23 +268,22 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     named = [r["judge"] for r in table if r["bacc"] not in ("", None)]
     if pts:
         front = [named[i] for i in pareto_front(pts)]
+        said_one = {r["judge"] for r in table if r["bacc"] not in ("", None)
+                    and min(int(x.split(" × ")[0]) for x in r[SAID_COLUMN].split(", ")) == 0}
         dear = max(range(len(pts)), key=lambda i: pts[i][0])
         best = max(range(len(pts)), key=lambda i: pts[i][1])
+        on_line_one = [j for j in front if j in said_one]
         out += ["## Exercise 9 · Cost against accuracy", "",
-                f"On the dashed line (no judge cheaper and as accurate): {', '.join(front)}. The most expensive judge "
-                f"is {named[dear]} ({pts[dear][0]:,.0f} tokens an example, BAcc {_pct(pts[dear][1])}); the most "
-                f"accurate is {named[best]} (BAcc {_pct(pts[best][1])}). The figure shows no paired test: whether "
-                "a gap between two points is real is exercise 7's question.", ""]
+                f"On the dashed line (no judge cheaper and as accurate): {', '.join(front)}"
+                + (f"; of them {', '.join(on_line_one)} said one label to everything (exercise 2): "
+                   "on the line for being cheap, at a BAcc of 50 by construction, so the line's cheap end says "
+                   "nothing about what a judge can read" if on_line_one else "")
+                + f". The most expensive judge is {named[dear]} ({pts[dear][0]:,.0f} tokens an example, BAcc "
+                f"{_pct(pts[dear][1])}); the most accurate is {named[best]} (BAcc {_pct(pts[best][1])}). The figure "
+                "shows no paired test: whether a gap between two points is real is exercise 7's question.", ""]
 
     # 10
-    psi = lab.discordant_share(rivals.paired)
-    need = lab.mcnemar_sample_size(0.05, psi)
-    out += ["## Exercise 10 · How many examples?", "",
-            f"The replayed pairs disagree on {psi:.3f} of examples on average (ψ). Connor's formula with δ = 0.05, "
-            f"α = 0.05 and 80% power: n = (1.96 √ψ + 0.84 √(ψ − δ²))² / δ² = {need} examples; the exact McNemar "
-            f"test on simulated judges at that n detects the difference {lab.simulated_power(need, 0.05, psi):.0%} "
-            f"of the time (the exact test is conservative), and at n = {rivals.n} "
-            f"{lab.simulated_power(rivals.n, 0.05, psi):.0%}. Every table of the lab rests on {rivals.n}.", ""]
+    out += ["## Exercise 10 · How many examples?", "", *how_many(rivals, paired, params["power_rival"]), ""]
     return "\n".join(out)
 
 
