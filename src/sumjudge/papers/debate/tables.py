@@ -298,28 +298,31 @@ def debate_endings(run_dir: Path) -> dict[str, Any]:
 
 
 def figure2(rows: list[dict[str, Any]]):
-    """Three panels like the paper's Figure 2: average correlation per setting, one line/bar per metric."""
+    """Three panels like the paper's Figure 2: average correlation per setting, one bar per metric, each with the 95%
+    interval its table shows, the dataset and n in each panel's title, the line of no correlation labelled."""
     import matplotlib.pyplot as plt
     import pandas as pd
 
+    from ... import plots
+    from ...report import ci_text
+
     df = pd.DataFrame([r for r in rows if r["experiment"] == "Figure 2" and r["aspect"] == "average"])
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, panel in zip(axes, ("iterations", "persona", "strategy")):
-        sub = df[df["panel"] == panel]
-        piv = sub.assign(reproduced=sub["reproduced"].astype(float)).pivot_table(
-            index="setting", columns="metric", values="reproduced", sort=False, dropna=False)
-        if piv.empty or piv.isna().all().all():  # every correlation undefined (e.g. constant scores)
+        sub = df[df["panel"] == panel] if len(df) else df
+        ax.set_title(plots.title({"iterations": "max iterations n", "persona": "Critic persona",
+                                  "strategy": "debating strategy"}[panel],
+                                 sub["dataset"] if len(sub) else [], sub["n"] if len(sub) else [], noun="judged texts"))
+        if sub.empty or sub["reproduced"].isna().all():  # every correlation undefined (e.g. constant scores)
             ax.text(0.5, 0.5, "no defined correlation", ha="center", va="center", transform=ax.transAxes)
-        elif panel == "iterations":
-            piv.plot(ax=ax, marker="o")
-        else:
-            piv.plot.bar(ax=ax, rot=20)
-        ax.set_title({"iterations": "max iterations n", "persona": "Critic persona",
-                      "strategy": "debating strategy"}[panel])
-        ax.set_xlabel("")
-        ax.set_ylabel("average correlation")
-        ax.axhline(0, color="grey", lw=0.5)
+            continue
+        sub = sub.assign(reproduced=sub["reproduced"].astype(float), ci=[ci_text(c) for c in sub.get("ci", [None] * len(sub))])
+        plots.bars(ax, sub, category="setting", ci="ci", series="metric")
+        plots.chance(ax, 0, "no correlation (0)")
+        plt.setp(ax.get_xticklabels(), rotation=20, ha="right", rotation_mode="anchor")
+        ax.set_ylabel("average correlation (95% interval)")
     fig.tight_layout()
+    plots.figure_legend(fig, axes)
     return fig
 
 

@@ -434,12 +434,16 @@ def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]
     return rows
 
 
-def length_figure(rows: list[dict[str, Any]]):
+def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
     """Accuracy per length bucket, one series per method with its 95% interval as error bars, the methods set
-    side by side within a bucket (so that equal values do not hide one another), on the whole 0-1 scale."""
+    side by side within a bucket (so that equal values do not hide one another), on the whole 0-1 scale; the
+    datasets and each method's n in the title, a coin's accuracy (0.5) as a labelled line."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    from ... import plots
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    plots.chance(ax, 0.5, "a coin's accuracy (0.5)")
     methods = list(dict.fromkeys(r["method"] for r in rows))
     buckets = list(dict.fromkeys(r["bucket"] for r in rows))
     step = 0.6 / max(len(methods), 1)
@@ -455,7 +459,9 @@ def length_figure(rows: list[dict[str, Any]]):
     ax.set_xlabel("summary length (words)")
     ax.set_ylabel("accuracy (95% interval)")
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=8, loc="upper right")
+    per_method = [sum(r["n"] for r in rows if r["method"] == m) for m in methods]
+    ax.set_title(plots.title("accuracy by summary length", datasets, per_method, noun="summaries per method"))
+    plots.legend_outside(ax)
     fig.tight_layout()
     return fig
 
