@@ -110,11 +110,18 @@ def is_it_different(paired: list[dict[str, str]]) -> list[str]:
     if differ:
         out += ["", f"{len(differ)} of {family} pairs differ after Holm's correction: "
                 + "; ".join(pair(r) for r in differ) + "."]
-    else:
+    elif float(lowest["p"]) < 1:
         out += ["", f"None of the {family} pairs differs after Holm's correction at n = {n}. The closest is "
                 + pair(lowest) + (": the raw p alone, as if it were the only comparison, would be called "
                                   "significant; the family of tests asks more of each one."
                                   if float(lowest["p"]) < 0.05 else ".")]
+    else:
+        widest = max(abs(int(r["only_a_right"]) - int(r["only_b_right"])) for r in paired)
+        out += ["", f"None of the {family} pairs differs after Holm's correction at n = {n}, and none has a raw p "
+                f"below 1: wherever the example judge and a paper's judge disagree, each is right about as often as "
+                f"the other (the discordant counts differ by {widest} at most), so no correction is needed to see "
+                "that nothing is told apart. Every judge here is near chance on these examples (exercise 1); "
+                "exercise 10 says how many examples a real difference would need."]
     if differ and float(lowest["p"]) < 0.05:
         out += ["", f"The smallest raw p is against {lowest['judge_b']}: {float(lowest['p']):.3g} if it were the "
                 "only comparison made."]
@@ -243,8 +250,10 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     mine = [r for r in tables.get("arena_with_my_judge", []) if r["judge"] == OWN_JUDGE]
     paired = [r for r in tables.get("paired_tests", []) if r["judge_a"] == OWN_JUDGE]
     out += ["## Exercise 6 · Write a judge", "",
-            "Any judge that runs is an answer. The notebook's own two-agent judge, as the lab's recorded run "
-            "answered it:", "",
+            "Any judge that runs is an answer. The notebook's own two-agent judge (a skeptic lists the summary's "
+            "names, numbers, dates and places the document does not mention, or NONE; a summary with nothing "
+            "listed is judged faithful, the others go to a judge that reads the list and states the label), as the "
+            "lab's recorded run answered it:", "",
             *markdown_rows([{**r, "bacc": _pct(r["bacc"]), "interval": _interval(r)} for r in mine],
                        ["dataset", "judge", "model", "n", "bacc", "interval", SAID_COLUMN, "roc_auc", "threshold",
                         "unreadable_share", "calls_per_example"]), "",
@@ -258,8 +267,12 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     rerun = tables.get("cache_after_one_word", [])
     out += ["## Exercise 8 · The cache", "",
             "Only the requests whose rendered prompt changed are new: the verdict prompt changed, so every verdict "
-            "request is new and every skeptic request (same prompt, same key) is answered by the cache. The lab's "
-            "recorded run:", "", *markdown_rows(rerun, ["role", "requests", "asked_before", "new"]), ""]
+            "request (one per example the skeptic listed something for) is new, and every skeptic request (same "
+            "prompt, same key) is answered by the cache. The lab's recorded run:", "",
+            *markdown_rows(rerun, ["role", "requests", "asked_before", "new"]), "",
+            "How long the model calls of exercises 6 and 8 took is the `model time` table of the lab's results page "
+            "([02_lab_llm_judges.md](../figures/results-smoke/02_lab_llm_judges.md), measured by the recording on "
+            "the machine its banner names; a replay measures nothing).", ""]
 
     # 9
     table = tables.get("arena_with_my_judge", [])
