@@ -166,8 +166,8 @@ def few_examples_words(lines: list[str], record: dict[str, Any], profile: str) -
     took = record.get("wall_s")
     cpu = (record.get("machine") or {}).get("cpu")
     if record.get("calls") and record.get("backend_calls") == 0:  # every answer read from the cache
-        cost = ("; this page's recording read every answer from the cache (another notebook had asked them), so its "
-                "wall time does not measure what they cost")
+        cost = ("; this page's recording read every answer from the response cache (an earlier run had asked them), "
+                "so its wall time does not measure what they cost")
     elif took:
         cost = (f"; this page's recording took {took / 60:.0f} min" + (f" on {cpu}" if cpu else "")
                 + " for its model calls, and that cost grows with the examples")

@@ -63,8 +63,15 @@ def write_time_profile(rows: list[dict], profile: str, out_dir: Path, totals: di
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = markdown_rows(rows, TIME_COLUMNS)
     head = f"# Where the time went: profile {profile}\n\n"
-    if totals:
-        head += (f"{jobs} notebooks ran at a time on one shared engine. The `own_*` columns are the notebook's own "
+    at_a_time = min(jobs, len({r["notebook"] for r in rows}))
+    served = bool(totals) and any(v for v in (totals.get("decode") or {}).values())
+    if totals and not served:
+        head += ("A shared engine was started and answered none of these notebooks' requests (each loaded its own "
+                 "model: another model or dtype than the engine's), so every column is the notebook's own.\n\n")
+        totals = None
+    elif totals:
+        head += (f"{at_a_time} notebook{'s' if at_a_time != 1 else ''} ran at a time on one shared engine. The "
+                 "`own_*` columns are the notebook's own "
                  "share of the engine's work (its rows' prompt tokens; prefill seconds of an admission split among "
                  "its rows by prompt length, decode seconds of a step split equally among the rows it decoded; its "
                  "answers and their tokens; the option sets it had scored and their seconds): the notebooks' add up "

@@ -326,10 +326,6 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
         write_notebook_page(nb, src, out, record, since=w.get("start"))
         if not any((out / nb.stem).iterdir()):
             (out / nb.stem).rmdir()
-    for name in (f"parse_rates_{profile}.md", f"time_profile_{profile}.md"):
-        f = figures / name
-        if f.exists():
-            shutil.copyfile(f, out / name)
     (out / "provenance.json").write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return write_index(out, profile)
 
@@ -352,8 +348,9 @@ def drift_lines(page: Path) -> list[str]:
              "recording runs them) on the recording machine's kind, compared with this page. `answers asked by both`: "
              "the requests both runs sent (the same prompt, settings and model); a request that quotes an earlier "
              "answer (a retry, a debate's next turn) is asked by both only where that answer was the same. "
-             "`answered otherwise`: how many of those the model answered with other text. These notebooks decode "
-             "greedily, so such an answer differs because bfloat16 sums in another order when a request shares its "
+             "`answered otherwise`: how many of those the model answered with other text. A request decodes greedily "
+             "or samples with its own seed, so such an answer differs because bfloat16 sums in another order when a "
+             "request shares its "
              "batch with others of other lengths (alone and three at a time batch differently, and so did the "
              "recording). An answer can differ in its explanation and keep its label: `numeric cells` counts every "
              "number both pages show (wall times aside), and a cell moves only when a changed answer changes a label "
@@ -374,25 +371,11 @@ def drift_lines(page: Path) -> list[str]:
     return lines
 
 
-def last_run_lines(out: Path, profile: str, runs: dict[str, Any]) -> list[str]:
-    """Where the last recording run's parse rates and time profile lie: they count that run's notebooks only (each
-    page's tables give their own parse rates), so the index links them under that run's name."""
-    kept = [(name, title) for name, title in ((f"parse_rates_{profile}.md", "parse rates"),
-                                              (f"time_profile_{profile}.md", "time profile"))
-            if (out / name).exists()]
-    if not kept or not runs:
-        return []
-    rid = max(runs)
-    notebooks = " ".join(n[:2] for n in runs[rid].get("notebooks", []))
-    return ["", f"The last recording run ({rid}, notebooks {notebooks}) left its "
-            + " and ".join(f"[{title}]({name})" for name, title in kept)
-            + " beside this page: they count that run's notebooks only, not the page's."]
-
-
 def write_index(out: Path, profile: str) -> Path:
     """``index.md`` from ``provenance.json`` and the pages: a banner (``page_banner``: the models beside the papers',
     the n the tables rest on), every notebook's state, commit, machine and counts, each recording run's elapsed
-    time, what the tables cannot show, and where the last run's parse rates and time profile lie."""
+    time and what the tables cannot show (the parse rates are each page's own `parsed_%` columns; a run's time profile
+    and parse rates per method stay in ``figures/``, beside the run, not on the page)."""
     from .page_banner import index_banner
 
     prov = load_provenance(out)
@@ -456,6 +439,5 @@ def write_index(out: Path, profile: str) -> Path:
                         f"stale since `{check.get('since')}`: " + "; ".join(check.get("differences", []))))
     for nb, c in cannot:
         lines.append(f"- [{nb}]({nb}.md): {c}")
-    lines += last_run_lines(out, profile, prov.get("runs") or {})
     (out / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out / "index.md"

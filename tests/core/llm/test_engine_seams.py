@@ -132,6 +132,13 @@ def test_the_time_profile_table_has_a_row_per_notebook_engine(tmp_path):
     lines = text.splitlines()
     assert lines[2] == "| " + " | ".join(TIME_COLUMNS) + " |"
     assert "| 10_madisse_main | 12.5 | tiny | 40 |  |  | 4 | 10.0 |" in text and "| 01_datasets | 3.0 |" in text
+    # a shared engine: how many notebooks really ran at a time; one that answered nothing is not reported as serving
+    busy = {"decode": {"prefill_s": 4.0, "decode_s": 2.0}, "coalesced": 0}
+    text = write_time_profile(rows[:1], "ci", tmp_path, busy, jobs=3).read_text()
+    assert "1 notebook ran at a time on one shared engine" in text and "- prefill_s: 4.0" in text
+    idle = {"decode": {"prefill_s": 0.0, "decode_s": 0.0}, "coalesced": 0}
+    text = write_time_profile(rows, "ci", tmp_path, idle, jobs=3).read_text()
+    assert "answered none of these notebooks' requests" in text and "all notebooks together" not in text
 
 
 def test_the_heaviest_notebooks_by_their_own_model_time():
