@@ -107,13 +107,32 @@ def repeatability_rows(session, dataset: str, aspect: str, *, examples: int, rep
     return rows
 
 
+DATASET_NAME = {"summeval": "SummEval", "topical-chat": "Topical-Chat"}
+
+
+def printed_cell(paper_table: str, paper_row: str, column: str, dataset: str, symbol: str
+                 ) -> tuple[float | None, str | None]:
+    """The paper's value for one (dataset, statistic) row, or None and a note naming what the paper printed there:
+    a value is set beside a row only when the row has the table's dataset and one of its statistics."""
+    table = paper_results("debate")[paper_table]
+    stats = table["statistics"]
+    if dataset != table["dataset"] or symbol not in stats:
+        name = table["caption"].split(":")[0].split(" (")[0]
+        return None, (f"the paper's {name} is {DATASET_NAME.get(table['dataset'], table['dataset'])} "
+                      f"{'/'.join(stats)}: not compared with {DATASET_NAME.get(dataset, dataset)} {symbol}")
+    cell = paper_value("debate", paper_table, paper_row, column)
+    return (cell[stats.index(symbol)] if cell else None), None
+
+
 def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, model: str,
                      paper_table: str | None = None, paper_row: str | None = None) -> list[dict[str, Any]]:
-    """One row per (aspect or average, correlation) of a rated run, with the paper's value where given."""
+    """One row per (aspect or average, correlation) of a rated run, with the paper's value where the paper printed
+    one for the row's dataset and statistic (``printed_cell``; otherwise ``note`` says what it printed)."""
     rows = []
     for col in ["average", *metrics["aspects"]]:
-        cell = paper_value("debate", paper_table, paper_row, col) if paper_table and paper_row else None
-        for i, m in enumerate(metrics["correlations"]):
+        for m in metrics["correlations"]:
+            paper, note = (printed_cell(paper_table, paper_row, col, metrics["dataset"], SYMBOL[m])
+                           if paper_table and paper_row else (None, None))
             extra: dict[str, Any] = {}
             if col == "average":
                 rep = metrics["average"][m]
@@ -127,9 +146,10 @@ def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, mo
                          "undefined_groups": a[m]["undefined_groups"], "unparsed": a["unparsed"],
                          "scale": f"{a['scale'][0]}-{a['scale'][1]}", **debate_columns(a)}
             rows.append({"experiment": experiment, "evaluator": label, "dataset": metrics["dataset"], "aspect": col,
-                         "metric": SYMBOL[m], "paper": cell[i] if cell else None, "reproduced": rep,
-                         "paper_row": paper_row if cell else None, "model": model, "n": metrics["n_examples"], **extra,
-                         **parse_columns(metrics)})
+                         "metric": SYMBOL[m], "paper": paper, "reproduced": rep,
+                         "paper_row": paper_row if paper is not None else None, "model": model,
+                         "n": metrics["n_examples"], **extra, **parse_columns(metrics),
+                         **({"note": note} if note else {})})
     return rows
 
 
@@ -214,8 +234,7 @@ def paper_only_rows(dataset: str, computed: Iterable[str | dict[str, Any]] = ())
         for col, vals in printed.items():
             if (dataset, name, col) in cells:
                 continue
-            syms = ("rho", "tau") if dataset == "summeval" else ("r", "rho")
-            for sym, v in zip(syms, vals):
+            for sym, v in zip(table["statistics"], vals):
                 rows.append({"experiment": "Table 1 (paper only)", "evaluator": name, "dataset": dataset,
                              "aspect": col, "metric": sym, "paper": v, "reproduced": None,
                              "note": "as printed in the paper; not computed here"})
