@@ -55,10 +55,11 @@ def datasets_of(run_dirs: Iterable[Any]) -> list[str]:
                               if r["example"].get("dataset")))
 
 
-def chance(ax, value: float, label: str, *, horizontal: bool = False):
-    """A dashed line at ``value`` on the value axis (x when ``horizontal``), labelled for the legend."""
+def chance(ax, value: float, label: str, *, horizontal: bool = False, ls: str = "--"):
+    """A line (dashed unless ``ls`` says otherwise: two references apart) at ``value`` on the value axis (x when
+    ``horizontal``), labelled for the legend."""
     draw = ax.axvline if horizontal else ax.axhline
-    return draw(value, color=CHANCE_COLOR, lw=1, ls="--", label=label, zorder=1)
+    return draw(value, color=CHANCE_COLOR, lw=1, ls=ls, label=label, zorder=1)
 
 
 def intervals(ax, pos: Sequence[float], cis: Sequence[Any], *, horizontal: bool = False, cap: float = 0.08,

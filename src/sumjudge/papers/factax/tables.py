@@ -419,41 +419,83 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
 
 def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]:
     """Figure 2: accuracy per summary length (words) bucket, per method (label -> run folder), with Wilson's 95%
-    interval over the bucket's readable judgements."""
+    interval over the bucket's readable judgements, and how many of them the method labelled 1 and 0 (``labels
+    said``) and the gold labels call 1 and 0 (``gold labels``): a method that says one label to every example scores
+    the share of that gold class, whatever the lengths."""
     from ...metrics import length_buckets, wilson_ci
 
     rows = []
     for label, run in runs.items():
         res = read_results(run)
         lengths = [len(r["example"]["summary"].split()) for r in res]
-        for b in length_buckets(lengths, [r["example"]["label"] for r in res], [r["judgement"]["label"] for r in res],
-                                edges):
+        gold, pred = [r["example"]["label"] for r in res], [r["judgement"]["label"] for r in res]
+        said, golds = (bucket_counts(lengths, labels, pred, edges) for labels in (pred, gold))
+        for b, s, g in zip(length_buckets(lengths, gold, pred, edges), said, golds):
             ci = wilson_ci(100 * b["accuracy"], b["n"])
             rows.append({"method": label, **b, "ci_low": None if ci is None else ci[0] / 100,
-                         "ci_high": None if ci is None else ci[1] / 100})
+                         "ci_high": None if ci is None else ci[1] / 100, **said_column(s, g)})
     return rows
 
 
+def bucket_counts(lengths: list[int], labels: list[int], pred: list[int | None], edges: list[int]
+                  ) -> list[dict[str, int]]:
+    """Per ``length_buckets`` bucket, how many of the examples with a readable ``pred`` have label 1 and 0 in
+    ``labels``: the bucket's accuracy of ``labels`` read as predictions of an all-1 gold is their share of 1s."""
+    from ...metrics import length_buckets
+
+    ones = [1] * len(labels)
+    kept = [lab if p is not None else None for lab, p in zip(labels, pred)]
+    counts = []
+    for b in length_buckets(lengths, ones, kept, edges):
+        k = round(b["accuracy"] * b["n"]) if b["n"] else 0
+        counts.append({"1": k, "0": b["n"] - k})
+    return counts
+
+
+def _label_counts(rows: list[dict[str, Any]], column: str) -> dict[str, int]:
+    """The ``said_column`` cells of ``rows`` summed: {"1": ..., "0": ...}."""
+    import re
+
+    total = {"1": 0, "0": 0}
+    for r in rows:
+        m = re.match(r"^(\d+) × 1, (\d+) × 0$", str(r.get(column) or "").strip())
+        if m:
+            total["1"] += int(m.group(1))
+            total["0"] += int(m.group(2))
+    return total
+
+
 def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
-    """Accuracy per length bucket, one series per method with its 95% interval as error bars, the methods set
-    side by side within a bucket (so that equal values do not hide one another), on the whole 0-1 scale; the
-    datasets and each method's n in the title, a coin's accuracy (0.5) as a labelled line."""
+    """Accuracy per length bucket (the paper's Figure 2 plots accuracy), one series per method with its 95% interval
+    as error bars, the methods set side by side within a bucket (so that equal values do not hide one another), on
+    the whole 0-1 scale; the datasets and each method's n in the title. The reference is the accuracy of a judge
+    that says one label to every example: the share of each gold class in the figure's data, a labelled line each;
+    a method that said one label to every readable example says so in the legend."""
     import matplotlib.pyplot as plt
 
     from ... import plots
+    from ...run_metrics import GOLD_COLUMN, SAID_COLUMN
 
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    plots.chance(ax, 0.5, "a coin's accuracy (0.5)")
+    gold = _label_counts(rows, GOLD_COLUMN)
+    if sum(gold.values()):
+        for label, ls in (("1", "--"), ("0", ":")):
+            share = gold[label] / sum(gold.values())
+            plots.chance(ax, share, f"says {label} to all ({share:.2g})", ls=ls)
     methods = list(dict.fromkeys(r["method"] for r in rows))
     buckets = list(dict.fromkeys(r["bucket"] for r in rows))
     step = 0.6 / max(len(methods), 1)
     for i, (method, marker) in enumerate(zip(methods, "osD^v<>p*hX" * 3)):
         pts = [r for r in rows if r["method"] == method]
+        said = _label_counts(pts, SAID_COLUMN)
+        one = [k for k, v in said.items() if v] if sum(said.values()) else []
         xs = [buckets.index(r["bucket"]) + (i - (len(methods) - 1) / 2) * step for r in pts]
         ys = [r["accuracy"] for r in pts]
-        below = [y - r["ci_low"] if r.get("ci_low") is not None else 0.0 for y, r in zip(ys, pts)]
-        above = [r["ci_high"] - y if r.get("ci_high") is not None else 0.0 for y, r in zip(ys, pts)]
-        ax.errorbar(xs, ys, yerr=[below, above], marker=marker, linestyle="none", capsize=3, label=f"{method}")
+        # (clipped at 0: an interval's end can round a hair past an accuracy of 0 or 1)
+        below = [max(0.0, y - r["ci_low"]) if r.get("ci_low") is not None else 0.0 for y, r in zip(ys, pts)]
+        above = [max(0.0, r["ci_high"] - y) if r.get("ci_high") is not None else 0.0 for y, r in zip(ys, pts)]
+        ax.errorbar(xs, ys, yerr=[below, above], marker=marker, linestyle="none", capsize=3,
+                    label=f"{method} (said {one[0]} to all)" if len(one) == 1 else method)
     ax.set_xticks(range(len(buckets)), [f"{b}\n(n per method: {', '.join(str(r['n']) for r in rows if r['bucket'] == b)})"
                                         for b in buckets], fontsize=8)
     ax.set_xlabel("summary length (words)")
