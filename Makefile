@@ -157,6 +157,7 @@ gpu-check:
 
 scale: env $(ROUTER_STAMP)
 	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/sumjudge scale --out figures/scale --replicas 1 2 4
+	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m sumjudge.scale --routing figures/scale --docs docs/serving.md
 
 # JupyterLab on notebooks/. REPLAY=1: each recorded notebook runs cell by cell from the results page's recorded
 # answers, with the parameters it was recorded with; a request the page does not hold (a changed prompt or parameter)

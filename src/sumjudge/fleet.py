@@ -20,8 +20,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-# vLLM's router's policies (``vllm-router --policy``); cache_aware is its default
-ROUTER_POLICIES = ("cache_aware", "round_robin", "consistent_hash", "power_of_two", "random")
+# vLLM's router's policies (``vllm-router --policy``); cache_aware is its default. consistent_hash hashes a request's
+# session key (the client sends its example's) to a replica; sticky_least_loaded sends a key it has not seen to the
+# least-loaded replica, as the router counts load, and every later request with that key to the same one
+POLICIES = ("cache_aware", "round_robin", "consistent_hash", "power_of_two", "random", "sticky_least_loaded")
+# cache_aware's settings compared beside them (docs/serving.md): a request whose text matches a replica's by more
+# than the cache threshold goes there, else to the replica that holds the least; past the balance thresholds (load
+# apart by more than abs and by more than rel times) to the least-loaded
+CACHE_AWARE_SETTINGS = ("cache_aware --cache-threshold 0.5 --balance-abs-threshold 1000000 "
+                        "--balance-rel-threshold 1000",)
+# a routing: a policy, or a policy and its settings as given after ``--policy`` (what ``Fleet(policy=...)`` takes)
+ROUTER_POLICIES = POLICIES + CACHE_AWARE_SETTINGS
 
 
 def free_port() -> int:
@@ -33,7 +42,8 @@ def free_port() -> int:
 @dataclass
 class Fleet:
     """``replicas`` stand-ins answering in ``latency_s`` with ``slots`` each, behind ``router`` (the path of a
-    ``vllm-router`` executable; None: the one replica is addressed directly) routing by ``policy``."""
+    ``vllm-router`` executable; None: the one replica is addressed directly) routing by ``policy`` (a policy, or a
+    policy and the router's settings for it: ``ROUTER_POLICIES``)."""
 
     replicas: int = 2
     router: str | None = None
@@ -56,8 +66,8 @@ class Fleet:
             raise ConfigError(f"replicas={self.replicas}: at least one")
         if self.replicas > 1 and not self.router:
             raise ConfigError("more than one replica needs a router (the path of vllm-router: make router-env)")
-        if self.policy not in ROUTER_POLICIES:
-            raise ConfigError(f"policy={self.policy!r}: one of {', '.join(ROUTER_POLICIES)}")
+        if (self.policy.split() or [""])[0] not in POLICIES:
+            raise ConfigError(f"policy={self.policy!r}: one of {', '.join(POLICIES)}, with its settings after it")
 
     def __enter__(self) -> "Fleet":
         try:
@@ -84,7 +94,7 @@ class Fleet:
         launch = ["launch"] if os.path.basename(self.router).startswith("sglang") else []  # SGLang's router
         self._router = subprocess.Popen(
             [self.router, *launch, "--host", "127.0.0.1", "--port", str(port), "--prometheus-port", str(free_port()),
-             "--worker-urls", *self.replica_urls, "--policy", self.policy, "--log-level", "error",
+             "--worker-urls", *self.replica_urls, "--policy", *self.policy.split(), "--log-level", "error",
              *self.router_args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         root = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120

@@ -22,6 +22,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .fleet import CACHE_AWARE_SETTINGS
+
+
 def paper_runs() -> dict[str, dict[str, Any]]:
     """The runs measured by default (``profiles/scale.yaml``): name -> method, dataset, level."""
     return scale_file()["runs"]
@@ -240,6 +243,116 @@ def replicas_and_policies(runs: list[str], limit: int | None, latency_s: float, 
     return out
 
 
+# `make scale`'s routing curve (docs/serving.md): scale.yaml's routed runs at 400 examples (or all a run has), one
+# replica addressed directly, then four behind the router by each routing compared; the documented one is CHOSEN
+CURVE_LIMIT = 400
+CURVE_REPLICAS = [1, 4]
+CHOSEN = "sticky_least_loaded"
+CURVE = ("consistent_hash", "round_robin", "cache_aware", *CACHE_AWARE_SETTINGS, CHOSEN)
+# each replica answers in 1 s with 16 slots (16 requests/s): at 0.5 s, four replicas behind round robin served 2.45 x
+# one replica's rate on a 2-core machine shared with other work, where the client's and the router's CPU, not the
+# routing, was the bound (3.40 x at 1 s)
+CURVE_LATENCY_S = 1.0
+CURVE_SLOTS = 16
+
+
+def routing_curve(out: Path, docs: Path | None = None, router: str | None = None, runs: list[str] | None = None,
+                  limit: int | None = CURVE_LIMIT, latency_s: float = CURVE_LATENCY_S, slots: int = CURVE_SLOTS,
+                  replicas: list[int] | None = None, policies: list[str] | None = None,
+                  policy: str = CHOSEN) -> Path:
+    """``replicas_and_policies`` of ``runs`` (scale.yaml's routed runs) at ``limit`` over every routing of ``CURVE``
+    (or ``policies``), written to ``out/routed-RUNS-LIMIT.json`` with the curve of requests
+    per second against one replica's over the share of examples wholly on one replica (``routing-curve.png``), and
+    its table quoted in ``docs`` between its markers (``quote_routing``). Returns the JSON's path."""
+    from .fleet import router_from_environment
+
+    runs = check_runs(runs or scale_file()["routed_runs"])
+    router = router or router_from_environment()
+    if not router:
+        from .errors import ConfigError
+
+        raise ConfigError("the routing curve needs vllm-router: `make router-env` installs it (SUMJUDGE_ROUTER)")
+    name = f"routed-{'-'.join(runs)}-{limit}.json"
+    if docs:  # before the measuring (most of an hour): the page has a place for the table
+        quote_routing(docs, None, name)
+    report = {"machine": machine(), "routed": replicas_and_policies(
+        runs, limit, latency_s, slots, router, replicas or CURVE_REPLICAS, list(policies or CURVE), policy)}
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / name
+    path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    curve_figure(report, out / "routing-curve.png")
+    if docs:
+        quote_routing(docs, report, path.name)
+    return path
+
+
+def curve_points(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each run's routings at the most replicas: ``x_one`` (requests per second over the busy span against one
+    replica's), ``of_n`` (that over the replicas), ``on_one`` (share of examples wholly on one replica)."""
+    routed = report["routed"]
+    points = []
+    for m in routed["policies"]:
+        one = next(x for x in routed["throughput"] if x["run"] == m["run"] and x["replicas"] == 1)
+        s = m.get("serving") or {}
+        x_one = m["served_requests_per_s"] / one["served_requests_per_s"]
+        points.append({"run": m["run"], "policy": m["policy"], "x_one": round(x_one, 2),
+                       "of_n": round(x_one / m["replicas"], 3),
+                       "on_one": round(s["examples_on_one_replica"] / s["examples"], 3) if s.get("examples") else 0.0})
+    return points
+
+
+def curve_figure(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = curve_points(report)
+    most = max(m["replicas"] for m in report["routed"]["policies"])
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for run, marker in zip(dict.fromkeys(p["run"] for p in points), "os^D"):
+        mine = [p for p in points if p["run"] == run]
+        ax.scatter([p["on_one"] for p in mine], [p["x_one"] for p in mine], marker=marker, label=run)
+        for p in mine:
+            ax.annotate(short_policy(p["policy"]), (p["on_one"], p["x_one"]), fontsize=6, xytext=(3, 3),
+                        textcoords="offset points")
+    ax.axhline(0.9 * most, color="grey", ls="--", lw=0.8, label=f"0.9 x {most} replicas")
+    ax.axvline(0.95, color="grey", ls=":", lw=0.8, label="95% of examples on one replica")
+    ax.set_xlabel("share of examples wholly on one replica")
+    ax.set_ylabel("requests/s against one replica's")
+    machine_ = report["machine"]
+    ax.set_title(f"{most} replicas behind vllm-router, at most {report['routed']['limit']} examples a run "
+                 f"({machine_['cpu']}, {machine_['cores']} cores)", fontsize=9)
+    ax.legend(loc="center", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def short_policy(policy: str) -> str:
+    """A routing as the curve labels it: the policy, then its settings' values (cache, abs, rel thresholds)."""
+    name, *rest = policy.split()
+    return name + (" " + "/".join(rest[1::2]) if rest else "")
+
+
+def quote_routing(docs: Path, report: dict[str, Any] | None, name: str) -> None:
+    """``routed_table(report)`` in ``docs`` between ``<!-- routing: NAME -->`` and ``<!-- /routing -->``, with the
+    machine it was measured on (``report`` None: only check that ``docs`` has them)."""
+    start, end = f"<!-- routing: {name} -->", "<!-- /routing -->"
+    text = docs.read_text(encoding="utf-8")
+    if start not in text or end not in text.split(start, 1)[1]:
+        from .errors import ConfigError
+
+        raise ConfigError(f"{docs} has no {start} ... {end} to quote the routing curve in")
+    if report is None:
+        return
+    head, rest = text.split(start, 1)
+    machine_ = report["machine"]
+    quoted = (f"{start}\nMeasured {machine_['date']} on {machine_['cores']} cores of an {machine_['cpu']} "
+              f"(`figures/scale/{name}`, `figures/scale/routing-curve.png`):\n\n{routed_table(report)}\n")
+    docs.write_text(head + quoted + end + rest.split(end, 1)[1], encoding="utf-8")
+
+
 def machine() -> dict[str, Any]:
     """The machine the figures were measured on: CPU model (``/proc/cpuinfo`` where there is one), cores."""
     import platform
@@ -255,16 +368,22 @@ def machine() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The measured process (``--one JOB``); the command is ``sumjudge scale``."""
+    """The measured process (``--one JOB``; the command is ``sumjudge scale``), or ``make scale``'s routing curve
+    (``--routing OUT --docs PAGE``: ``routing_curve``)."""
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m sumjudge.scale", description="one measured run of sumjudge scale")
-    p.add_argument("--one", required=True, help="the job, as JSON")
-    print(json.dumps(run_one(json.loads(p.parse_args(argv).one))))
-
-
-if __name__ == "__main__":
-    main()
+    p = argparse.ArgumentParser(prog="python -m sumjudge.scale", description="one measured run of sumjudge scale, "
+                                "or make scale's routing curve")
+    p.add_argument("--one", help="the job, as JSON")
+    p.add_argument("--routing", metavar="OUT", help="measure the routing curve into this folder (routing_curve)")
+    p.add_argument("--docs", help="with --routing: the page that quotes its table (docs/serving.md)")
+    a = p.parse_args(argv)
+    if a.routing:
+        print(routing_curve(Path(a.routing), Path(a.docs) if a.docs else None))
+    elif a.one:
+        print(json.dumps(run_one(json.loads(a.one))))
+    else:
+        p.error("give --one JOB or --routing OUT")
 
 
 def routed_table(report: dict[str, Any]) -> str:
@@ -317,3 +436,7 @@ def instant_table(report: dict[str, Any]) -> str:
                   f"{slow['max_in_flight']} | {slow['mean_in_flight']} | {100 * slow['client_busy_share']:.1f}% | "
                   f"{slow['client_cpu_ms_per_call']} |"]
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -59,14 +59,15 @@ def test_a_routed_run_gives_one_servers_results_and_accounts_for_every_call(rout
     assert m["server"]["prefix_cache_queried_tokens"] == sum(s["prompt_tokens"] for s in stats)  # every replica's
 
 
-KILLS = [(name, limit, policy) for name, limit in SLICES for policy in ("round_robin", "consistent_hash")]
+KILLS = [(name, limit, policy) for name, limit in SLICES
+         for policy in ("round_robin", "consistent_hash", "sticky_least_loaded")]
 
 
 @pytest.mark.parametrize("name,limit,policy", KILLS, ids=[f"{k[0]}-{k[2]}" for k in KILLS])
 def test_a_replica_killed_mid_run_changes_no_result(router, tmp_path, name, limit, policy):
     """The replica killed is the one answering most, once it has answered a few: with round robin it has requests
-    in flight when it dies; with consistent hashing (the policy docs/serving.md chooses) the examples hashed to it
-    must move to the others."""
+    in flight when it dies; with consistent hashing, and with sticky least-loaded routing (the policy
+    docs/serving.md chooses), the examples kept on it must move to the others."""
     with fleet(1, None, name) as one:
         _, alone = run_against(one, name, limit, tmp_path / "one", tmp_path / "one.sqlite")
     with fleet(3, router, name, latency_s=0.3, slots=4, policy=policy) as three:
@@ -140,3 +141,26 @@ def test_behind_a_router_that_passes_on_less_the_run_degrades_and_says_so(sglang
     assert any("lists its own models" in n for n in notes) and any("no /tokenize" in n for n in notes)
     assert config["backend_info"]["server_model"]["max_model_len"] == paper_runs()[name]["context_length"]
     assert capsys.readouterr().err.count("routes to 2 replicas") == 1
+
+
+def test_the_routing_curve_measures_each_routing_and_quotes_its_table(router, tmp_path):
+    """``make scale``'s routing curve: one replica, then each routing over more; the table quoted in the page between
+    its markers (a page without them is refused before anything is measured)."""
+    from sumjudge.errors import ConfigError
+    from sumjudge.scale import curve_points, routed_table, routing_curve
+
+    page = tmp_path / "page.md"
+    page.write_text("before\n<!-- routing: routed-madisse-2.json -->\nold\n<!-- /routing -->\nafter\n")
+    bare = tmp_path / "bare.md"
+    bare.write_text("no markers\n")
+    kw = dict(router=router, runs=["madisse"], limit=2, latency_s=0.05, slots=2, replicas=[1, 2],
+              policies=["round_robin", "sticky_least_loaded"])
+    with pytest.raises(ConfigError, match="routing: routed-madisse-2.json"):
+        routing_curve(tmp_path / "refused", bare, **kw)
+    assert not (tmp_path / "refused").exists()
+    report = json.loads(routing_curve(tmp_path / "out", page, **kw).read_text(encoding="utf-8"))
+    points = {p["policy"]: p for p in curve_points(report)}
+    assert points["sticky_least_loaded"]["on_one"] == 1.0 and points["round_robin"]["on_one"] < 1.0
+    text = page.read_text(encoding="utf-8")
+    assert routed_table(report) in text and "old" not in text and text.startswith("before\n")
+    assert text.endswith("<!-- /routing -->\nafter\n") and (tmp_path / "out" / "routing-curve.png").stat().st_size
