@@ -12,7 +12,7 @@ from .cli_flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, 
                         add_budget_flags, add_engine_flags, add_run_flags, budget_of, check_engine_flags,
                         run_config_of)
 from .llm.backends import backend_names
-from .fleet import ROUTER_POLICIES
+from .fleet import CHOSEN_POLICY, ROUTER_POLICIES
 
 
 def _cmd_run(a) -> int:
@@ -369,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "replicas behind a router (e.g. 1 2 4): requests per second against one replica's, and where an "
                     "example's calls landed")
     sc.add_argument("--router", help="the vllm-router executable (default: SUMJUDGE_ROUTER, set by make scale)")
-    sc.add_argument("--policy", default="consistent_hash", choices=ROUTER_POLICIES,
+    sc.add_argument("--policy", default=CHOSEN_POLICY, choices=ROUTER_POLICIES,
                     help="the router's policy for the throughput runs (docs/serving.md's choice)")
     sc.add_argument("--policies", nargs="*", default=["consistent_hash", "cache_aware", "round_robin"],
                     choices=ROUTER_POLICIES, help="policies compared at the most replicas (prefix locality)")

@@ -24,6 +24,7 @@ from typing import Any
 # session key (the client sends its example's) to a replica; sticky_least_loaded sends a key it has not seen to the
 # least-loaded replica, as the router counts load, and every later request with that key to the same one
 POLICIES = ("cache_aware", "round_robin", "consistent_hash", "power_of_two", "random", "sticky_least_loaded")
+CHOSEN_POLICY = "sticky_least_loaded"  # docs/serving.md's choice, measured by `make scale` (its routing table)
 # cache_aware's settings compared beside them (docs/serving.md): a request whose text matches a replica's by more
 # than the cache threshold goes there, else to the replica that holds the least; past the balance thresholds (load
 # apart by more than abs and by more than rel times) to the least-loaded

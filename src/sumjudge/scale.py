@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .fleet import CACHE_AWARE_SETTINGS
+from .fleet import CACHE_AWARE_SETTINGS, CHOSEN_POLICY
 
 
 def paper_runs() -> dict[str, dict[str, Any]]:
@@ -247,7 +247,7 @@ def replicas_and_policies(runs: list[str], limit: int | None, latency_s: float, 
 # replica addressed directly, then four behind the router by each routing compared; the documented one is CHOSEN
 CURVE_LIMIT = 400
 CURVE_REPLICAS = [1, 4]
-CHOSEN = "sticky_least_loaded"
+CHOSEN = CHOSEN_POLICY
 CURVE = ("consistent_hash", "round_robin", "cache_aware", *CACHE_AWARE_SETTINGS, CHOSEN)
 # each replica answers in 1 s with 16 slots (16 requests/s): at 0.5 s, four replicas behind round robin served 2.45 x
 # one replica's rate on a 2-core machine shared with other work, where the client's and the router's CPU, not the
