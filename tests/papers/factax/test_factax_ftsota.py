@@ -197,3 +197,24 @@ def test_domain_and_macro_rows_carry_their_n_and_an_interval(tmp_path):
     assert t3["CNN/DM"]["ci"] == rows["[CNN/DM]"]["ci"] and t3["CNN/DM"]["n"] == 18
     one_class = run_dir(tmp_path, "one", [(1, 1), (1, 0), (1, 1), (1, 1)])
     assert factax_tables.macro_interval(factax_tables.parts_of({"qags-xsum": one_class})) is None
+
+
+def test_a_thresholded_baselines_rows_say_its_fixed_threshold_from_the_runs_own_setting(tmp_path):
+    """G-Eval's labels on the zero-shot page are its score against the run's fixed ``threshold`` (the arena chooses
+    one on held-out examples instead): the row's note says which, read from the run's config.json."""
+    ge = run_dir(tmp_path, "ge", [(1, 0), (0, 0)])
+    (ge / "config.json").write_text(json.dumps({"run": {"method": "g-eval-consistency"},
+                                                "method_config": {"threshold": 3.5}}))
+    star = run_dir(tmp_path, "st", [(1, 1), (0, 0)])
+    (star / "config.json").write_text(json.dumps({"run": {"method": "star"}, "method_config": {"threshold": 4}}))
+    plain = run_dir(tmp_path, "fx", [(1, 1), (0, 0)])
+    (plain / "config.json").write_text(json.dumps({"run": {"method": "factax"}, "method_config": {}}))
+    grid = {("G-Eval", "qags-xsum"): (metrics_of(ge), ge), ("ChatGPT-Star", "qags-xsum"): (metrics_of(star), star),
+            ("FACTAX", "diasumfact"): (metrics_of(plain), plain)}
+    rows = {(r["evaluator"], r["dataset"]): r["note"] for r in factax_tables.table2_rows(grid, "m")}
+    assert "label 1 when the score >= 3.5: a fixed threshold" in rows[("G-Eval", "qags-xsum")]
+    assert "arena chooses its threshold on held-out examples" in rows[("G-Eval", "qags-xsum")]
+    assert rows[("G-Eval", "qags-xsum")].startswith("stand-in for FtSota's Wang'20")  # the dataset's note kept
+    star_note = rows[("ChatGPT-Star", "qags-xsum")]
+    assert "score >= 4: a fixed threshold" in star_note and "arena" not in star_note
+    assert rows[("FACTAX", "diasumfact")] is None

@@ -243,3 +243,26 @@ def test_table4_compares_the_base_zero_shot_with_the_papers_base_and_gives_inter
     assert sft["paper"] == 72.6 and sft["reproduced"] == pytest.approx(100.0) and sft["unparsed"] == 1
     assert (sft["n"], sft["n_examples"]) == (19, 20)  # the readable labels the value rests on, of the examples
     assert zs["ci"] is not None and zs["ci"][0] < 50.0 < zs["ci"][1]
+
+
+def test_table4_names_the_model_that_answered_each_row_from_its_run(tmp_path):
+    """The base zero-shot row names the base model its run used; a fine-tuned row names the base plus the adapter
+    its run's model folder holds; no row is named by the profile."""
+    from sumjudge.papers.factax import tables as factax_tables
+    from sumjudge.papers.factax.sft.steps import trained_folder
+
+    def cell(name, model):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "results.jsonl").write_text("".join(json.dumps({"example": {"label": y, "meta": {}},
+                                                             "judgement": {"label": y}}) + "\n" for y in (1, 0) * 5))
+        return {"n": 10, "unparsed": 0, "bacc": 1.0, "engine": {"model": model}}, d
+
+    grid = {(factax_tables.ZERO_SHOT_BASE, "diasumfact"): cell("zs", "base-0.5b"),
+            ("I-Binary + INF-Binary", "diasumfact"): cell("b", trained_folder("I-Binary", "lora")),
+            ("I&II-Taxonomy + INF-Taxonomy", "diasumfact"): cell("t", trained_folder("I&II-Taxonomy", "paper"))}
+    models = {r["evaluator"]: r["model"] for r in factax_tables.table4_rows(grid, "smoke")}
+    assert models == {factax_tables.ZERO_SHOT_BASE: "base-0.5b",
+                      "I-Binary + INF-Binary": "base-0.5b + LoRA adapter I-Binary (sft-I-Binary-lora)",
+                      "I&II-Taxonomy + INF-Taxonomy": "base-0.5b + fine-tune (paper) I&II-Taxonomy "
+                                                      "(sft-I&II-Taxonomy-paper)"}

@@ -299,15 +299,18 @@ def _mean_spread(values: list[float | None]) -> dict[str, Any]:
             "sd": statistics.stdev(vals) if len(vals) > 1 else None, "min": min(vals), "max": max(vals)}
 
 
-def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, str] | None = None
-                ) -> list[dict[str, Any]]:
+def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, str] | None = None,
+                models: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Per evaluator: BAcc (Pearson x 100 for score data) per Table 2 column, per domain (pooled) and MACRO,
     each the mean over the cell's runs with its spread, beside the values of the paper's ``table`` (Table 2, or
-    Table 4 that has its columns); ``paper_rows``: the paper's row for an evaluator it names otherwise."""
+    Table 4 that has its columns); ``paper_rows``: the paper's row for an evaluator it names otherwise; ``models``:
+    the model of an evaluator answered by another than ``model``."""
     rows, experiment = [], f"Table {table.removeprefix('table')}"
     for label in dict.fromkeys(k[0] for k in grid):
         row = (paper_rows or {}).get(label, label)
+        model_of = (models or {}).get(label, model)
         cells, per_run = parts_per_run(grid, label)
+        thresholds = {ds: threshold_note(runs[0][1]) for ds, runs in cells.items()}
         by_name = [{q.name: q for q in parts} for parts in per_run]
         for p in per_run[0]:
             ds = p.dataset
@@ -322,7 +325,8 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                          sum(x is None for x in p.pred), **said_column(*((None, None) if p.scored else (
                              labels_said(p.pred), labels_said([g for g, x in zip(p.gold, p.pred) if x is not None])))),
                          **parse_columns(m), "domain": p.domain, "column": p.column,
-                         "model": model, "label_sources": m.get("label_sources"), "note": p.note})
+                         "model": model_of, "label_sources": m.get("label_sources"),
+                         "note": "; ".join(x for x in (p.note, thresholds[ds]) if x) or None})
         doms_per_run = []
         for parts in per_run:
             doms = domains_of(parts)
@@ -336,11 +340,28 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                          "metric": "Pearson x100" if dom in SCORED_DOMAINS else "BAcc %",
                          "paper": paper_value("factax", table, row, DOMAIN_COLUMN.get(dom, "")),
                          **_mean_spread([d.get(dom) for d in doms_per_run]), "ci": scaled_ci(intervals.get(dom)),
-                         "n": sizes.get(dom), "n_examples": judged.get(dom), "domain": dom, "model": model,
+                         "n": sizes.get(dom), "n_examples": judged.get(dom), "domain": dom, "model": model_of,
                          "note": ("MACRO over the domains present here (Reports, Stories enter as Pearson x100, as in the paper)"
                                   if dom == "MACRO" else "Pearson of the domain's dataset" if dom in SCORED_DOMAINS
                                   else "pooled over the domain's datasets")})
     return rows
+
+
+def threshold_note(run_dir: str | Path) -> str | None:
+    """How a run that thresholds a score turned it into labels, read from the run's ``config.json`` (its method's
+    ``threshold`` setting): a fixed threshold, where the judge arena chooses one for a scoring judge on held-out
+    examples (so the two label the same answers differently); None for a run without a threshold."""
+    from ...method_registry import get_method
+
+    p = Path(run_dir) / "config.json"
+    cfg = json.loads(p.read_text()) if p.is_file() else {}
+    threshold = (cfg.get("method_config") or {}).get("threshold")
+    if threshold is None:
+        return None
+    method = (cfg.get("run") or {}).get("method")
+    return (f"label 1 when the score >= {threshold:g}: a fixed threshold (the method's threshold setting)"
+            + ("; the judge arena chooses its threshold on held-out examples instead" if method and
+               get_method(method).scores else ""))
 
 
 ZERO_SHOT_BASE = "Zero-Shot base model"  # the fine-tuned models' own base with the FacTax prompt
@@ -349,8 +370,28 @@ TABLE4_PAPER_ROWS = {ZERO_SHOT_BASE: "Zero-Shot Llama3-8B"}  # the paper's base 
 
 def table4_rows(grid, model: str) -> list[dict[str, Any]]:
     """Table 4's rows: each trained model (and its base zero-shot, ``ZERO_SHOT_BASE``) per test dataset, per
-    domain and MACRO, with n, unparsed answers and the 95% interval, beside the paper's Llama3-8B values."""
-    return table2_rows(grid, model, table="table4", paper_rows=TABLE4_PAPER_ROWS)
+    domain and MACRO, with n, unparsed answers and the 95% interval, beside the paper's Llama3-8B values; ``model``
+    the base where no run names it (``answering_models``)."""
+    return table2_rows(grid, model, table="table4", paper_rows=TABLE4_PAPER_ROWS, models=answering_models(grid, model))
+
+
+def answering_models(grid, base: str) -> dict[str, str]:
+    """The model that answered each evaluator's cells, as its runs name it (the engine's model): the base zero-shot
+    row's is the base (else ``base``); a fine-tuned model is named as the base plus the adapter (or full
+    fine-tune) of its setting, e.g. ``qwen + LoRA adapter I-Binary (sft-I-Binary-lora)``."""
+    from .sft.steps import trained_from
+
+    ran = {label: (cell_runs(v)[0][0].get("engine") or {}).get("model") for (label, _), v in grid.items()}
+    base = ran.get(ZERO_SHOT_BASE) or base
+    out = {}
+    for label, name in ran.items():
+        trained = trained_from(name)
+        if trained:
+            how = "LoRA adapter" if trained[1] == "lora" else f"fine-tune ({trained[1]})"
+            out[label] = f"{base} + {how} {trained[0]} ({name})"
+        else:
+            out[label] = name or base
+    return out
 
 
 def paper_only_rows() -> list[dict[str, Any]]:

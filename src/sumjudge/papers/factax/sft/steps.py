@@ -29,7 +29,7 @@ def fine_tune(session, base: str, sets: dict[str, Any], config: str, **overrides
     the folder its answers were recorded under, and trains nothing."""
     out: dict[str, tuple[Path, dict]] = {}
     for s, ts in sets.items():
-        folder = session.runs_dir() / f"sft-{s}-{config}"
+        folder = session.runs_dir() / trained_folder(s, config)
 
         def run(ts=ts, folder=folder) -> dict[str, Any]:
             info = train(base, ts.pairs, folder, config, **overrides)
@@ -38,3 +38,16 @@ def fine_tune(session, base: str, sets: dict[str, Any], config: str, **overrides
 
         out[s] = (folder, session.step(f"fine-tune {s} ({config})", run))
     return out
+
+
+def trained_folder(setting: str, config: str) -> str:
+    """The folder of ``setting``'s model fine-tuned under ``config``: the name the engine, and so its runs, give it."""
+    return f"sft-{setting}-{config}"
+
+
+def trained_from(model: str | None) -> tuple[str, str] | None:
+    """(setting, config) of a model named by ``trained_folder``; None for any other model."""
+    import re
+
+    m = re.fullmatch(r"sft-(.+)-([^-]+)", model or "")
+    return (m.group(1), m.group(2)) if m else None
