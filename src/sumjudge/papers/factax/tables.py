@@ -326,7 +326,7 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                              labels_said(p.pred), labels_said([g for g, x in zip(p.gold, p.pred) if x is not None])))),
                          **parse_columns(m), "domain": p.domain, "column": p.column,
                          "model": model_of, "label_sources": m.get("label_sources"),
-                         "note": "; ".join(x for x in (p.note, thresholds[ds]) if x) or None})
+                         "note": "; ".join(x for x in (p.note, thresholds[ds]) if x) if thresholds[ds] else p.note})
         doms_per_run = []
         for parts in per_run:
             doms = domains_of(parts)
