@@ -246,9 +246,9 @@ def one_label(t: Table) -> list[str]:
     if not said:
         return []
     first, label = next(iter(said.items()))
-    bacc = any("bacc" in c.lower() for c in t.columns) or any("bacc" in (r.get("metric") or "").lower() for r in t.rows)
-    means = ("BAcc there is 50 by construction" if bacc else
-             "its accuracy there is the share of the examples whose gold label is that one")
+    accuracy = "accuracy" in t.columns or any((r.get("metric") or "").lower() == "accuracy" for r in t.rows)
+    means = ("its accuracy there is the share of the examples whose gold label is that one" if accuracy else
+             "BAcc there is 50 by construction")
     return [f"`{t.name}`: in {len(said)} cell{'s' if len(said) > 1 else ''} a judge said one label to every "
             f"readable example (e.g. {first}: all {label}): {means}, whatever the examples"]
 
