@@ -65,11 +65,15 @@ def out_dir(notebook: str) -> Path:
     return d
 
 
+TABLE_DIGITS = 3  # the significant digits a table shows (the page check and the notes compare at this precision)
+
+
 def save_table(df, notebook: str, name: str) -> Path:
-    """Write ``figures/<notebook>/<name>.csv`` and ``.md``; returns the csv path."""
+    """Write ``figures/<notebook>/<name>.csv`` and ``.md`` (numbers to ``TABLE_DIGITS`` significant digits); returns
+    the csv path."""
     d = out_dir(notebook)
     df.to_csv(d / f"{name}.csv", index=False)
-    (d / f"{name}.md").write_text(df.to_markdown(index=False, floatfmt=".3g") + "\n")
+    (d / f"{name}.md").write_text(df.to_markdown(index=False, floatfmt=f".{TABLE_DIGITS}g") + "\n")
     return d / f"{name}.csv"
 
 

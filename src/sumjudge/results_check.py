@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .paths import figures_dir, project_root
+from .report import TABLE_DIGITS
 
 TIME_COLUMN = re.compile(r"(^|_)(wall|latency|seconds)(_|$)|_s$|_per_s$|^wall s$")
 
@@ -59,7 +60,6 @@ NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 FLOAT_NOISE = 1e-12  # apart by less than this, two values are one value summed in another order (near zero)
-SHOWN_DIGITS = 3  # tables are written with ``floatfmt=".3g"`` (``report.save_table``), notes alike (``results_notes``)
 
 
 def rounding_unit(*texts: str) -> float | None:
@@ -72,7 +72,7 @@ def rounding_unit(*texts: str) -> float | None:
     if not any("." in t or "e" in t.lower() for t in texts):
         return None
     top = max(abs(float(t)) for t in texts)
-    unit = 10.0 ** (math.floor(math.log10(top)) - (SHOWN_DIGITS - 1)) if top else 0.0
+    unit = 10.0 ** (math.floor(math.log10(top)) - (TABLE_DIGITS - 1)) if top else 0.0
     decimals = [len(t.lower().partition("e")[0].split(".", 1)[1]) for t in texts if "." in t and "e" not in t.lower()]
     return min([unit] + [10.0 ** -d for d in decimals]) if decimals else unit
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .run_metrics import GOLD_COLUMN, SAID_COLUMN, one_label_said
+from .report import TABLE_DIGITS
 
 LABEL_COLUMNS = ("experiment", "evaluator", "judge", "detector", "method", "setting", "stances", "prompts", "subset",
                  "dataset", "level", "aspect", "bucket", "rounds", "sessions", "vote", "metric", "protocol")
@@ -57,7 +58,7 @@ def shown(v: str | float | None) -> str | None:
         f = float(text)
     except ValueError:
         return None
-    return None if f != f else format(float(format(f, ".12g")), ".3g")
+    return None if f != f else format(float(format(f, ".12g")), f".{TABLE_DIGITS}g")
 
 
 def number(v: str | float | None) -> float | None:
