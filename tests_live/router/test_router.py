@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sumjudge.fleet import Fleet
+from sumjudge.fleet import CHOSEN_POLICY, Fleet
 from sumjudge.runs import RunConfig, run
 from sumjudge.scale import paper_runs, paper_settings
 
@@ -119,10 +119,10 @@ def test_scale_measures_replicas_and_policies_behind_the_router(router, tmp_path
     assert cli.main([str(a) for a in args]) == 0
     routed = json.loads((tmp_path / "scale.json").read_text())["routed"]
     one, two = routed["throughput"]
-    assert (one["replicas"], two["replicas"], two["policy"]) == (1, 2, "consistent_hash")
+    assert (one["replicas"], two["replicas"], two["policy"]) == (1, 2, CHOSEN_POLICY)
     assert one["backend_calls"] == two["backend_calls"] == sum(two["calls_per_replica"].values())
     assert two["speedup"] > 0 and two["bound_requests_per_s"] == 2 * 2 / 0.05
-    assert [p["policy"] for p in routed["policies"]] == ["consistent_hash", "round_robin"]
+    assert [p["policy"] for p in routed["policies"]] == [CHOSEN_POLICY, "round_robin"]
     spread = routed["policies"][1]
     assert spread["serving"]["replicas"] == spread["calls_per_replica"] and len(spread["calls_per_replica"]) == 2
 
