@@ -14,6 +14,9 @@ NOTEBOOKS ?=
 JOBS     ?=
 # REPLAY=1: every notebook answers from the results page's recorded answers (no model), then the page is checked
 REPLAY   ?=
+# REUSE=1: a recording first takes the answers the results page recorded of the same weights into the response cache
+# (docs/results.md): a notebook recorded again asks the model only its new requests
+REUSE    ?=
 
 # vLLM's CPU build for the live-server tests, in its own environment outside the repository (about 3.5 GB,
 # installed once; `make test-vllm VLLM_VENV=...` picks another place).
@@ -103,7 +106,7 @@ test-router: env $(ROUTER_STAMP)
 reproduce: env
 	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \
 		--base-url "$(BASE_URL)" --n "$(N)" --seed "$(SEED)" --notebooks "$(NOTEBOOKS)" --jobs "$(JOBS)" \
-		$(if $(REPLAY),--replay)
+		$(if $(REPLAY),--replay) $(if $(REUSE),--reuse-answers)
 
 # The committed results page against a replay of its recorded answers (no model; CI runs it): fails on a page that
 # differs from what its answers give at this commit unless the page marks that notebook stale with the same differences

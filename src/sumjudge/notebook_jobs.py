@@ -45,16 +45,45 @@ def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
     return out
 
 
-def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Path) -> list[dict]:
+AFTER_KEY = "after"  # a notebook's metadata["sumjudge"]["after"]: the notebooks it starts after in one recording
+
+
+def notebook_after(nb: Path) -> tuple[str, ...]:
+    """The notebooks ``nb`` starts after when both are in one run (its metadata ``sumjudge.after``): it asks
+    requests they ask too, which are then answers in the response cache, not asked again (a sampled answer asked
+    twice, in two batches, can differ, and the two pages would show two numbers for one judgement)."""
+    import json
+
+    meta = json.loads(nb.read_text(encoding="utf-8")).get("metadata", {}).get("sumjudge", {})
+    return tuple(meta.get(AFTER_KEY, ()))
+
+
+def recording_order(nbs: list[Path]) -> dict[str, tuple[str, ...]]:
+    """``run_workers``' ``after`` for a recording of ``nbs``: each notebook's ``notebook_after``."""
+    return {nb.stem: notebook_after(nb) for nb in nbs}
+
+
+def next_ready(queue: list[Path], done: set[str], selected: set[str], after: dict) -> Path | None:
+    """The first notebook of ``queue`` whose ``after`` notebooks of this run (``selected``) are all ``done``."""
+    return next((nb for nb in queue if all(d in done for d in after.get(nb.stem, ()) if d in selected)), None)
+
+
+def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Path,
+                after: dict | None = None) -> list[dict]:
     """Each notebook in a worker process (``--worker``, its output in ``logs/<notebook>.log``), ``jobs`` at a
-    time, in the given order; one wall record per notebook, in the given order."""
+    time, in the given order, each after the notebooks ``after`` names (a recording: ``recording_order``; a replay reads
+    recorded answers and needs no order); one wall record per notebook, in the given order."""
     import subprocess
 
     logs.mkdir(parents=True, exist_ok=True)
     queue, running, done = list(nbs), {}, {}
+    selected = {nb.stem for nb in nbs}
     while queue or running:
         while queue and len(running) < jobs:
-            nb = queue.pop(0)
+            nb = next_ready(queue, {d.stem for d in done}, selected, after or {})
+            if nb is None:
+                break
+            queue.remove(nb)
             cmd = [sys.executable, "-m", "sumjudge.reproduce", *argv, "--notebooks", nb.stem, "--worker"]
             log = logs / f"{nb.stem}.log"
             with log.open("w") as fh:

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from .notebook_jobs import execute, notebook_parameters, notebooks, run_workers  # noqa: F401
+from .notebook_jobs import execute, notebook_parameters, notebooks, recording_order, run_workers  # noqa: F401
 from .paths import project_root, runs_dir
 
 
@@ -191,6 +191,29 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def reuse_page_answers(profile: str, model: str, backend: str) -> str:
+    """``--reuse-answers``: the profile's results page's recorded answers of ``model``'s weights put in the response
+    cache (``recorded_reuse``); one line saying what was taken, or why nothing was."""
+    from .errors import ConfigError
+    from .llm.cache import ResponseCache
+    from .llm.models import resolve_model
+    from .paths import figures_dir
+    from .recorded_reuse import reuse_recorded_answers
+
+    page = figures_dir() / f"results-{profile}"
+    folder = Path(resolve_model(model)) if backend == "hf" else None
+    if folder is None or not folder.is_dir():
+        raise ConfigError(f"--reuse-answers: the answers a page recorded are taken for a local hf model folder; "
+                          f"{backend}:{model} is not one")
+    if not (page / "provenance.json").exists():
+        return f"--reuse-answers: {page} has no recorded answers; nothing taken"
+    cache = ResponseCache()
+    try:
+        return reuse_recorded_answers(page, folder, cache)
+    finally:
+        cache.close()
+
+
 def record(argv: list[str] | None = None) -> int:
     import os
 
@@ -208,6 +231,9 @@ def record(argv: list[str] | None = None) -> int:
     p.add_argument("--replay", action="store_true",
                    help="answer from the results page's recorded answers (no model), then check the page against "
                         "what they give (results_check)")
+    p.add_argument("--reuse-answers", action="store_true",
+                   help="first take the answers the results page recorded of the same weights into the response "
+                        "cache (sumjudge.recorded_reuse): only new requests are asked of the model")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # run the notebooks, report nothing
     args = sys.argv[1:] if argv is None else argv
     a = p.parse_args(args)
@@ -243,6 +269,8 @@ def record(argv: list[str] | None = None) -> int:
     if note:
         print(note, flush=True)
     jobs = int(a.jobs) if a.jobs else (JOBS_SHARED if shared else 1)
+    if a.reuse_answers:
+        print(reuse_page_answers(a.profile, a.model or prof.model, a.backend or prof.backend), flush=True)
     engine, url = None, ""
     env = dict(os.environ)
     if shared:
@@ -255,7 +283,7 @@ def record(argv: list[str] | None = None) -> int:
             and not x.startswith("--notebooks=")]
     try:
         order = longest_first(notebooks(a.notebooks), prof.longest_first) if jobs > 1 else notebooks(a.notebooks)
-        records = run_workers(order, jobs, base, env, out_dir / "logs")
+        records = run_workers(order, jobs, base, env, out_dir / "logs", after=recording_order(order))
         totals = engine_totals(url) if url else {}
     finally:
         if engine is not None:

@@ -69,6 +69,16 @@ class ResponseCache:
         ]
         self._write("REPLACE", rows)
 
+    def put_new(self, items: list[tuple]) -> int:
+        """``put_many``'s items, each written only where its key is not here yet (what is here stays). Returns how
+        many were written."""
+        rows = [
+            (k, kind, b, m, json.dumps(req, ensure_ascii=False), json.dumps(resp, ensure_ascii=False), time.time(),
+             *(list(rest) + ["", ""])[:2])
+            for (k, kind, b, m, req, resp, *rest) in (tuple(i) for i in items)
+        ]
+        return self._write("IGNORE", rows)
+
     def _write(self, conflict: str, rows: list[tuple]) -> int:
         """Write whole rows (``_ROW`` order) in one transaction, ``INSERT OR <conflict>``; the number written."""
         for attempt in range(20):

@@ -276,18 +276,47 @@ def spm_tokenizer_from_gguf(gguf_path: str | Path):
     return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=bos, eos_token=eos, unk_token=unk, pad_token=pad)
 
 
+REVISION_MEMO = ".sumjudge_revision.json"  # beside the weights: their content's fingerprint, and the files it read
+
+
 def local_revision(path: str) -> str:
-    """For local directories, a fingerprint of the weights so a rebuilt model never reuses cached outputs."""
+    """For a local directory, a fingerprint of the weights' content (the sha256 of each weights file and of each
+    ``*config.json``), so that a rebuilt model with other weights never reuses cached answers, and the same weights
+    converted again, copied or unpacked on another machine keep theirs (the cache and a results page's recorded
+    answers name the model by it). Hashing reads the weights once; the fingerprint is kept in ``.sumjudge_revision.json``
+    with each file's size and modification time and read from there while they stand."""
     import hashlib
+    import json
     import os
 
+    if not os.path.isdir(path):
+        return ""
+    files = [(root, n) for root, _, names in sorted(os.walk(path)) for n in sorted(names)
+             if n.endswith((".safetensors", ".bin", "config.json"))]
+    stamp = {os.path.relpath(os.path.join(r, n), path): [(st := os.stat(os.path.join(r, n))).st_size, st.st_mtime_ns]
+             for r, n in files}
+    memo = os.path.join(path, REVISION_MEMO)
+    try:
+        with open(memo, encoding="utf-8") as fh:
+            kept = json.load(fh)
+        if kept.get("files") == stamp and str(kept.get("revision", "")).startswith("local-"):
+            return kept["revision"]
+    except (OSError, ValueError, AttributeError):
+        pass
     h = hashlib.sha256()
-    for root, _, names in sorted(os.walk(path)):
-        for n in sorted(names):
-            if n.endswith((".safetensors", ".bin", "config.json")):
-                st = os.stat(os.path.join(root, n))
-                h.update(f"{n}:{st.st_size}:{int(st.st_mtime)}".encode())
-    return "local-" + h.hexdigest()[:16] if os.path.isdir(path) else ""
+    for name in stamp:
+        one = hashlib.sha256()
+        with open(os.path.join(path, name), "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                one.update(chunk)
+        h.update(f"{name}:{one.hexdigest()}\n".encode())
+    revision = "local-" + h.hexdigest()[:16]
+    try:
+        with open(memo, "w", encoding="utf-8") as fh:
+            json.dump({"revision": revision, "files": stamp}, fh)
+    except OSError:  # a read-only folder: hashed again next time
+        pass
+    return revision
 
 
 def split_revision(name: str, revision: str | None = None) -> tuple[str, str | None]:

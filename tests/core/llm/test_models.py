@@ -103,3 +103,32 @@ def test_model_id_at_revision_is_split_and_local_paths_are_not(tmp_path):
     assert split_revision(str(weird)) == (str(weird), None)  # an existing folder is a path, whatever its name
     with pytest.raises(ValueError, match="also given"):
         split_revision("org/m@a", "b")
+
+
+def test_a_local_models_revision_is_its_weights_content_not_their_file_times(tmp_path):
+    """The same weights converted again (new file times), or copied elsewhere, keep their revision, so the cache
+    and a results page's recorded answers still name them; one changed byte, or another config, is another model."""
+    import os
+    import shutil
+
+    from sumjudge.llm.models import REVISION_MEMO, local_revision
+
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "model.safetensors").write_bytes(b"\x00weights" * 1000)
+    (a / "config.json").write_text('{"hidden_size": 8}')
+    first = local_revision(str(a))
+    assert first.startswith("local-") and (a / REVISION_MEMO).exists()
+    os.utime(a / "model.safetensors", ns=(1, 1))  # rebuilt: other times, same bytes
+    assert local_revision(str(a)) == first
+    b = tmp_path / "b"
+    shutil.copytree(a, b, copy_function=shutil.copy)  # a copy: new times, no memo of its own
+    (b / REVISION_MEMO).unlink()
+    assert local_revision(str(b)) == first
+    (b / "model.safetensors").write_bytes(b"\x01weights" * 1000)  # same size, other bytes
+    assert local_revision(str(b)) != first
+    (a / "config.json").write_text('{"hidden_size": 9}')
+    assert local_revision(str(a)) != first
+    (a / REVISION_MEMO).write_text("not json")  # a damaged memo is hashed again
+    assert local_revision(str(a)).startswith("local-")
+    assert local_revision(str(tmp_path / "missing")) == ""
