@@ -2,8 +2,11 @@
 
 Teacher, on the machine the class can reach (``make class-server``): llama.cpp's server (built by ``make
 llamacpp-env``) on the smoke model's GGUF, assembled from its PyPI chunks, with one slot per student
-(``--slots``, each ``--slot-context`` tokens) and the API key the teacher exported as ``OPENAI_API_KEY``. The key
-reaches the server through its environment (``LLAMA_API_KEY``), never its command line (which ``ps`` shows).
+(``--slots``, each ``--slot-context`` tokens), on the loopback only, and in front of it, on the port the class
+reaches, the class's answer cache (``class_cache``): a request one student asked is answered to the next from
+there, so the class sees one answer per prompt and the server decodes each prompt once. Both take the API key
+the teacher exported as ``OPENAI_API_KEY``; it reaches llama.cpp through its environment (``LLAMA_API_KEY``),
+never a command line (which ``ps`` shows).
 
 Student (``make lab-setup SERVER=URL``, then ``make lab SERVER=URL``): ``check`` asks the server, with the key from
 ``OPENAI_API_KEY``, which model it serves, and says so in one line; the lab's own judge then runs there
@@ -56,6 +59,52 @@ def server_environment(key: str, base: dict | None = None) -> dict:
     return env
 
 
+def run_behind_cache(cmd: list[str], key: str, inner: int, host: str, port: int, store: Path,
+                     start_timeout_s: float = 600) -> None:
+    """Start llama.cpp's server (``cmd``, on the loopback port ``inner``, the key in its environment), wait until
+    it answers, then serve the class's answer cache (``class_cache``) in front of it on ``host:port`` until stopped;
+    the server stops with it (and, on Linux, if this process is killed)."""
+    import signal
+    import subprocess
+    import time
+
+    import httpx
+
+    from .class_cache import serve
+
+    def die_with_parent():  # Linux: SIGTERM to the server when this process dies, however it dies
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    proc = subprocess.Popen(cmd, env=server_environment(key), preexec_fn=die_with_parent)
+    try:
+        t0 = time.time()
+        while True:
+            if proc.poll() is not None:
+                raise ConfigError(f"class server: llama.cpp's server exited with {proc.returncode} (its output is "
+                                  "above)")
+            try:
+                if httpx.get(f"http://127.0.0.1:{inner}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.time() - t0 > start_timeout_s:
+                raise ConfigError(f"class server: llama.cpp's server did not start in {start_timeout_s:.0f} s")
+            time.sleep(0.5)
+        print(f"class server: ready on port {port}", flush=True)
+        serve(f"http://127.0.0.1:{inner}", key, store, host, port)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def class_key(env: dict | None = None) -> str:
     """The class's key (``OPENAI_API_KEY``); a server reachable by a class refuses to start without one."""
     key = (os.environ if env is None else env).get(KEY_ENV, "")
@@ -72,8 +121,34 @@ def check(url: str) -> str:
     from .llm.openai import served_models
 
     models = served_models(url)
-    return (f"class server {url}: serves {', '.join(models)}; `make lab SERVER={url}` runs your judge there "
-            f"(the key is read from {KEY_ENV}, never written)")
+    answered = key_accepted(url, models[0])
+    return (f"class server {url}: serves {', '.join(models)} and answered with your key ({answered}); `make lab "
+            f"SERVER={url}` runs your judge there (the key is read from {KEY_ENV}, never written)")
+
+
+def key_accepted(url: str, model: str, timeout: float = 120.0) -> str:
+    """Ask the server one token with the key from ``OPENAI_API_KEY`` (llama.cpp lists its models to anyone, so a
+    listing proves nothing about the key); a refusal is one ``ConfigError``. Returns how long the answer took."""
+    import time
+
+    import httpx
+
+    from .llm.types import server_identity
+
+    key = os.environ.get(KEY_ENV) or "EMPTY"
+    body = {"model": model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1, "temperature": 0}
+    t0 = time.perf_counter()
+    try:
+        r = httpx.post(url.rstrip("/") + "/chat/completions", json=body, timeout=timeout,
+                       headers={"Authorization": f"Bearer {key}"})
+    except httpx.HTTPError as e:
+        raise ConfigError(f"server {server_identity(url)} did not answer ({type(e).__name__})") from None
+    if r.status_code in (401, 403):
+        raise ConfigError(f"server {server_identity(url)} refused the key (HTTP {r.status_code}): export {KEY_ENV}=<the "
+                          "key the teacher gave the class>")
+    if r.status_code != 200:
+        raise ConfigError(f"server {server_identity(url)} answered HTTP {r.status_code} to one token: {r.text[:200]}")
+    return f"one token in {time.perf_counter() - t0:.1f} s"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--slots", type=int, default=SLOTS)
     s.add_argument("--slot-context", type=int, default=SLOT_CONTEXT)
     s.add_argument("--threads", type=int, default=None, help="llama.cpp's default: the machine's cores")
-    s.add_argument("--models", type=Path, default=None, help="where the GGUF is kept (default data/models)")
+    s.add_argument("--models", type=Path, default=None,
+                   help="where the GGUF and the class's answer cache are kept (default data/models)")
+    s.add_argument("--upstream-port", type=int, default=None, help="llama.cpp's port on the loopback (default PORT+1)")
     c = sub.add_parser("check", help="a student's laptop reaches the server (make lab-setup SERVER=URL)")
     c.add_argument("url")
     a = p.parse_args(argv)
@@ -98,15 +175,16 @@ def main(argv: list[str] | None = None) -> int:
 
         key = class_key()
         gguf = smoke_gguf(a.models or models_dir())
-        cmd = server_command(a.server, gguf, a.host, a.port, a.slots, a.slot_context, a.threads)
-        print(f"class server: {SERVED_NAME} on port {a.port}, {a.slots} slots of {a.slot_context} tokens; students: "
-              f"`export {KEY_ENV}=<the class key>` then `make lab-setup SERVER=http://<this machine>:{a.port}/v1`",
-              flush=True)
-        os.execvpe(cmd[0], cmd, server_environment(key))
+        inner = a.upstream_port or a.port + 1
+        cmd = server_command(a.server, gguf, "127.0.0.1", inner, a.slots, a.slot_context, a.threads)
+        print(f"class server: {SERVED_NAME}, {a.slots} slots of {a.slot_context} tokens (llama.cpp on 127.0.0.1:"
+              f"{inner}), the class's answer cache in front on port {a.port}; students: `export {KEY_ENV}=<the class "
+              f"key>` then `make lab-setup SERVER=http://<this machine>:{a.port}/v1`", flush=True)
+        run_behind_cache(cmd, key, inner, a.host, a.port, (a.models or models_dir()) / "class_answers.sqlite")
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return 0  # not reached: the server replaced this process
+    return 0
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def test_a_session_under_sumjudge_server_asks_the_server_and_the_replay_keeps_it
         monkeypatch.setenv("SUMJUDGE_SERVER", f"other-name@{server.base_url}")
         assert Session("02_lab_llm_judges", profile="ci").prof.model == "other-name"
         assert served_models(server.base_url) == ["class-model"]
-        assert "serves class-model" in class_server.check(server.base_url)
+        assert "serves class-model and answered with your key" in class_server.check(server.base_url)
     explicit = Session("02_lab_llm_judges", profile="ci", backend="scripted")
     assert explicit.prof.backend == "scripted"  # a notebook that names its backend keeps it
     replayed = Session("50_judge_arena", profile="smoke", replay="figures/results-smoke")
