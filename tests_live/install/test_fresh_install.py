@@ -151,6 +151,37 @@ def test_the_client_replays_recorded_notebooks_as_the_full_install_does(client, 
     assert verdicts == _replay(sys.executable, tmp_path / "full", full_env, mirror)[1]
 
 
+def test_the_client_runs_the_lab_on_a_class_server(client, tmp_path):
+    """The lab notebook (02) executed in the client install as `make lab SERVER=URL` runs it (the ci profile): the
+    papers' judges replay, the lab's own judge asks the server (this process's tiny model), with the class key from
+    OPENAI_API_KEY, which no file the run wrote holds."""
+    from sumjudge.data.sources import mirror_dir
+    from sumjudge.llm.hf import HFBackend
+    from tests.openai_server import LocalOpenAIServer
+
+    mirror, key = mirror_dir(), "sk-class-install-7c3e91"
+    if mirror is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("the benchmark mirror is missing (set SUMJUDGE_DATA_MIRROR)")
+        pytest.skip("benchmark mirror not found (set SUMJUDGE_DATA_MIRROR or place it at ../shared/data)")
+    home = tmp_path / "lab"
+    shutil.copytree(ROOT / "notebooks", home / "notebooks")
+    shutil.copytree(ROOT / "figures" / "results-smoke", home / "figures" / "results-smoke")
+    out = tmp_path / "02_executed.ipynb"
+    with LocalOpenAIServer(HFBackend("tiny"), model_name="class-model") as server:
+        res = subprocess.run([str(client.py), "-m", "papermill", str(home / "notebooks" / "02_lab_llm_judges.ipynb"),
+                              str(out), "-p", "profile", "ci", "--cwd", str(home / "notebooks")],
+                             capture_output=True, text=True, cwd=home,
+                             env={**client.env, "SUMJUDGE_HOME": str(home), "SUMJUDGE_DATA_MIRROR": str(mirror),
+                                  "SUMJUDGE_SERVER": server.base_url, "OPENAI_API_KEY": key})
+        asked = [r for r in server.requests if "messages" in r]
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert asked  # the lab's own judge ran on the server
+    written = [f for f in [*home.rglob("*"), out] if f.is_file()]
+    assert (home / "figures" / "02_lab_llm_judges" / "answers.jsonl").is_file()
+    assert [str(f) for f in written if key.encode() in f.read_bytes()] == []
+
+
 @pytest.mark.parametrize("command", [["run", "zero-shot", "--dataset", "file:tiny.jsonl", "--out", "local",
                                       "--backend", "hf", "--model", "tiny"],
                                      ["tiny-model", "tiny-model"], ["bench", "--docs", "1"]])
