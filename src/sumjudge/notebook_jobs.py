@@ -1,5 +1,5 @@
 """The numbered notebooks as jobs: finding them (``notebooks``), executing one headlessly with papermill
-(``execute``) and running several in worker processes of ``python -m sumjudge.reproduce --worker``
+(``execute``) and running several in worker processes of ``python -m sumjudge.reproduce.record --worker``
 (``run_workers``); ``reproduce`` (a real run) and ``results_check`` (a replay) both run notebooks this way."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Pa
             if nb is None:
                 break
             queue.remove(nb)
-            cmd = [sys.executable, "-m", "sumjudge.reproduce", *argv, "--notebooks", nb.stem, "--worker"]
+            cmd = [sys.executable, "-m", "sumjudge.reproduce.record", *argv, "--notebooks", nb.stem, "--worker"]
             log = logs / f"{nb.stem}.log"
             with log.open("w") as fh:
                 running[nb] = (subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env), time.time(), log)

@@ -66,7 +66,7 @@ class PlanBackend:
 
     def _answer(self, req: ChatRequest) -> str:
         """The stand-in's answer, with labels alternating from call to call (the longest debates)."""
-        from .standin import answer
+        from .perf.standin import answer
 
         self._turn += 1
         text = answer(req.messages)
@@ -183,7 +183,7 @@ def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model:
     from .llm import NullCache
     from .llm.engine import LLM
     from .profiles import load
-    from .runs import RunConfig, run
+    from .run.runs import RunConfig, run
 
     prof = load(profile)
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec.get("level"), limit=limit,
@@ -237,7 +237,7 @@ def plan(runs: list[str], *, profile: str = "paper", tokenizer: str | None = Non
          context_length: int = 131072, limit: int | None = None, rates: Rates = Rates()) -> list[dict]:
     """One ``PlannedRun`` per run of ``scale.paper_runs()`` named in ``runs`` (as dicts), and a total row."""
     from .profiles import load
-    from .scale import paper_runs
+    from .perf.scale import paper_runs
 
     tok = load_tokenizer(tokenizer)
     model = model or load(profile).model

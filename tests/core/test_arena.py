@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sumjudge import cli
+from sumjudge.cli import main as cli
 from sumjudge.arena import Cell, paired_rows, parse_cells
 
 
@@ -164,8 +164,8 @@ def test_cell_rows_of_a_score_judge_and_the_as_printed_pairs():
 def test_a_profile_gives_a_judge_only_the_policy_fields_its_config_has(monkeypatch):
     from dataclasses import dataclass
 
-    from sumjudge.method_registry import METHODS
-    from sumjudge.method_registry import MethodSpec, register
+    from sumjudge.run.methods import METHODS
+    from sumjudge.run.methods import MethodSpec, register
     from sumjudge.notebook import Session
 
     @dataclass
@@ -187,7 +187,7 @@ def test_a_cells_folder_is_named_by_its_whole_configuration_defaults_included(tm
     import dataclasses
 
     from sumjudge.arena import run_configs
-    from sumjudge.method_registry import METHODS
+    from sumjudge.run.methods import METHODS
 
     cells = [Cell("zero-shot", "tofueval-meetingbank")]
     (_, before), = run_configs(cells, tmp_path, limit=4, seed=0, backend="scripted", model="m", base_url=None)

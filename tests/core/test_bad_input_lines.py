@@ -11,7 +11,7 @@ import time
 import pytest
 from openai_server import LocalOpenAIServer
 
-from sumjudge import cli
+from sumjudge.cli import main as cli
 from sumjudge.errors import ConfigError
 
 
@@ -43,7 +43,7 @@ def test_a_csv_document_over_131072_characters_loads_and_runs(tmp_path):
     from sumjudge.llm.cache import NullCache
     from sumjudge.llm.engine import LLM
     from sumjudge.llm.scripted import ScriptedBackend
-    from sumjudge.runs import RunConfig, run
+    from sumjudge.run.runs import RunConfig, run
 
     f = tmp_path / "long.csv"
     with f.open("w", newline="") as fh:

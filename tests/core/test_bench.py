@@ -8,7 +8,7 @@ from argparse import Namespace
 import pytest
 import torch
 
-from sumjudge import bench
+from sumjudge.perf import bench
 from sumjudge.llm.decode import BatchDecoder
 
 

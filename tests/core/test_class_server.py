@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from openai_server import LocalOpenAIServer
-from sumjudge import class_server
+from sumjudge.classroom import server as class_server
 from sumjudge.errors import ConfigError
 from sumjudge.llm.openai import served_models
 from sumjudge.notebook import Session

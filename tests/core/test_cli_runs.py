@@ -13,7 +13,7 @@ import time
 import pytest
 from conftest import needs_mirror
 
-from sumjudge import cli
+from sumjudge.cli import main as cli
 from sumjudge.data import registry
 from sumjudge.data.records import FaithExample
 
@@ -21,7 +21,7 @@ pytestmark = needs_mirror
 
 
 def sumjudge_cmd(*args):
-    return [sys.executable, "-m", "sumjudge.cli", *map(str, args)]
+    return [sys.executable, "-m", "sumjudge.cli.main", *map(str, args)]
 
 
 def run_args(model, cache, out, *extra):
@@ -325,7 +325,7 @@ def test_debate_and_geval_run_end_to_end_on_the_tiny_model_with_per_aspect_corre
 
 
 def test_mesa_runs_end_to_end_on_the_tiny_model_with_per_type_scores_impact_and_quality(tiny_model_dir, tmp_path):
-    from sumjudge.runs import RunConfig, run
+    from sumjudge.run.runs import RunConfig, run
 
     out = tmp_path / "mesa"
     rc = RunConfig(method="mesa", dataset="meeting-errors", limit=3, backend="hf", model=str(tiny_model_dir),
@@ -394,7 +394,8 @@ def test_factax_wd_runs_end_to_end_on_the_tiny_model_with_per_type_predictions(t
 
 
 def test_run_dtype_reaches_the_hf_backend_only(monkeypatch, tmp_path):
-    from sumjudge import cli, runs
+    from sumjudge.cli import main as cli
+    from sumjudge.run import runs
 
     seen = []
 

@@ -8,7 +8,9 @@ import nbformat
 import pytest
 from conftest import needs_mirror
 
-from sumjudge import lab, lab_answers, metrics
+from sumjudge import metrics
+from sumjudge.classroom import lab
+from sumjudge.classroom import answer_key as lab_answers
 from sumjudge.errors import ConfigError
 from sumjudge.notebook_jobs import notebook_defaults
 

@@ -20,7 +20,7 @@ from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.llm.types import ChatRequest
 from sumjudge.paths import project_root
 from sumjudge.replay import Ask, replay_llm
-from sumjudge.results_check import notebook_differences
+from sumjudge.reproduce.check import notebook_differences
 
 PAGE = "figures/results-smoke"  # as a user names it: relative to the project root, the notebook runs in notebooks/
 

@@ -11,8 +11,8 @@ PKG = Path(sumjudge.__file__).parent
 # The core: the engine, runs, metrics, reports, notebooks' helpers, the command line, the methods' registry, the
 # pieces judges share, the profiles' code and the data layer (records, loaders, the taxonomies' registry). Not in it:
 # papers/ (each paper's own) and the profiles' YAML files (a profile sets each paper's runs by method name).
-CORE = sorted([*PKG.glob("*.py"), *PKG.glob("llm/*.py"), *PKG.glob("prompts/*.py"), *PKG.glob("judges/*.py"),
-               *PKG.glob("profiles/*.py"), *PKG.glob("data/*.py")])
+ROOMS = ("llm", "prompts", "judges", "profiles", "data", "run", "results", "reproduce", "perf", "classroom", "cli")
+CORE = sorted([*PKG.glob("*.py"), *(f for room in ROOMS for f in PKG.glob(f"{room}/*.py"))])
 # a paper named as such (any case of MADISSE, MESA, FacTax; DEBATE in capitals or as the method "debate")
 PAPER_NAME = re.compile(r"(?i:madisse|mesa|factax)|\bDEBATE\b|[\"']debate[\"'/]")
 # where a file comes from: a repository's address, or a quoted path with a folder (the layout of data/raw and of the
@@ -161,14 +161,26 @@ def test_no_import_circle_among_the_packages_modules():
 
 
 def test_the_entry_points_read_the_methods_registry_not_the_judges_package():
-    """Method lookup lives in one top-level module; the judges' package face imports nothing (importing a judge's
+    """Method lookup lives in one module (``run/methods.py``); the judges' package face imports nothing (importing a judge's
     helper never loads the registry, and the registry never loads a judge)."""
     graph = _module_graph()
     assert graph["sumjudge.judges"] == set()
-    for entry in ("runs", "notebook", "arena", "parse_report"):
-        assert "sumjudge.method_registry" in graph[f"sumjudge.{entry}"], entry
-    assert not {d for d in graph["sumjudge.method_registry"] if d.startswith(("sumjudge.papers", "sumjudge.judges"))}
-    assert not {d for d in graph if d.startswith("sumjudge.judges") and "sumjudge.method_registry" in graph[d]}
+    for entry in ("run.runs", "notebook", "arena", "results.parse_rates"):
+        assert "sumjudge.run.methods" in graph[f"sumjudge.{entry}"], entry
+    assert not {d for d in graph["sumjudge.run.methods"] if d.startswith(("sumjudge.papers", "sumjudge.judges"))}
+    assert not {d for d in graph if d.startswith("sumjudge.judges") and "sumjudge.run.methods" in graph[d]}
+
+
+def test_the_rooms_import_each_other_in_no_circle():
+    """Drawn by folder (each subpackage one part, each top-level module one part), the package has no circle: a
+    room is above every room it imports."""
+    graph = _module_graph()
+    room = {m: ".".join(m.split(".")[:2]) for m in graph}
+    rooms: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        rooms.setdefault(room[m], set()).update(room[d] for d in deps if room[d] != room[m])
+    assert len(rooms) <= 26 and {"sumjudge.run", "sumjudge.results", "sumjudge.reproduce"} <= set(rooms)
+    assert _circles(rooms) == []
 
 
 def test_the_circle_finder_sees_a_circle():
@@ -179,7 +191,7 @@ def test_the_backends_are_named_in_one_registry():
     """The command line's --backend choices, make_backend and the docs' list all read llm.backends.BACKENDS."""
     import argparse
 
-    from sumjudge.cli import build_parser
+    from sumjudge.cli.main import build_parser
     from sumjudge.llm.backends import BACKENDS
 
     choices = {}
@@ -220,7 +232,7 @@ def test_every_papers_config_shares_the_generation_settings():
     import dataclasses
 
     from sumjudge.judges.settings import Generation
-    from sumjudge.method_registry import methods
+    from sumjudge.run.methods import methods
 
     shared = {f.name: f for f in dataclasses.fields(Generation)}
     specs = [s for s in methods().values() if s.paper in PAPERS]
@@ -242,7 +254,8 @@ def test_the_papers_import_no_entry_point():
     """The papers sit between the judges and the entry points: they import the core's lower parts (runs, judges,
     data, the engine), never a command, a notebook's session or a report that imports them."""
     graph = _module_graph()
-    entry = {f"sumjudge.{m}" for m in ("cli", "notebook", "notebook_jobs", "arena", "reproduce", "plan", "scale", "bench",
-                                       "results_page", "results_check", "rerun_drift", "readme_numbers")}
+    entry = {f"sumjudge.{m}" for m in ("cli.main", "notebook", "notebook_jobs", "arena", "reproduce.record", "plan",
+                                       "perf.scale", "perf.bench", "results.page", "reproduce.check", "reproduce.drift",
+                                       "reproduce.readme_numbers")}
     assert entry <= set(graph)
     assert {m: sorted(d & entry) for m, d in graph.items() if m.startswith("sumjudge.papers") and d & entry} == {}

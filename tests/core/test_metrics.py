@@ -226,7 +226,7 @@ def test_every_bacc_of_a_run_comes_with_its_interval_and_correlations_with_fishe
     from sumjudge.judges.base import Judgement
     from sumjudge.metrics import fisher_ci, readable_bacc_ci
     from sumjudge.report import comparison
-    from sumjudge.run_metrics import binary_metrics
+    from sumjudge.run.metrics import binary_metrics
 
     y = [0, 1] * 20
     labels = [t if i % 5 else 1 - t for i, t in enumerate(y)]
@@ -264,7 +264,7 @@ def test_k_alpha_fpr_and_fnr_of_a_run_come_with_intervals():
     label to every example gets a zero-width FPR or FNR interval only where the share is not 0 or 1."""
     from sumjudge.judges.base import Judgement
     from sumjudge.metrics import binary_alpha_ci, binary_report, error_rate_cis
-    from sumjudge.run_metrics import binary_metrics
+    from sumjudge.run.metrics import binary_metrics
 
     y = [0, 1] * 20
     labels = [t if i % 5 else 1 - t for i, t in enumerate(y)]

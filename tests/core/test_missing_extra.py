@@ -22,7 +22,7 @@ WITHOUT_HF = f"""
 import sys
 for name in {HF_MODULES!r}:
     sys.modules[name] = None
-from sumjudge.cli import main
+from sumjudge.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -82,7 +82,7 @@ def test_converting_an_offline_model_names_the_extra_it_lacks(tmp_path, monkeypa
 
 
 def test_the_command_line_says_an_extras_module_no_guard_asked_for_as_the_extra(monkeypatch, capsys):
-    from sumjudge import cli
+    from sumjudge.cli import main as cli
 
     def imports(name):
         def command(a):

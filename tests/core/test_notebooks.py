@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from conftest import needs_mirror
 
-from sumjudge import reproduce
+from sumjudge.reproduce import record as reproduce
 from sumjudge.data import sources
 from sumjudge.paths import project_root
 

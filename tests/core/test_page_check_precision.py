@@ -14,10 +14,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from sumjudge import report, reproduce  # noqa: E402
-from sumjudge.results_check import notebook_differences, same_as_shown  # noqa: E402
-from sumjudge.results_notes import notes  # noqa: E402
-from sumjudge.results_page import write_notebook_page  # noqa: E402
+from sumjudge import report  # noqa: E402
+from sumjudge.reproduce import record as reproduce
+from sumjudge.reproduce.check import notebook_differences, same_as_shown  # noqa: E402
+from sumjudge.results.notes import notes  # noqa: E402
+from sumjudge.results.page import write_notebook_page  # noqa: E402
 
 # values a replay on another CPU can give a few units in the last place apart; 0.1235 lies on a rounding boundary
 # of the 3 significant digits a table shows (0.12349999999999999 shows 0.123, 0.12350000000000003 shows 0.124)
@@ -98,8 +99,8 @@ def test_numbers_are_alike_at_the_precision_shown():
 def test_the_check_names_the_cpu_and_the_kernels_its_replay_ran_on():
     import os
 
-    from sumjudge.results_check import HELD_TO_AVX2, HELD_TO_SSE42, lower_kernels, replay_kernels
-    from sumjudge.results_page import cpu_name
+    from sumjudge.reproduce.check import HELD_TO_AVX2, HELD_TO_SSE42, lower_kernels, replay_kernels
+    from sumjudge.results.page import cpu_name
 
     held = lower_kernels()
     assert held in (HELD_TO_AVX2, HELD_TO_SSE42)

@@ -12,7 +12,7 @@ from sumjudge.llm.engine import LLM, run_sync
 from sumjudge.llm.parsing import binary_label
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.llm.types import ChatRequest
-from sumjudge.parse_report import parse_rate_rows
+from sumjudge.results.parse_rates import parse_rate_rows
 
 
 def req(text, **kw):
@@ -53,7 +53,7 @@ def test_engine_counts_first_try_after_retries_unreadable_and_fallbacks(tmp_path
 
 @needs_mirror
 def test_every_run_reports_its_parse_rates_in_metrics_json(tmp_path):
-    from sumjudge.runs import RunConfig, run
+    from sumjudge.run.runs import RunConfig, run
 
     answers = iter(["<label>1</label>", "unsure", "<label>0</label>", "unsure", "unsure", "unsure"] * 3)
     be = ScriptedBackend(options=lambda r: {"0": 0.6, "1": 0.4}).add(r".", lambda r: next(answers))
@@ -129,7 +129,7 @@ def test_unknown_profile_key_is_named(tmp_path, monkeypatch):
 
 
 def test_run_folders_include_the_arenas_nested_runs_once(tmp_path):
-    from sumjudge.parse_report import run_folders
+    from sumjudge.results.parse_rates import run_folders
 
     for rel in ("10_x/smoke-smoke/zero-shot-aa", "50_arena/smoke-smoke/arena/qags-xsum/star-bb",
                 "51_mine/smoke-smoke/arena/qags-xsum/star-bb", "50_arena/ci-tiny/arena/qags-xsum/star-cc"):
@@ -143,7 +143,7 @@ def test_parse_rates_count_only_the_runs_of_this_reproduce(tmp_path):
     with ``since``, only run folders whose metrics were written since then count."""
     import os
 
-    from sumjudge.parse_report import run_folders
+    from sumjudge.results.parse_rates import run_folders
 
     for rel, written in (("10_x/smoke-smoke/zero-shot-old", 1000.0), ("10_x/smoke-smoke/zero-shot-new", 3000.0)):
         (tmp_path / rel).mkdir(parents=True)

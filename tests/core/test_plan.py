@@ -8,7 +8,7 @@ import pytest
 from sumjudge.llm import NullCache
 from sumjudge.llm.engine import LLM
 from sumjudge.plan import Rates, measured_completions, plan_run
-from sumjudge.runs import RunConfig, run
+from sumjudge.run.runs import RunConfig, run
 
 
 def actual(tiny_backend, tmp_path, method, dataset, level, limit, settings):
@@ -43,7 +43,7 @@ def test_plan_counts_what_a_run_makes(tiny_backend, tiny_model_dir, tmp_path):
 
 
 def test_plan_command_prints_a_row_per_run_and_a_total(capsys):
-    from sumjudge import cli
+    from sumjudge.cli import main as cli
 
     assert cli.main(["plan", "--runs", "zero-shot", "--limit", "3", "--price-in", "1"]) == 0
     rows = [json.loads(x) for x in capsys.readouterr().out.strip().splitlines()]
@@ -54,7 +54,7 @@ def test_plan_command_prints_a_row_per_run_and_a_total(capsys):
 def test_replicas_and_prefix_hits_divide_the_hours_not_the_work(capsys):
     """``--replicas N`` shares the tokens over N servers (wall hours / N, server hours the same); a prefix-hit share
     takes that share of the prompt tokens out of the prefill; the assumption is said."""
-    from sumjudge import cli
+    from sumjudge.cli import main as cli
     from sumjudge.errors import ConfigError
     from sumjudge.plan import Rates
 

@@ -34,7 +34,7 @@ def home(tmp_path):
 
 def reproduce(home: Path, *args: str, **kw) -> subprocess.Popen:
     env = {**os.environ, "SUMJUDGE_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-m", "sumjudge.reproduce", "--notebooks", "00", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", "sumjudge.reproduce.record", "--notebooks", "00", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 

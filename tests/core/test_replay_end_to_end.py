@@ -17,13 +17,13 @@ from sumjudge.paths import project_root
 
 
 def reproduce(env, *args):
-    res = subprocess.run([sys.executable, "-m", "sumjudge.reproduce", "--profile", "ci", "--notebooks", "00", *args],
+    res = subprocess.run([sys.executable, "-m", "sumjudge.reproduce.record", "--profile", "ci", "--notebooks", "00", *args],
                          env=env, capture_output=True, text=True, timeout=900)
     return res.returncode, res.stdout + res.stderr
 
 
 def check(env, *args):
-    res = subprocess.run([sys.executable, "-m", "sumjudge.results_check", "--profile", "ci", *args], env=env,
+    res = subprocess.run([sys.executable, "-m", "sumjudge.reproduce.check", "--profile", "ci", *args], env=env,
                          capture_output=True, text=True, timeout=900)
     return res.returncode, res.stdout + res.stderr
 

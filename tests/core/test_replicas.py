@@ -8,11 +8,11 @@ import json
 import httpx
 import pytest
 
-from sumjudge.fleet import Fleet
-from sumjudge.locality import serving_from_log
+from sumjudge.perf.fleet import Fleet
+from sumjudge.run.locality import serving_from_log
 from sumjudge.llm.openai import CONCURRENCY_PER_SERVER, OpenAIBackend
-from sumjudge.scale import merged_timeline
-from sumjudge.standin import PREFIX_BLOCK, PrefixStore, StandinServer
+from sumjudge.perf.scale import merged_timeline
+from sumjudge.perf.standin import PREFIX_BLOCK, PrefixStore, StandinServer
 
 
 def chat(url: str, content: str) -> dict:
@@ -79,7 +79,7 @@ def test_a_runs_log_says_where_its_examples_were_served(tmp_path):
 
 
 def test_a_run_against_one_stand_in_records_its_serving(tmp_path):
-    from sumjudge.runs import RunConfig, run
+    from sumjudge.run.runs import RunConfig, run
 
     with Fleet(replicas=1) as fleet:
         rc = RunConfig(method="zero-shot", dataset="tofueval-meetingbank", level="sentence", limit=4,
@@ -170,7 +170,7 @@ def test_replicas_timelines_merge_into_requests_in_flight_over_all():
 def test_behind_a_router_each_request_carries_its_example_as_the_session_key(tmp_path):
     """A router hashing the session key (vllm-router --policy consistent_hash) keeps an example's calls on one
     replica and spreads the examples: the client sends each request's example as that key, behind a router only."""
-    from sumjudge.runs import RunConfig, run
+    from sumjudge.run.runs import RunConfig, run
 
     with StandinServer() as a:
         router = Router([a])
@@ -190,7 +190,7 @@ def test_behind_a_router_each_request_carries_its_example_as_the_session_key(tmp
 def test_the_serving_docs_quote_the_committed_router_measurements():
     """docs/serving.md's tables are ``scale.routed_table`` of the committed measurements, never typed."""
     from sumjudge.paths import project_root
-    from sumjudge.scale import routed_table
+    from sumjudge.perf.scale import routed_table
 
     root = project_root()
     docs = (root / "docs" / "serving.md").read_text(encoding="utf-8")
@@ -205,7 +205,7 @@ def test_the_serving_docs_quote_the_committed_router_measurements():
 def test_the_benchmark_docs_quote_the_committed_scale_measurement():
     """docs/benchmark.md's `make scale` tables are ``scale.instant_table`` of the committed scale.json."""
     from sumjudge.paths import project_root
-    from sumjudge.scale import instant_table
+    from sumjudge.perf.scale import instant_table
 
     root = project_root()
     report = json.loads((root / "figures" / "scale" / "scale.json").read_text(encoding="utf-8"))

@@ -24,7 +24,7 @@ def test_notebooks_run_together_on_one_shared_engine(tmp_path):
         shutil.copy(project_root() / "notebooks" / nb, home / "notebooks" / nb)
     env = {**os.environ, "SUMJUDGE_HOME": str(home), "SUMJUDGE_DATA_MIRROR": str(sources.mirror_dir()),
            "SUMJUDGE_MODELS": str(project_root() / "data" / "models"), "TOKENIZERS_PARALLELISM": "false"}
-    res = subprocess.run([sys.executable, "-m", "sumjudge.reproduce", "--profile", "ci", "--jobs", "2"], env=env,
+    res = subprocess.run([sys.executable, "-m", "sumjudge.reproduce.record", "--profile", "ci", "--jobs", "2"], env=env,
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "shared engine at http://127.0.0.1:" in res.stdout and "2 at a time, one shared engine" in res.stdout
@@ -47,7 +47,7 @@ def test_workers_take_the_longest_notebooks_first(tmp_path, monkeypatch):
     from pathlib import Path
 
     from sumjudge import profiles
-    from sumjudge.reproduce import longest_first
+    from sumjudge.reproduce.record import longest_first
 
     monkeypatch.setenv("SUMJUDGE_FIGURES", str(tmp_path))
     nbs = [Path(f"{k}_nb.ipynb") for k in ("00", "10", "13", "30")]
@@ -69,7 +69,7 @@ def test_workers_take_the_longest_notebooks_first(tmp_path, monkeypatch):
 
 
 def test_a_cpu_without_native_bf16_is_told_before_a_long_run(monkeypatch):
-    from sumjudge import reproduce
+    from sumjudge.reproduce import record as reproduce
     from sumjudge.llm import hf
 
     monkeypatch.setattr(hf, "cpu_has_native_bf16", lambda: False)

@@ -4,8 +4,8 @@ otherwise, numeric cells moved), kept in rerun_drift.json and printed on the ind
 import json
 import lzma
 
-from sumjudge import rerun_drift
-from sumjudge.results_page import drift_lines
+from sumjudge.reproduce import drift as rerun_drift
+from sumjudge.results.page import drift_lines
 
 
 def page(root, bacc, answers, commit="abc1234"):
@@ -61,7 +61,7 @@ def test_make_rerun_drift_runs_each_notebook_alone_or_all_together_and_records_u
         return 10.0
 
     monkeypatch.setattr(rerun_drift, "fresh_run", fake_fresh_run)
-    monkeypatch.setattr("sumjudge.reproduce.notebooks", lambda spec: [type("NB", (), {"stem": "00_quickstart"})()])
+    monkeypatch.setattr("sumjudge.reproduce.record.notebooks", lambda spec: [type("NB", (), {"stem": "00_quickstart"})()])
     rows = rerun_drift.rerun("smoke", ["00"], 1, committed, tmp_path / "work")
     assert calls == [(["00_quickstart"], 1, "00")] and rows[0]["answers"]["differ"] == 1 and rows[0]["moved"] == 1
     rerun_drift.rerun("smoke", ["00"], 3, committed, tmp_path / "work")

@@ -5,8 +5,8 @@ import csv
 
 from sumjudge.judges.base import Judgement
 from sumjudge.metrics import labels_said
-from sumjudge.results_notes import notes, table_notes
-from sumjudge.run_metrics import binary_metrics, said_column
+from sumjudge.results.notes import notes, table_notes
+from sumjudge.run.metrics import binary_metrics, said_column
 
 
 def rows(*dicts):
@@ -106,7 +106,7 @@ PLANTED = [{"dataset": f"d{i}", "metric": m, "value": v, "ci_low": lo, "ci_high"
 def test_the_notes_read_the_page_s_precision_not_a_float_s_last_bits(tmp_path):
     """A replay on another CPU kind, whose floats differ in their last bits, gets the same notes: every number a note
     prints and every comparison a rule makes is at the page's 3 significant digits."""
-    from sumjudge.results_notes import shown
+    from sumjudge.results.notes import shown
 
     assert shown("0.21004472894723314") == shown("0.21004472894723317") == "0.21"
     assert shown("1014") == "1014" and shown("1014.0") == "1.01e+03" and shown("nan") is None and shown("") is None

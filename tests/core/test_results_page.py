@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sumjudge import reproduce, results_check
-from sumjudge.results_page import load_provenance, weights_sha256, write_results_page
+from sumjudge.reproduce import record as reproduce
+from sumjudge.reproduce import check as results_check
+from sumjudge.results.page import load_provenance, weights_sha256, write_results_page
 
 
 def saved(figures, nb, bacc="0.55", answers=True):
@@ -155,7 +156,7 @@ def test_weights_are_named_by_their_sha256(tmp_path):
 
 
 def test_the_papers_rows_alone_go_to_an_appendix_at_the_end_of_the_page(tmp_path):
-    from sumjudge.results_page import page_body
+    from sumjudge.results.page import page_body
 
     src = tmp_path / "figures" / "20_x"
     src.mkdir(parents=True)
@@ -176,7 +177,7 @@ def test_the_papers_rows_alone_go_to_an_appendix_at_the_end_of_the_page(tmp_path
 def test_a_state_rewrite_keeps_the_page_as_written(tmp_path):
     """Marking a page (its state block replaced) changes that block only: the rest, its final newline included,
     stays as the page writer left it, so that a check that marks nothing leaves the page's bytes alone."""
-    from sumjudge.results_page import STATE_HEADING, rewrite_state, state_lines
+    from sumjudge.results.page import STATE_HEADING, rewrite_state, state_lines
 
     rec = {"notebook": "10_x", "commit": "abc", "machine": {"cpu": "cpu"}, "date": "d", "answers": "a",
            "check": {"state": "recorded"}}
@@ -267,8 +268,8 @@ def banner_of(page_text):
 
 
 def test_the_n_range_is_read_from_the_tables_n_columns_the_papers_own_rows_left_out(tmp_path):
-    from sumjudge.page_banner import n_range, n_words
-    from sumjudge.results_page import page_body
+    from sumjudge.results.banner import n_range, n_words
+    from sumjudge.results.page import page_body
 
     planted_tables(tmp_path / "10_x")
     body = page_body(Path("10_x.ipynb"), tmp_path / "10_x", None)
@@ -283,7 +284,7 @@ def test_a_page_whose_model_is_not_the_papers_says_what_it_is_for_and_shows_no_d
     record holds, the dtype), gives n's range, says the page is not evidence for the claim and why its tables have
     no `difference` column; comparison leaves the column out outside the paper's setting."""
     from sumjudge.report import comparison
-    from sumjudge.results_page import write_notebook_page
+    from sumjudge.results.page import write_notebook_page
 
     nb = reproduce.notebooks("10")[0]
     planted_tables(tmp_path / "figures" / nb.stem)
@@ -307,7 +308,7 @@ def test_a_page_whose_model_is_not_the_papers_says_what_it_is_for_and_shows_no_d
 
 
 def test_the_papers_model_on_the_paper_profile_shows_the_difference_and_no_caveat(tmp_path):
-    from sumjudge.results_page import write_notebook_page
+    from sumjudge.results.page import write_notebook_page
 
     nb = reproduce.notebooks("10")[0]
     planted_tables(tmp_path / "figures" / nb.stem)
@@ -348,7 +349,7 @@ def test_comparison_shows_the_difference_only_in_the_papers_setting_of_the_runni
 def test_safetensors_parameters_are_counted_from_the_headers(tmp_path):
     import struct
 
-    from sumjudge.model_files import safetensors_parameters
+    from sumjudge.results.model_files import safetensors_parameters
 
     header = json.dumps({"__metadata__": {}, "a": {"dtype": "BF16", "shape": [3, 4], "data_offsets": [0, 24]},
                          "b": {"dtype": "BF16", "shape": [5], "data_offsets": [24, 34]}}).encode()
@@ -360,7 +361,7 @@ def test_the_index_banner_and_its_last_run_files_say_what_they_cover(tmp_path):
     """The index: the models of every page beside the papers', n over every page's tables; the last run's parse
     rates and time profile are linked under that run's name (they count its notebooks only), not shown as the
     page's."""
-    from sumjudge.results_page import write_index, write_notebook_page
+    from sumjudge.results.page import write_index, write_notebook_page
 
     out = tmp_path / "figures" / "results-smoke"
     out.mkdir(parents=True)
@@ -387,7 +388,7 @@ def test_the_index_banner_and_its_last_run_files_say_what_they_cover(tmp_path):
 
 
 def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_recordings_time(tmp_path):
-    from sumjudge.page_banner import few_examples_words, fewest_of_a_class
+    from sumjudge.results.banner import few_examples_words, fewest_of_a_class
 
     lines = ["## table3", "", "| evaluator | bacc | n | gold labels |", "|---|---|---|---|",
              "| madisse | 68.8 | 12 | 8 × 1, 4 × 0 |", "| zero-shot | 50 | 12 | 8 × 1, 4 × 0 |"]
@@ -409,7 +410,7 @@ def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_reco
 
 def test_what_a_profile_leaves_out_is_a_section_of_the_page(tmp_path, monkeypatch):
     from sumjudge import report
-    from sumjudge.results_page import page_body
+    from sumjudge.results.page import page_body
 
     monkeypatch.setenv("SUMJUDGE_FIGURES", str(tmp_path))
     nb = reproduce.notebooks("41")[0]

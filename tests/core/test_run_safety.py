@@ -13,12 +13,12 @@ import time
 import pytest
 from conftest import needs_mirror
 
-from sumjudge import cli
+from sumjudge.cli import main as cli
 from sumjudge.data import registry
 from sumjudge.llm import ConfigError
 from sumjudge.judges.settings import make_config
-from sumjudge.method_registry import get_method
-from sumjudge.runs import RunLock
+from sumjudge.run.methods import get_method
+from sumjudge.run.runs import RunLock
 
 pytestmark = needs_mirror
 
@@ -103,7 +103,7 @@ def test_a_second_process_on_the_same_folder_exits_2_naming_the_holder(tmp_path,
     out = tmp_path / "run"
     out.mkdir()
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from sumjudge.runs import RunLock\n"
+        "import sys, time; from pathlib import Path; from sumjudge.run.runs import RunLock\n"
         f"with RunLock(Path({str(out)!r})):\n    print('locked', flush=True); time.sleep(60)")],
         stdout=subprocess.PIPE, text=True)
     try:
@@ -160,7 +160,7 @@ def test_ctrl_c_prints_one_line_exits_130_and_the_run_resumes(tiny_model_dir, tm
     args[args.index("max_new_tokens=8")] = "max_new_tokens=32"
     # SIGINT at its default in the child whatever an earlier test left ignored in this process (an ignored
     # disposition is inherited, and Python then installs no KeyboardInterrupt handler)
-    proc = subprocess.Popen([sys.executable, "-m", "sumjudge.cli", *args], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "sumjudge.cli.main", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
@@ -183,7 +183,7 @@ def test_ctrl_c_prints_one_line_exits_130_and_the_run_resumes(tiny_model_dir, tm
     paid_before = sum(1 for line in calls.read_text().splitlines()
                       if '"event": "chat"' in line and '"cache_hit": false' in line)
 
-    res = subprocess.run([sys.executable, "-m", "sumjudge.cli", *args], env=env, capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-m", "sumjudge.cli.main", *args], env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     metrics = json.loads((out / "metrics.json").read_text())

@@ -65,7 +65,7 @@ def paired_cells(rows: list[dict[str, str]]) -> dict[tuple[str, str, str], tuple
 def page_tables(page: Path) -> dict[tuple[str, str], list[dict[str, str]]]:
     """(notebook, table) -> rows of every table of the committed page's Markdown files (a section's name as its
     CSV file's: ``table2 zero shot`` is ``table2_zero_shot``)."""
-    from sumjudge.results_check import parse_sections, table_rows
+    from sumjudge.reproduce.check import parse_sections, table_rows
 
     out = {}
     for md in sorted(page.glob("[0-9][0-9]_*.md")):

@@ -7,8 +7,8 @@ import time
 import httpx
 import pytest
 
-from sumjudge import cli
-from sumjudge.standin import StandinServer, answer
+from sumjudge.cli import main as cli
+from sumjudge.perf.standin import StandinServer, answer
 
 
 def chat(url, content="Provide your evaluation between <label></label> tags"):

@@ -20,7 +20,7 @@ import re
 import pytest
 
 from sumjudge.paths import project_root
-from sumjudge.readme_numbers import BLOCK, render
+from sumjudge.reproduce.readme_numbers import BLOCK, render
 
 COUNT = re.compile(r"\b\d+\s+(summaries|examples|responses|sentences|documents|contexts|pairs|judges|datasets)\b")
 
@@ -45,7 +45,7 @@ def test_the_readmes_numbers_are_the_pages():
     readme = (project_root() / "README.md").read_text()
     assert {m.group("name") for m in BLOCK.finditer(readme)} == {"arena", "page-states"}
     assert render(readme, project_root() / "figures" / "results-smoke") == readme, \
-        "README.md's generated blocks differ from the page: python -m sumjudge.readme_numbers --write"
+        "README.md's generated blocks differ from the page: python -m sumjudge.reproduce.readme_numbers --write"
     outside = BLOCK.sub("", readme)
     start, end = outside.index("## Commands"), outside.index("## Where outputs land")
     assert not COUNT.search(outside[start:end]), "the README types a count of the smoke run outside its blocks"

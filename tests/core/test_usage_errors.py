@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import needs_mirror
 
-from sumjudge import cli
+from sumjudge.cli import main as cli
 
 BASE = ["run", "zero-shot", "--dataset", "tofueval-meetingbank", "--level", "sentence", "--limit", "2"]
 

@@ -12,7 +12,7 @@ from argparse import Namespace
 import pytest
 import torch
 
-from sumjudge import bench
+from sumjudge.perf import bench
 from sumjudge.llm import LLM, OptionRequest
 from sumjudge.llm.hf import HFBackend
 

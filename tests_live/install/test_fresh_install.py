@@ -34,7 +34,7 @@ from pathlib import Path
 import sumjudge
 from sumjudge.llm import make_llm
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.runs import RunConfig, run
+from sumjudge.run.runs import RunConfig, run
 
 backend = ScriptedBackend().add(r"cat sat", "<explanation>Supported.</explanation><label>1</label>") \
                            .add(r"dog", "<explanation>It ran.</explanation><label>0</label>")
@@ -125,7 +125,7 @@ def _replay(python: str, home: Path, env: dict[str, str], mirror: Path) -> tuple
     (a folder holding only the notebooks and the page): each notebook's run line and the check's verdict on it."""
     shutil.copytree(ROOT / "notebooks", home / "notebooks")
     shutil.copytree(ROOT / "figures" / "results-smoke", home / "figures" / "results-smoke")
-    res = subprocess.run([python, "-m", "sumjudge.results_check", "--profile", "smoke", "--notebooks", REPLAYED,
+    res = subprocess.run([python, "-m", "sumjudge.reproduce.check", "--profile", "smoke", "--notebooks", REPLAYED,
                           "--jobs", "1"], capture_output=True, text=True, cwd=home,
                          env={**env, "SUMJUDGE_HOME": str(home), "SUMJUDGE_DATA_MIRROR": str(mirror)})
     runs = [line.split()[-1] for line in res.stdout.splitlines() if re.match(r"^\d\d_\w+\.ipynb ", line)]

@@ -1,5 +1,5 @@
 """A class on one server, against the real llama.cpp server (``make test-llamacpp``): the teacher's command
-(``python -m sumjudge.class_server serve``: llama.cpp on the loopback, the class's answer cache in front, one key),
+(``python -m sumjudge.classroom.server serve``: llama.cpp on the loopback, the class's answer cache in front, one key),
 the lab notebook executed on it as a student's laptop runs it (``SUMJUDGE_SERVER``) with the key written nowhere,
 and 30 lab clients at once getting one client's answers, each prompt decoded once."""
 
@@ -31,7 +31,7 @@ def class_server(tmp_path_factory):
         pytest.fail("SUMJUDGE_LLAMA_SERVER must name llama.cpp's server command (run `make test-llamacpp`)")
     folder = tmp_path_factory.mktemp("class")
     port = free_port()
-    cmd = [sys.executable, "-m", "sumjudge.class_server", "serve", "--server", command, "--host", "127.0.0.1",
+    cmd = [sys.executable, "-m", "sumjudge.classroom.server", "serve", "--server", command, "--host", "127.0.0.1",
            "--port", str(port), "--upstream-port", str(free_port()), "--slots", str(SLOTS), "--threads", "2",
            "--models", str(folder)]
     with serving("class", cmd, f"http://127.0.0.1:{port}", folder / "server.log", 300,
@@ -50,7 +50,7 @@ def lab_judge():
 
 
 def test_the_server_takes_only_the_class_key_and_the_students_check_says_so(class_server, monkeypatch):
-    from sumjudge import class_server as cs
+    from sumjudge.classroom import server as cs
     from sumjudge.errors import ConfigError
 
     url, _ = class_server
@@ -66,7 +66,7 @@ def test_the_server_takes_only_the_class_key_and_the_students_check_says_so(clas
 
 
 def test_thirty_lab_clients_at_once_get_one_clients_answers_and_each_prompt_is_decoded_once(class_server):
-    from sumjudge import lab
+    from sumjudge.classroom import lab
     from sumjudge.data import registry
     from sumjudge.llm import LLM, make_backend
     from sumjudge.llm.recording import MemoryCache

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from sumjudge import cli
+from sumjudge.cli import main as cli
 from sumjudge.llm import ChatRequest, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.openai import OpenAIBackend

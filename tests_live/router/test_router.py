@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sumjudge.fleet import CHOSEN_POLICY, Fleet
-from sumjudge.runs import RunConfig, run
-from sumjudge.scale import paper_runs, paper_settings
+from sumjudge.perf.fleet import CHOSEN_POLICY, Fleet
+from sumjudge.run.runs import RunConfig, run
+from sumjudge.perf.scale import paper_runs, paper_settings
 
 # (scale.yaml's run, examples): MADISSE's four agents, rounds and adjudicators on TofuEval MeetingBank sentences;
 # MESA's eight error types in three steps on QMSum meetings
@@ -111,7 +111,7 @@ def test_a_cache_filled_against_one_server_replays_behind_the_router(router, tmp
 
 
 def test_scale_measures_replicas_and_policies_behind_the_router(router, tmp_path, capsys):
-    from sumjudge import cli
+    from sumjudge.cli import main as cli
 
     args = ["scale", "--out", tmp_path, "--runs", "zero-shot", "--limit", "2", "--memory-limit", "0",
             "--latency-run", "", "--replicas", "1", "2", "--router", router, "--routed-runs", "madisse",
@@ -147,7 +147,7 @@ def test_the_routing_curve_measures_each_routing_and_quotes_its_table(router, tm
     """``make scale``'s routing curve: one replica, then each routing over more; the table quoted in the page between
     its markers (a page without them is refused before anything is measured)."""
     from sumjudge.errors import ConfigError
-    from sumjudge.scale import curve_points, routed_table, routing_curve
+    from sumjudge.perf.scale import curve_points, routed_table, routing_curve
 
     page = tmp_path / "page.md"
     page.write_text("before\n<!-- routing: routed-madisse-2.json -->\nold\n<!-- /routing -->\nafter\n")

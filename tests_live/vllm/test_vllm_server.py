@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sumjudge import cli
+from sumjudge.cli import main as cli
 from sumjudge.data import registry
 from sumjudge.llm import ChatRequest, NullCache, PromptTooLongError, run_sync
 from sumjudge.llm.engine import LLM

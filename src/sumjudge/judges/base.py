@@ -1,5 +1,5 @@
 """What every judge builds on: the Judgement record, requests, prompt fitting, seeds. The registry of methods is
-``sumjudge.method_registry``; settings are parsed by ``judges.settings``."""
+``sumjudge.run.methods``; settings are parsed by ``judges.settings``."""
 
 from __future__ import annotations
 

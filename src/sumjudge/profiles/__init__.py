@@ -50,7 +50,7 @@ class Profile:
         """The profile's generation policy as method settings (those of its fields the method's config has: every
         paper's config has all three, a judge of your own may have none), then the profile's settings for
         ``method``."""
-        from ..method_registry import get_method
+        from ..run.methods import get_method
 
         policy = {"max_new_tokens": self.max_new_tokens, "truncate": self.truncate, "fallback": self.label_fallback}
         if method:

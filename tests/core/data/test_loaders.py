@@ -145,7 +145,7 @@ def test_llm_aggrefact_download_is_pinned_to_a_commit_recorded_beside_the_file_a
     import datasets
 
     from sumjudge.data import aggrefact
-    from sumjudge.runs import RunConfig, run
+    from sumjudge.run.runs import RunConfig, run
 
     calls = []
     monkeypatch.setattr(sources, "hf_dataset_commit", lambda repo, revision=None: "c0ffee" if revision is None else revision)
@@ -244,7 +244,7 @@ def test_tofueval_mediasum_route(raw):
 
 @needs_mirror
 def test_paper_tables_put_the_papers_numbers_beside_ours():
-    from sumjudge import dataset_tables
+    from sumjudge.results import dataset_tables
     from sumjudge.papers.factax import dataset_tables as factax_t
     from sumjudge.papers.madisse import dataset_tables as madisse_t
     from sumjudge.papers.mesa import dataset_tables as mesa_t
@@ -267,7 +267,7 @@ def test_paper_tables_put_the_papers_numbers_beside_ours():
 
 @needs_mirror
 def test_data_stats_cli_prints_json(capsys):
-    from sumjudge import cli
+    from sumjudge.cli import main as cli
 
     assert cli.main(["data", "stats", "tofueval-meetingbank"]) == 0
     st = json.loads(capsys.readouterr().out)

@@ -8,7 +8,7 @@ from conftest import needs_mirror
 
 from sumjudge.data import meeting_errors, sources
 from sumjudge.data.stats import dataset_stats
-from sumjudge.dataset_tables import stats_if_present
+from sumjudge.results.dataset_tables import stats_if_present
 
 
 def test_a_missing_meeting_error_dataset_is_missing_not_meeting_errors(monkeypatch):

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from sumjudge import cli
+from sumjudge.cli import main as cli
 from sumjudge.llm import ChatRequest, NullCache, run_sync
 from sumjudge.llm.budget import Budget, BudgetExhausted
 from sumjudge.llm.engine import LLM

@@ -62,7 +62,7 @@ def test_cli_cache_stats_never_creates_and_clear_asks(tmp_path, capsys, monkeypa
     import io
     import json
 
-    from sumjudge import cli
+    from sumjudge.cli import main as cli
 
     missing = tmp_path / "none" / "c.sqlite"
     assert cli.main(["cache", "stats", "--cache", missing]) == 0

@@ -9,7 +9,7 @@ from conftest import needs_mirror
 
 from sumjudge.data import registry
 from sumjudge.judges.settings import make_config
-from sumjudge.method_registry import get_method
+from sumjudge.run.methods import get_method
 from sumjudge.llm import NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import Rule, ScriptedBackend

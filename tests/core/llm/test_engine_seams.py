@@ -91,7 +91,7 @@ async def _count_three(llm):
 
 def test_the_openai_backend_imports_without_torch():
     code = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
-            "import sumjudge.llm.openai, sumjudge.runs, sumjudge.cli\n"
+            "import sumjudge.llm.openai, sumjudge.run.runs, sumjudge.cli.main\n"
             "from sumjudge.llm.openai import OpenAIBackend\n"
             "be = OpenAIBackend('m', base_url='http://127.0.0.1:9/v1')\n"
             "print(be.capabilities.tokenizer)")
@@ -124,7 +124,7 @@ def test_the_time_profile_says_where_decoding_time_went(tiny_backend):
 
 
 def test_the_time_profile_table_has_a_row_per_notebook_engine(tmp_path):
-    from sumjudge.reproduce import TIME_COLUMNS, write_time_profile
+    from sumjudge.reproduce.record import TIME_COLUMNS, write_time_profile
 
     rows = [{"notebook": "10_madisse_main", "wall_s": 12.5, "model": "tiny", "calls": 40, "waves": 4,
              "rows_per_wave": 10.0, "underfilled_share": 0.25}, {"notebook": "01_datasets", "wall_s": 3.0}]
@@ -142,7 +142,7 @@ def test_the_time_profile_table_has_a_row_per_notebook_engine(tmp_path):
 
 
 def test_the_heaviest_notebooks_by_their_own_model_time():
-    from sumjudge.reproduce import model_time_by_notebook
+    from sumjudge.reproduce.record import model_time_by_notebook
 
     rows = [{"notebook": "21", "own_prefill_s": 110.0, "own_decode_s": 43.5, "own_score_s": 0.0},
             {"notebook": "51", "own_prefill_s": 670.5, "own_decode_s": 75.2, "own_score_s": 1.0},

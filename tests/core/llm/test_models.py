@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sumjudge import cli
+from sumjudge.cli import main as cli
 from sumjudge.llm import ChatRequest, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.models import resolve_model

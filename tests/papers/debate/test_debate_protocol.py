@@ -7,7 +7,7 @@ from sumjudge.llm import ConfigError, NullCache, OptionScoringError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.judges.settings import make_config
-from sumjudge.method_registry import get_method
+from sumjudge.run.methods import get_method
 from sumjudge.papers.debate.protocol import CRITICS, says_no_issue
 from sumjudge.prompts import load as load_template
 
@@ -291,7 +291,7 @@ def test_geval_probabilities_below_the_coverage_floor_are_not_a_score():
     ok = ScriptedBackend(options=lambda r: ({o: (1.0 if o == "5" else 0.0) for o in r.options}, 0.6))
     j, _ = run(ok, method="g-eval", mode="probs")
     assert j.scores["coherence"] == 5.0
-    from sumjudge.run_metrics import rated_metrics
+    from sumjudge.run.metrics import rated_metrics
 
     cov = rated_metrics([EX], [j])["aspects"]["coherence"]["coverage"]
     assert cov["mean"] == 0.6 and cov["below_floor"] == 0
@@ -347,7 +347,7 @@ def test_the_average_row_of_a_rated_run_carries_a_bootstrap_interval():
 
     from sumjudge.judges.base import Judgement
     from sumjudge.papers.debate.tables import correlation_rows
-    from sumjudge.run_metrics import rated_metrics
+    from sumjudge.run.metrics import rated_metrics
 
     rng = np.random.default_rng(0)
     exs, js = [], []

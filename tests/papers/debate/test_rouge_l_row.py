@@ -8,7 +8,7 @@ from sumjudge.data.summeval import load_summeval
 from sumjudge.papers.debate.tables import rouge_l_scores
 from sumjudge.judges.base import Judgement
 from sumjudge.report import paper_value
-from sumjudge.run_metrics import rated_metrics
+from sumjudge.run.metrics import rated_metrics
 
 ASPECTS = ("coherence", "consistency", "fluency", "relevance")
 

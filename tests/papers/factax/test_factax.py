@@ -9,7 +9,7 @@ from sumjudge.llm import NullCache, ParseError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.judges.settings import make_config
-from sumjudge.method_registry import get_method
+from sumjudge.run.methods import get_method
 from sumjudge.papers.factax.alignment import align, sentence_scores
 from sumjudge.papers.factax.protocol import parse_factax
 from sumjudge.papers.factax.windows import sentences, windows

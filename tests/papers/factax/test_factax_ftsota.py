@@ -161,7 +161,7 @@ def test_luo_baselines_send_the_papers_prompts_and_read_yes_no():
     from sumjudge.llm.engine import LLM
     from sumjudge.llm.scripted import Rule, ScriptedBackend
     from sumjudge.judges.settings import make_config
-    from sumjudge.method_registry import get_method
+    from sumjudge.run.methods import get_method
 
     backend = ScriptedBackend([Rule(r"Answer \(yes or no\):", "No."),
                                Rule("Explain your reasoning step by step", "The date differs.\nSo the answer is yes?")])

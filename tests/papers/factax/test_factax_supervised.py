@@ -170,7 +170,7 @@ def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_
     from sumjudge.llm.hf import HFBackend
     from sumjudge.llm.engine import LLM
     from sumjudge.judges.settings import make_config
-    from sumjudge.method_registry import get_method
+    from sumjudge.run.methods import get_method
 
     pairs = factax_pairs.build("I-Taxonomy", SET_I, TEST).pairs[:4]
     out = tmp_path / "sft"

@@ -11,7 +11,7 @@ from sumjudge.judges.settings import make_config
 from sumjudge.llm import NullCache, PromptTooLongError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.method_registry import get_method
+from sumjudge.run.methods import get_method
 from sumjudge.papers.llm_aggrefact import published
 from sumjudge.prompts import load
 

@@ -335,7 +335,7 @@ from sumjudge.papers.madisse.ambiguity import (  # noqa: E402
     ambiguity_sc,
     ambiguity_taxonomy,
 )
-from sumjudge.run_metrics import ambiguity_metrics  # noqa: E402
+from sumjudge.run.metrics import ambiguity_metrics  # noqa: E402
 
 
 def test_self_consistency_variation_threshold():
@@ -453,7 +453,7 @@ def test_binary_metrics_count_the_gold_labels_of_the_examples_they_read():
     """The gold labels of the readable examples (a rate over one gold class rests on that class's count) come
     beside the labels said, as a table column."""
     from sumjudge.judges.base import Judgement
-    from sumjudge.run_metrics import binary_metrics, said_column
+    from sumjudge.run.metrics import binary_metrics, said_column
 
     said = [1, None, 0, 1, 0]
     m = binary_metrics([1, 1, 0, 0, 0], [Judgement(example_id=str(i), label=p) for i, p in enumerate(said)])
@@ -500,7 +500,7 @@ def test_learning_starts_from_the_papers_guidelines_by_default():
 def test_a_greedy_madisse_run_says_so_in_its_record(tmp_path, capsys):
     import json
 
-    from sumjudge.runs import RunConfig, run
+    from sumjudge.run.runs import RunConfig, run
 
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"id": "a", "document": "The council voted.", "summary": "It voted.", "label": 1}) + "\n")

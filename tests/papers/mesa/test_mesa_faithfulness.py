@@ -6,7 +6,7 @@ import json
 from sumjudge.arena import Cell, printed_twin
 from sumjudge.data.records import FaithExample
 from sumjudge.judges.settings import make_config
-from sumjudge.method_registry import get_method
+from sumjudge.run.methods import get_method
 from sumjudge.llm import NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend

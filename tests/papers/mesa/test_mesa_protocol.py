@@ -10,7 +10,7 @@ from sumjudge.llm import ConfigError, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.judges.settings import make_config
-from sumjudge.method_registry import get_method
+from sumjudge.run.methods import get_method
 from sumjudge.papers.mesa.protocol import TypeAssessment, error_types, overall
 
 EX = MeetingErrorExample(id="m1", dataset="meeting-errors", transcript="A: we decide to buy the red chair. B: agreed.",

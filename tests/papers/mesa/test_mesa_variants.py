@@ -14,7 +14,7 @@ from sumjudge.llm import ConfigError, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.judges.settings import make_config
-from sumjudge.method_registry import get_method
+from sumjudge.run.methods import get_method
 from sumjudge.papers.mesa.protocol import error_types
 from sumjudge.papers.mesa.feedback import DIFFERENCES, difference, save, self_train
 from sumjudge.papers.mesa.madp import PERSPECTIVES

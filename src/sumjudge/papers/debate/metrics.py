@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...judges.base import Judgement
-from ...run_metrics import rated_metrics
+from ...run.metrics import rated_metrics
 
 
 def debate_stats(details: list[dict[str, Any]]) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from ...prompts import load as load_template
 from ...judges.aspects import KIND, Aspect, consistency_aspect, score_aspects, thresholded
 from ...judges.base import fit_fields
 from ...judges.settings import Generation
-from ...method_registry import AsPrinted, MethodSpec, register
+from ...run.methods import AsPrinted, MethodSpec, register
 from ...judges.geval import GEvalConfig, g_eval
 from ...llm.fitting import fit_to_context
 from .aspects import DEBATE_TEMPLATES

@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...metrics import wilson_ci
-from ...runs import run_name
+from ...run.runs import run_name
 from ...prompts import load as load_template
 from ...report import paper_results, paper_value, read_results
-from ...run_metrics import parse_columns
+from ...run.metrics import parse_columns
 
 EVALUATORS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("G-Eval", "g-eval", {}),
@@ -85,7 +85,7 @@ def repeatability_rows(session, dataset: str, aspect: str, *, examples: int, rep
     from ...data import registry
     from ...llm.engine import run_sync
     from ...judges.settings import make_config
-    from ...method_registry import get_method
+    from ...run.methods import get_method
 
     spec = get_method("debate")
     cfg = make_config(spec.config_cls, session.method_settings("debate", aspects=aspect, iterations=iterations),
@@ -206,7 +206,7 @@ def rouge_l_metrics(session, dataset: str, aspects: list[str], limit: int | None
     seed)."""
     from ...data import registry
     from ...judges.base import Judgement
-    from ...run_metrics import rated_metrics
+    from ...run.metrics import rated_metrics
 
     if dataset != "summeval":
         raise ValueError("ROUGE-L needs a reference text: SummEval only (Topical-Chat's reference is one of its "

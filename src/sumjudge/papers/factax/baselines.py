@@ -25,7 +25,7 @@ from ...llm.parsing import complete_lines, star_rating, yes_no
 from ...judges.aspects import consistency_aspect, thresholded
 from ...judges.base import Judgement, fit_prompt, request
 from ...judges.settings import Generation
-from ...method_registry import AsPrinted, MethodSpec, register
+from ...run.methods import AsPrinted, MethodSpec, register
 from ...judges.geval import GEvalConfig, geval_aspect
 
 

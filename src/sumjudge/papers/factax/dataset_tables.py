@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from ...data import registry
-from ...dataset_tables import paper_rows
+from ...results.dataset_tables import paper_rows
 from ...report import paper_results
 
 

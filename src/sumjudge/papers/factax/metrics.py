@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...judges.base import Judgement
-from ...run_metrics import faithfulness_metrics
+from ...run.metrics import faithfulness_metrics
 
 
 def error_type_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:

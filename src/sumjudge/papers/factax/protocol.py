@@ -36,7 +36,7 @@ from ...llm.parsing import ParseError, complete_lines
 from .alignment import align
 from ...judges.base import Judgement, fit_prompt, request
 from ...judges.settings import Generation
-from ...method_registry import MethodSpec, register
+from ...run.methods import MethodSpec, register
 from .windows import sentences, windows
 from .metrics import factax_metrics
 

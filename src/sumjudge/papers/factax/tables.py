@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ...data.aggrefact import SOTA_SOURCES, sota_source
-from ...runs import run_name
+from ...run.runs import run_name
 from ...report import paper_results, paper_value, read_results, scaled_ci
 from ...metrics import labels_said
-from ...run_metrics import parse_columns, said_column
+from ...run.metrics import parse_columns, said_column
 
 ORIGIN_DOMAIN = {"cnndm": "CNN/DM", "xsum": "XSum"}
 DOMAINS: dict[str, str | None] = {
@@ -69,7 +69,7 @@ def run_settings(method: str, settings: dict[str, Any], i: int, runs: int, seed:
         return dict(settings)
     from dataclasses import fields as dc_fields
 
-    from ...method_registry import get_method
+    from ...run.methods import get_method
 
     defaults = {f.name: f.default for f in dc_fields(get_method(method).config_cls)}
     out = {**settings, "seed": seed + i}
@@ -351,7 +351,7 @@ def threshold_note(run_dir: str | Path) -> str | None:
     """How a run that thresholds a score turned it into labels, read from the run's ``config.json`` (its method's
     ``threshold`` setting): a fixed threshold, where the judge arena chooses one for a scoring judge on held-out
     examples (so the two label the same answers differently); None for a run without a threshold."""
-    from ...method_registry import get_method
+    from ...run.methods import get_method
 
     p = Path(run_dir) / "config.json"
     cfg = json.loads(p.read_text()) if p.is_file() else {}
@@ -515,7 +515,7 @@ def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
     import matplotlib.pyplot as plt
 
     from ... import plots
-    from ...run_metrics import GOLD_COLUMN, SAID_COLUMN
+    from ...run.metrics import GOLD_COLUMN, SAID_COLUMN
 
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     gold = _label_counts(rows, GOLD_COLUMN)

@@ -23,7 +23,7 @@ from ...judges.base import Judgement, fit_prompt, with_system
 from ...judges.settings import Generation
 from ...llm.engine import Calls
 from ...llm.parsing import complete_lines, yes_no
-from ...method_registry import MethodSpec, register
+from ...run.methods import MethodSpec, register
 from ...prompts import load as load_template
 from ...llm import ChatRequest
 from . import published

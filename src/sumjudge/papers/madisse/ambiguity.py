@@ -22,7 +22,7 @@ from ...llm.parsing import tag_bodies
 from ...prompts import load as load_template
 from ...prompts import variant
 from ...judges.base import Judgement, fit_fields
-from ...method_registry import MethodSpec, register
+from ...run.methods import MethodSpec, register
 from .baselines import SelfConsistencyConfig, ZeroShotConfig, answer_room, cot_samples, label_with_fallback
 from .protocol import MadisseConfig, Turn, fit_entries, guidelines_text, madisse, madisse_prompts
 

@@ -22,7 +22,7 @@ from ...llm.parsing import binary_label, tag_bodies
 from ...prompts import variant
 from ...judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_prompt, request
 from ...judges.settings import Generation
-from ...method_registry import AsPrinted, MethodSpec, register
+from ...run.methods import AsPrinted, MethodSpec, register
 
 
 LABEL_RETRIES = ("resample", "follow_up")

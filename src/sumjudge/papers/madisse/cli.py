@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ...cli_flags import add_run_flags, budget_of, check_engine_flags, run_config_of
+from ...run.flags import add_run_flags, budget_of, check_engine_flags, run_config_of
 
 GUIDELINES_FILE = "guidelines.txt"  # in the run folder: for `sumjudge run madisse --set guidelines=FILE`
 LEARNING_FILE = "learning.json"  # passes, convergence and each added guideline with its example
@@ -14,7 +14,7 @@ LEARNING_FILE = "learning.json"  # passes, convergence and each added guideline 
 def _cmd_learn(a) -> int:
     """MADISSE guideline learning phase (Appendix A.1.1) -> a guidelines file for `madisse --set guidelines=FILE`."""
     check_engine_flags(a)
-    from ...runs import Procedure, run
+    from ...run.runs import Procedure, run
     from .guidelines import learn_guidelines
 
     async def learn(r, llm) -> dict:

@@ -51,7 +51,7 @@ from ...prompts import load as load_template
 from ...prompts import variant
 from ...judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_fields, request, user
 from ...judges.settings import Generation
-from ...method_registry import AsPrinted, MethodSpec, register
+from ...run.methods import AsPrinted, MethodSpec, register
 from ...llm.fitting import fit_to_context
 from .baselines import answer_room, label_with_fallback
 

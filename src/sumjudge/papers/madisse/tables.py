@@ -11,9 +11,9 @@ import html
 import json
 from typing import Any
 
-from ...runs import run_name
+from ...run.runs import run_name
 from ...report import ci_text, paper_results, paper_value, read_results, scaled_ci
-from ...run_metrics import cell_sizes, parse_columns, said_column
+from ...run.metrics import cell_sizes, parse_columns, said_column
 
 # (paper row, method, settings, variant of the run's metrics or None)
 EVALUATORS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
@@ -186,7 +186,7 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
 def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
     """Figure 3 / 6: each evaluator's BAcc, K-alpha, FPR, FNR on all sentences and on those the human
     annotators did not mark ambiguous (the same run, re-scored)."""
-    from ...run_metrics import binary_scores
+    from ...run.metrics import binary_scores
 
     rows = []
     for row, m in results.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ...cli_flags import add_run_flags, budget_of, check_engine_flags, run_config_of
+from ...run.flags import add_run_flags, budget_of, check_engine_flags, run_config_of
 
 FEEDBACK_FILE = "feedback.json"  # in the run folder: for `sumjudge run mesa --set feedback=FILE`
 
@@ -13,7 +13,7 @@ FEEDBACK_FILE = "feedback.json"  # in the run folder: for `sumjudge run mesa --s
 def _cmd_mesa_feedback(a) -> int:
     """MESA self-training (Section 2.5) on the train split -> a feedback file for `mesa --set feedback=FILE`."""
     check_engine_flags(a)
-    from ...runs import Procedure, run
+    from ...run.runs import Procedure, run
     from .feedback import save, self_train
 
     async def train(r, llm) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from ...dataset_tables import paper_rows
+from ...results.dataset_tables import paper_rows
 from ...report import paper_results
 
 

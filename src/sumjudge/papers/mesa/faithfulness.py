@@ -20,7 +20,7 @@ from typing import Any
 
 from ...data.records import FaithExample, MeetingErrorExample
 from ...judges.base import Judgement
-from ...method_registry import AsPrinted, MethodSpec, register
+from ...run.methods import AsPrinted, MethodSpec, register
 from ...llm.engine import Calls
 from .protocol import MesaConfig, mesa, preflight, step_role
 

@@ -17,7 +17,7 @@ from ...data.records import MeetingErrorExample
 from ...llm.engine import Calls
 from ...judges.aspects import Aspect
 from ...judges.base import Judgement
-from ...method_registry import MethodSpec, register
+from ...run.methods import MethodSpec, register
 from ...judges.geval import GEvalConfig, geval_aspect
 from .metrics import meeting_error_metrics
 from ...llm.fitting import longest_prefix

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...judges.base import Judgement
-from ...run_metrics import count_by
+from ...run.metrics import count_by
 
 
 def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:

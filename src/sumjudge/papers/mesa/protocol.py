@@ -57,7 +57,7 @@ from ...prompts import load as load_template
 from ...prompts import render
 from ...judges.base import Judgement
 from ...judges.settings import Generation
-from ...method_registry import MethodSpec, register
+from ...run.methods import MethodSpec, register
 from . import madp
 from .metrics import meeting_error_metrics
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ...llm.engine import RunContext, run_sync
-from ...runs import run_name
+from ...run.runs import run_name
 from ...metrics import fisher_ci, sd_interval, t_interval
 from ...report import paper_value, read_results, scaled_ci
-from ...run_metrics import parse_columns, said_column
+from ...run.metrics import parse_columns, said_column
 from .metrics import transcript_columns
 
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
@@ -55,7 +55,7 @@ def shared_transcript_tokens(session, variants: list[tuple[dict[str, Any], bool]
     or has no context length (nothing is cut then)."""
     from ...data import registry
     from ...judges.settings import make_config
-    from ...method_registry import get_method
+    from ...run.methods import get_method
     from .protocol import transcript_budget
 
     llm = session.llm_for("mesa")
@@ -87,7 +87,7 @@ class FeedbackJob:
 
         from ...data import registry
         from ...judges.settings import make_config
-        from ...method_registry import get_method
+        from ...run.methods import get_method
 
         self.session, self.iterations = session, iterations
         self.cfg = make_config(get_method("mesa").config_cls, session.method_settings("mesa", **settings),

@@ -16,7 +16,7 @@ from ....llm.engine import Calls
 from ....llm.parsing import ParseError, complete_lines
 from ....judges.base import Judgement, fit_prompt, request
 from ....judges.settings import Generation
-from ....method_registry import MethodSpec, register
+from ....run.methods import MethodSpec, register
 from ..metrics import factax_metrics
 from ..protocol import LABELS, NEGATING_PREFIX, parse_factax
 

@@ -53,7 +53,7 @@ def _parameters_if_weights(folder: str, weights: str) -> int | None:
 def local_parameters(label: str | None, weights: dict[str, str] | None) -> int | None:
     """The parameter count of a recorded model from its folder on this machine (``data/models/<label>``), only
     where that folder's weights are the recorded ones (their sha256); else None: a count is never guessed."""
-    from .paths import models_dir
+    from ..paths import models_dir
 
     if not label or not weights or "/" in label:
         return None

@@ -61,7 +61,7 @@ class Fleet:
     _router: subprocess.Popen | None = None
 
     def __post_init__(self) -> None:
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         if self.replicas < 1:
             raise ConfigError(f"replicas={self.replicas}: at least one")
@@ -73,7 +73,7 @@ class Fleet:
     def __enter__(self) -> "Fleet":
         try:
             for i in range(self.replicas):
-                p = subprocess.Popen([self.python, "-m", "sumjudge.standin", "--latency", str(self.latency_s),
+                p = subprocess.Popen([self.python, "-m", "sumjudge.perf.standin", "--latency", str(self.latency_s),
                                       "--slots", str(self.slots), "--max-model-len", str(self.context_length),
                                       "--lifetime", str(self.lifetime_s), "--replica", f"r{i}"],
                                      stdout=subprocess.PIPE, text=True)
@@ -157,7 +157,7 @@ def listed_replicas(root: str) -> list[str]:
     """The replicas the router at ``root`` names (``llm.openai.REPLICA_ROUTES``, as the client asks them)."""
     import httpx
 
-    from .llm.openai import REPLICA_ROUTES, replicas_listed
+    from ..llm.openai import REPLICA_ROUTES, replicas_listed
 
     for route in REPLICA_ROUTES:
         r = httpx.get(root + route, timeout=5)
@@ -168,7 +168,7 @@ def listed_replicas(root: str) -> list[str]:
 
 def router_from_environment() -> str | None:
     """The router executable ``make router-env`` installed, where the Makefile says (``SUMJUDGE_ROUTER``)."""
-    from .environment import read
+    from ..environment import read
 
     path = read("SUMJUDGE_ROUTER")
     return path if path and os.access(path, os.X_OK) else None

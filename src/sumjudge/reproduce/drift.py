@@ -21,9 +21,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .results_check import parse_sections, table_rows
-from .results_notes import LABEL_COLUMNS, VALUE_COLUMNS, number
-from .results_page import DRIFT_FILE
+from .check import parse_sections, table_rows
+from ..results.notes import LABEL_COLUMNS, VALUE_COLUMNS, number
+from ..results.page import DRIFT_FILE
 
 HEADLINE = set(VALUE_COLUMNS) | {"k_alpha", "fpr", "fnr", "accuracy", "r", "rho", "tau"}
 TOP = 3  # largest moves shown per notebook
@@ -40,7 +40,7 @@ def answer_text(response: dict[str, Any]) -> str:
 
 def answers(path: Path) -> dict[str, list[str]]:
     """A recorded answers file's answers (``answer_text``, each the backend gave, in order) by request key."""
-    from .llm.recording import Recording
+    from ..llm.recording import Recording
 
     return {k: [answer_text(r) for r in a.responses] for k, a in Recording.load(path, missing_ok=True).answers.items()}
 
@@ -123,7 +123,7 @@ def fresh_run(profile: str, notebooks: list[str], jobs: int, where: Path) -> flo
     env.update(SUMJUDGE_CACHE=str(where / "cache.sqlite"), SUMJUDGE_RUNS=str(where / "runs"),
                SUMJUDGE_FIGURES=str(where / "figures"))
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "sumjudge.reproduce", "--profile", profile, "--notebooks", " ".join(notebooks),
+    subprocess.run([sys.executable, "-m", "sumjudge.reproduce.record", "--profile", profile, "--notebooks", " ".join(notebooks),
                     "--jobs", str(jobs)], env=env, check=True)
     return time.perf_counter() - start
 
@@ -131,7 +131,7 @@ def fresh_run(profile: str, notebooks: list[str], jobs: int, where: Path) -> flo
 def rerun(profile: str, notebooks: list[str], jobs: int, page: Path, work: Path) -> list[dict[str, Any]]:
     """Reruns of ``notebooks`` compared with ``page``: with ``jobs`` = 1 each alone (a run of its own), else all
     together ``jobs`` at a time on one shared engine, as ``make reproduce`` runs them; each recorded under its label."""
-    from .reproduce import notebooks as find
+    from .record import notebooks as find
 
     stems = [nb.stem for nb in find(" ".join(notebooks))]
     label = "alone" if jobs == 1 else f"{jobs} at a time"
@@ -148,7 +148,7 @@ def rerun(profile: str, notebooks: list[str], jobs: int, page: Path, work: Path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sumjudge.rerun_drift", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce.drift", description=__doc__.splitlines()[0])
     p.add_argument("--page", help="the committed results page (default figures/results-<profile>)")
     p.add_argument("--profile", default="smoke")
     p.add_argument("--notebooks", required=True, help="notebook numbers or stems, space-separated")
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", help="compare an existing fresh run's results page instead of running (with --label)")
     p.add_argument("--label", help="with --fresh: what the rerun was, e.g. 'alone' or '3 at a time'")
     a = p.parse_args(argv)
-    from .paths import figures_dir, project_root
+    from ..paths import figures_dir, project_root
 
     page = Path(a.page) if a.page else figures_dir() / f"results-{a.profile}"
     if a.fresh:

@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .data import registry as data_registry
-from .llm import BackendRequestError, OptionScoringError, PromptTooLongError, make_llm
-from .errors import ConfigError, SumjudgeError
-from .llm.engine import LLM, Calls
+from .. import __version__
+from ..data import registry as data_registry
+from ..llm import BackendRequestError, OptionScoringError, PromptTooLongError, make_llm
+from ..errors import ConfigError, SumjudgeError
+from ..llm.engine import LLM, Calls
 from .locality import ServingTally
-from .judges.settings import make_config
-from .method_registry import get_method
-from .judges.base import Judgement
-from .run_metrics import METRICS_BY_KIND
+from ..judges.settings import make_config
+from .methods import get_method
+from ..judges.base import Judgement
+from .metrics import METRICS_BY_KIND
 
 
 @dataclass
@@ -55,7 +55,7 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         """The record of the run; a base URL is kept without credentials (user:password, query). ``held_out_of``
         appears only when set (the records of other runs stay as they were)."""
-        from .llm.types import server_identity
+        from ..llm.types import server_identity
 
         d = dataclasses.asdict(self)
         d["base_url"] = server_identity(self.base_url) or None
@@ -433,7 +433,7 @@ def claim_folder(r: Run) -> None:
 def execute(r: Run, llm: LLM, *, progress: bool = True) -> dict[str, Any]:
     """Judge every example of ``r`` on the run's own context of ``llm`` (its calls logged to the folder's
     ``calls.jsonl``, counted apart from other runs on the same engine); write results and metrics."""
-    from .llm.engine import run_sync
+    from ..llm.engine import run_sync
 
     view = open_run(r, llm)
     try:
@@ -444,8 +444,8 @@ def execute(r: Run, llm: LLM, *, progress: bool = True) -> dict[str, Any]:
 
 def open_run(r: Run, llm: LLM) -> Calls:
     """The run's own context on ``llm``: its calls logged to the folder's ``calls.jsonl``, counted apart."""
-    from .llm import CallLog
-    from .llm.engine import RunContext
+    from ..llm import CallLog
+    from ..llm.engine import RunContext
 
     return llm.for_run(RunContext(log=CallLog(r.out / "calls.jsonl")))
 
@@ -488,7 +488,7 @@ def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = 
     those) fails the others still finish; the first failure is raised after them."""
     import contextlib
 
-    from .llm.engine import run_sync
+    from ..llm.engine import run_sync
 
     async def everything_in(after_loop: contextlib.ExitStack) -> list:
         _AFTER_LOOP.set(after_loop)  # in the loop's own context (run_sync may run it in another thread)

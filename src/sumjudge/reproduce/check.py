@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .paths import figures_dir, project_root
-from .report import TABLE_DIGITS
+from ..paths import figures_dir, project_root
+from ..report import TABLE_DIGITS
 
 TIME_COLUMN = re.compile(r"(^|_)(wall|latency|seconds)(_|$)|_s$|_per_s$|^wall s$")
 
@@ -127,7 +127,7 @@ def raw_rows(regenerated: Path, name: str) -> list[dict[str, str]] | None:
     None where the table has no CSV."""
     import csv
 
-    from .results_page import PAPER_ONLY
+    from ..results.page import PAPER_ONLY
 
     f = regenerated / f"{name.replace(' ', '_')}.csv"
     if not f.exists():
@@ -160,7 +160,7 @@ def table_difference(name: str, committed: str, regenerated: str,
         return None
     a, b, e = diffs[0]
     col = next(i for i, (h, x, y) in enumerate(zip(h1, a, b)) if not same_as_shown(x, y, e.get(h)))
-    from .results_notes import LABEL_COLUMNS
+    from ..results.notes import LABEL_COLUMNS
 
     label = " / ".join(x for h, x in zip(h1, a) if h in LABEL_COLUMNS and x) or a[0]
     return (f"`{name}`: {len(diffs)} of {len(r1)} rows differ (first: {label}: {h1[col]} {a[col] or '(empty)'} "
@@ -169,8 +169,8 @@ def table_difference(name: str, committed: str, regenerated: str,
 
 def notebook_differences(nb: Path, page: Path, regenerated: Path, record: dict[str, Any]) -> list[str]:
     """What differs between a notebook's committed page and its regenerated tables and figures."""
-    from .results_notes import notes
-    from .results_page import page_body
+    from ..results.notes import notes
+    from ..results.page import page_body
 
     committed = parse_sections((page / f"{nb.stem}.md").read_text(encoding="utf-8").splitlines())
     committed = {k: v for k, v in committed.items() if k != "What these tables cannot show"}
@@ -220,7 +220,7 @@ def lower_kernels() -> dict[str, str]:
 def kernels() -> str:
     """This process's CPU and the kernels its libraries dispatch to (NumPy's SIMD, the BLAS's core type, torch's
     capability), with the settings that held them, in one line."""
-    from .results_page import cpu_name
+    from ..results.page import cpu_name
 
     parts = [f"{cpu_name()}, {os.cpu_count()} cores"]
     try:
@@ -250,7 +250,7 @@ def replay_kernels(env: dict[str, str]) -> str:
     """``kernels()`` as the replay's notebooks see them (their environment)."""
     import subprocess
 
-    res = subprocess.run([sys.executable, "-c", "import numpy\nfrom sumjudge.results_check import kernels\n"
+    res = subprocess.run([sys.executable, "-c", "import numpy\nfrom sumjudge.reproduce.check import kernels\n"
                           "print(kernels())"], env=env, capture_output=True, text=True)
     return res.stdout.strip() or f"unknown ({res.stderr.strip()[-200:]})"
 
@@ -258,8 +258,8 @@ def replay_kernels(env: dict[str, str]) -> str:
 def banner_difference(nb: Path, page: Path, regenerated: Path, record: dict[str, Any]) -> list[str]:
     """The page's banner (``page_banner``: the model beside the paper's, the n its tables rest on) against the one its
     record and its replayed tables give: [] where the page holds it."""
-    from .page_banner import notebook_banner
-    from .results_page import page_body, page_profile
+    from ..results.banner import notebook_banner
+    from ..results.page import page_body, page_profile
 
     banner = notebook_banner(nb.stem, page_profile(page), record, page, page_body(nb, regenerated, None))
     text = (page / f"{nb.stem}.md").read_text(encoding="utf-8")
@@ -269,8 +269,8 @@ def banner_difference(nb: Path, page: Path, regenerated: Path, record: dict[str,
 def replay_notebooks(nbs: list[Path], profile: str, page: Path, regenerated: Path, jobs: int) -> dict[str, str]:
     """Each notebook executed against the page's recorded answers (a worker process each, ``jobs`` at a time);
     its status (``ok`` or why it stopped)."""
-    from .notebook_jobs import run_workers
-    from .replay import REPLAY_ENV
+    from ..notebook_jobs import run_workers
+    from ..replay import REPLAY_ENV
 
     if regenerated.exists():
         shutil.rmtree(regenerated)
@@ -296,8 +296,8 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
     notebook whose replay stops (a request its answers do not hold) is marked stale instead. ``held``: settings
     that hold the replay's kernels (``lower_kernels``); the first report line names the CPU and the kernels."""
     os.environ.update(held or {})
-    from .notebook_jobs import notebooks
-    from .results_page import commit, load_provenance, render_notebook_page, rewrite_state, state_lines, write_index
+    from ..notebook_jobs import notebooks
+    from ..results.page import commit, load_provenance, render_notebook_page, rewrite_state, state_lines, write_index
 
     mark = mark or render
 
@@ -360,7 +360,7 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sumjudge.results_check", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce.check", description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", default="smoke")
     p.add_argument("--notebooks", default="", help="prefixes, e.g. '00 10' (default: every page)")
     p.add_argument("--jobs", default="", help="notebooks replayed at a time (default 2)")

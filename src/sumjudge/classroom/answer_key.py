@@ -3,7 +3,7 @@ from the replay of notebook 50's recorded answers (``lab.replay_arena``), the la
 lab notebook itself against its recorded answers (its tables regenerated, as ``make check-page`` does). A test
 keeps the committed file equal to what this module writes.
 
-``python -m sumjudge.lab_answers`` prints it; ``--write`` rewrites ``docs/lab-answers.md``.
+``python -m sumjudge.classroom.answer_key`` prints it; ``--write`` rewrites ``docs/lab-answers.md``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from . import lab
-from .report import markdown_rows
-from .run_metrics import SAID_COLUMN
+from ..report import markdown_rows
+from ..run.metrics import SAID_COLUMN
 
 LAB_NOTEBOOK = "02_lab_llm_judges"
 OWN_JUDGE = "my-judge"  # the name the lab's example judge has in its tables
@@ -24,8 +24,8 @@ ANSWERS_DOC = Path("docs") / "lab-answers.md"
 
 def replay_lab(profile: str = "smoke", page: Path | None = None) -> dict[str, list[dict[str, str]]]:
     """The lab notebook executed against its recorded answers (no model): its saved tables, by name."""
-    from .paths import project_root
-    from .results_check import replay_notebooks
+    from ..paths import project_root
+    from ..reproduce.check import replay_notebooks
 
     page = page or lab.results_page(profile)
     nb = lab.notebook_path(LAB_NOTEBOOK)
@@ -154,14 +154,14 @@ def how_many(rivals: lab.ArenaResult, paired: list[dict[str, str]], rival: str) 
 
 def lab_parameters() -> dict[str, Any]:
     """The lab notebook's parameters (which judges and prompts its exercises read)."""
-    from .notebook_jobs import notebook_defaults
+    from ..notebook_jobs import notebook_defaults
 
     return notebook_defaults(lab.notebook_path(LAB_NOTEBOOK))
 
 
 def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> str:
     """The answers, from the replayed arena (``rivals``) and the lab's replayed tables."""
-    from .arena import pareto_front
+    from ..arena import pareto_front
 
     params = lab_parameters()
     bacc_judge = params["bacc_judge"]
@@ -170,7 +170,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     rows = [r for r in rivals.table if r["dataset"] == ds]
     out = ["# Lab answers (notebook 02)", "",
            "For the teacher: the answers to [notebook 02](../notebooks/02_lab_llm_judges.ipynb)'s exercises, computed "
-           "by `python -m sumjudge.lab_answers --write` from the committed results page (notebook 50's recorded "
+           "by `python -m sumjudge.classroom.answer_key --write` from the committed results page (notebook 50's recorded "
            "answers, replayed, and the lab's own recorded run of its example judge, replayed); a test keeps this "
            "file equal to what that command writes. Hand the handout ([lab.md](lab.md)) out, not this file.", "",
            f"Every number rests on the replayed arena: {rivals.model}, {ds}, n = {rivals.n} examples per judge, "
@@ -301,11 +301,11 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sumjudge.lab_answers", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m sumjudge.classroom.answer_key", description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="smoke")
     ap.add_argument("--write", action="store_true", help=f"rewrite {ANSWERS_DOC}")
     a = ap.parse_args(argv)
-    from .paths import project_root
+    from ..paths import project_root
 
     text = render(lab.replay_arena(a.profile), replay_lab(a.profile))
     if a.write:

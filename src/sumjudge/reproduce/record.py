@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from .notebook_jobs import execute, notebook_parameters, notebooks, recording_order, run_workers  # noqa: F401
-from .paths import project_root, runs_dir
+from ..notebook_jobs import execute, notebook_parameters, notebooks, recording_order, run_workers  # noqa: F401
+from ..paths import project_root, runs_dir
 
 
 TIME_COLUMNS = ("notebook", "wall_s", "model", "calls", "cache_hits", "backend_calls", "waves", "rows_per_wave",
@@ -58,7 +58,7 @@ def write_time_profile(rows: list[dict], profile: str, out_dir: Path, totals: di
     prefill and decode seconds, the share of decode time with an under-filled micro-batch); with a shared
     engine (``totals``: its counters at the end) the decoder columns are the engine's over each notebook's
     span, every notebook then running included, and the engine's totals close the page."""
-    from .report import markdown_rows
+    from ..report import markdown_rows
 
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = markdown_rows(rows, TIME_COLUMNS)
@@ -99,7 +99,7 @@ def start_shared_engine(profile: str, model: str, work: Path):
     import os
     import subprocess
 
-    from . import profiles
+    from .. import profiles
 
     prof = profiles.load(profile)
     model = model or prof.model
@@ -125,7 +125,7 @@ def start_shared_engine(profile: str, model: str, work: Path):
 
 def engine_totals(url: str) -> dict:
     """The shared engine's decoder counters (all notebooks together) and the requests it decoded once for two."""
-    from .llm.shared_engine import get_json
+    from ..llm.shared_engine import get_json
 
     try:
         return get_json(url, "/stats")
@@ -140,7 +140,7 @@ def longest_first(nbs: list[Path], hint: list[str] | None = None) -> list[Path]:
     numbers, longest first); the numbered order for notebooks neither knows."""
     import re
 
-    from .paths import figures_dir
+    from ..paths import figures_dir
 
     seen: dict[str, float] = {}
     for f in figures_dir().glob("time_profile_*.md"):
@@ -162,7 +162,7 @@ def cpu_speed_note(dtype: str | None) -> str | None:
     """A word before a long run where the profile asks for the CPU's native dtype and this CPU has no native
     bfloat16 (no AVX512-BF16 or AMX): the model then runs in float32, several times slower than the README's
     measured run. None elsewhere (a GPU, another dtype, a CPU with native bfloat16)."""
-    from .llm.hf import cpu_has_native_bf16
+    from ..llm.hf import cpu_has_native_bf16
 
     if dtype != "cpu-native" or cpu_has_native_bf16():
         return None
@@ -194,11 +194,11 @@ def main(argv: list[str] | None = None) -> int:
 def reuse_page_answers(profile: str, model: str, backend: str) -> str:
     """``--reuse-answers``: the profile's results page's recorded answers of ``model``'s weights put in the response
     cache (``recorded_reuse``); one line saying what was taken, or why nothing was."""
-    from .errors import ConfigError
-    from .llm.cache import ResponseCache
-    from .llm.models import resolve_model
-    from .paths import figures_dir
-    from .recorded_reuse import reuse_recorded_answers
+    from ..errors import ConfigError
+    from ..llm.cache import ResponseCache
+    from ..llm.models import resolve_model
+    from ..paths import figures_dir
+    from .reuse import reuse_recorded_answers
 
     page = figures_dir() / f"results-{profile}"
     folder = Path(resolve_model(model)) if backend == "hf" else None
@@ -217,7 +217,7 @@ def reuse_page_answers(profile: str, model: str, backend: str) -> str:
 def record(argv: list[str] | None = None) -> int:
     import os
 
-    p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce")
+    p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce.record")
     p.add_argument("--profile", default="smoke")
     p.add_argument("--model", default="")
     p.add_argument("--backend", default="")
@@ -233,19 +233,19 @@ def record(argv: list[str] | None = None) -> int:
                         "what they give (results_check)")
     p.add_argument("--reuse-answers", action="store_true",
                    help="first take the answers the results page recorded of the same weights into the response "
-                        "cache (sumjudge.recorded_reuse): only new requests are asked of the model")
+                        "cache (sumjudge.reproduce.reuse): only new requests are asked of the model")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # run the notebooks, report nothing
     args = sys.argv[1:] if argv is None else argv
     a = p.parse_args(args)
     if a.replay and not a.worker:
-        from .results_check import main as check_main
+        from .check import main as check_main
 
         return check_main(["--profile", a.profile, "--notebooks", a.notebooks] + (["--jobs", a.jobs] if a.jobs else []))
     params = {"model": a.model, "backend": a.backend, "base_url": a.base_url,
               "n": int(a.n) if a.n else None, "seed": int(a.seed) if a.seed else None}
     out_dir = project_root() / "build" / "notebooks" / a.profile
     t_all = time.time()
-    from .results_page import commit
+    from ..results.page import commit
 
     started_at = commit()  # the page names the code the run started with (the checkout may change while it runs)
     failed = []
@@ -261,7 +261,7 @@ def record(argv: list[str] | None = None) -> int:
                 status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
             print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
         return 1 if failed else 0
-    from . import profiles
+    from .. import profiles
 
     prof = profiles.load(a.profile)
     shared = a.shared_engine == "auto" and (a.backend or prof.backend) == "hf"
@@ -295,8 +295,8 @@ def record(argv: list[str] | None = None) -> int:
             failed.append(nb.name)
         walls.append({k: w[k] for k in ("notebook", "wall_s", "status", "start")})
         profile_rows += notebook_time_profile(nb.stem, w["wall_s"], since=w["start"])
-    from .parse_report import write_parse_rates
-    from .paths import figures_dir
+    from ..results.parse_rates import write_parse_rates
+    from ..paths import figures_dir
 
     if profile_rows:
         print(f"time profile per notebook: {write_time_profile(profile_rows, a.profile, figures_dir(), totals, jobs)}")
@@ -307,7 +307,7 @@ def record(argv: list[str] | None = None) -> int:
     table = write_parse_rates(runs_dir(), a.profile, figures_dir(), since=t_all)
     if table:
         print(f"parse rates per method: {table.with_suffix('.md')}")
-    from .results_page import write_results_page
+    from ..results.page import write_results_page
 
     page = write_results_page(a.profile, notebooks(a.notebooks), walls, figures_dir(),
                               model=a.model or prof.model, time_rows=profile_rows,

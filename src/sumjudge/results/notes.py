@@ -30,8 +30,8 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from .run_metrics import GOLD_COLUMN, SAID_COLUMN, one_label_said
-from .report import TABLE_DIGITS
+from ..run.metrics import GOLD_COLUMN, SAID_COLUMN, one_label_said
+from ..report import TABLE_DIGITS
 
 LABEL_COLUMNS = ("experiment", "evaluator", "judge", "detector", "method", "setting", "stances", "prompts", "subset",
                  "dataset", "level", "aspect", "bucket", "rounds", "sessions", "vote", "metric", "protocol")

@@ -1,5 +1,5 @@
 """The README's numbers, generated from the committed results page (never typed): the blocks between
-``<!-- generated: NAME -->`` and ``<!-- end generated -->`` are written by ``python -m sumjudge.readme_numbers
+``<!-- generated: NAME -->`` and ``<!-- end generated -->`` are written by ``python -m sumjudge.reproduce.readme_numbers
 --write`` and checked by a test (``check``), so the README cannot contradict the page."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .paths import project_root
+from ..paths import project_root
 
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 
 def _page_table(page: Path, notebook: str, section: str) -> tuple[list[str], list[list[str]]]:
-    from .results_check import parse_sections, table_rows
+    from .check import parse_sections, table_rows
 
     f = page / f"{notebook}.md"
     if not f.exists():
@@ -25,7 +25,7 @@ def _page_table(page: Path, notebook: str, section: str) -> tuple[list[str], lis
 
 
 def _record(page: Path, notebook: str) -> dict:
-    from .results_page import load_provenance
+    from ..results.page import load_provenance
 
     return load_provenance(page)["notebooks"].get(notebook, {})
 
@@ -33,7 +33,7 @@ def _record(page: Path, notebook: str) -> dict:
 def arena(page: Path) -> str:
     """The judge arena's table as the page has it: each judge's mean BAcc over the datasets, its interval on each
     dataset, n, prompt tokens per example; with the page's commit and state."""
-    from .results_notes import number as num
+    from ..results.notes import number as num
 
     head, rows = _page_table(page, "50_judge_arena", "arena")
     if not rows:
@@ -75,7 +75,7 @@ def arena(page: Path) -> str:
 
 def states(page: Path) -> str:
     """Each notebook's state on the page (recorded at a commit, stale, not recorded)."""
-    from .results_page import load_provenance, state_word
+    from ..results.page import load_provenance, state_word
 
     prov = load_provenance(page)
     out = []
@@ -97,7 +97,7 @@ def render(text: str, page: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sumjudge.readme_numbers")
+    p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce.readme_numbers")
     p.add_argument("--write", action="store_true", help="rewrite the README's generated blocks from the page")
     a = p.parse_args(argv)
     readme = project_root() / "README.md"
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         readme.write_text(new, encoding="utf-8")
         return 0
     if new != text:
-        print("README.md's generated blocks differ from the results page: python -m sumjudge.readme_numbers --write")
+        print("README.md's generated blocks differ from the results page: python -m sumjudge.reproduce.readme_numbers --write")
         return 1
     return 0
 

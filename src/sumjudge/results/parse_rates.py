@@ -33,7 +33,7 @@ def run_folders(runs_root: Path, profile: str, since: float | None = None) -> li
 
 def role_events(run: Path, method: str) -> dict[str, list[tuple[bool, int]]]:
     """(ok, attempts) of the parse events of the run's last process, by role (the method's ``roles``)."""
-    from .method_registry import methods
+    from ..run.methods import methods
 
     out: dict[str, list[tuple[bool, int]]] = defaultdict(list)
     calls = run / "calls.jsonl"

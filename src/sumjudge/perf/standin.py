@@ -23,7 +23,7 @@ leading blocks already seen by this replica are its cached tokens, reported as v
 (``usage.prompt_tokens_details.cached_tokens``). The store holds at most ``prefix_blocks`` blocks (the least recently
 used go first), as a server's KV cache holds a bounded number.
 
-``python -m sumjudge.standin --latency 2 --slots 64`` serves until stopped and prints its base URL first.
+``python -m sumjudge.perf.standin --latency 2 --slots 64`` serves until stopped and prints its base URL first.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ class StandinServer:
                  lifetime_s: float = 24 * 3600.0, port: int = 0, tokenize: bool = True, replica: str = "standin",
                  prefix_blocks: int = 1_000_000):
         if latency_s < 0 or slots < 1 or (tokens_per_s is not None and tokens_per_s <= 0):
-            from .errors import ConfigError
+            from ..errors import ConfigError
 
             raise ConfigError("latency_s >= 0, slots >= 1 and tokens_per_s > 0 (or None)")
         self.model, self.latency_s, self.tokens_per_s = model, latency_s, tokens_per_s
@@ -270,7 +270,7 @@ class StandinServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m sumjudge.standin", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m sumjudge.perf.standin", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="standin")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--latency", type=float, default=0.0, help="seconds per request")

@@ -1,0 +1,1 @@
+"""The ``sumjudge`` command line (``main``)."""

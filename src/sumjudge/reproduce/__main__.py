@@ -1,0 +1,7 @@
+"""`python -m sumjudge.reproduce` records the notebooks (``record``: `make reproduce`)."""
+
+import sys
+
+from .record import main
+
+sys.exit(main())
