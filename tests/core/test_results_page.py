@@ -395,7 +395,10 @@ def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_reco
     assert fewest_of_a_class(lines) == 4
     record = {"wall_s": 2165.0, "machine": {"cpu": "AMD EPYC"}}
     words = " ".join(few_examples_words(lines, record, "smoke"))
-    assert "rest on 4 examples of one gold class" in words and "about 3 times the examples" in words
+    assert "rest on 4 examples of one gold class" in words and "at least 3 times the examples" in words
+    in_all = ["## t", "", "| evaluator | bacc | n |", "|---|---|---|", "| mesa | 50 | 3 |"]
+    assert "rest on 3 examples in all" in " ".join(few_examples_words(in_all, record, "smoke"))
+    assert "at least 7 times the examples" in " ".join(few_examples_words(in_all, record, "smoke"))  # 20 of 2 classes
     assert "took 36 min on AMD EPYC" in words
     cached = " ".join(few_examples_words(lines, {**record, "calls": 150, "backend_calls": 0}, "smoke"))
     assert "read every answer from the response cache" in cached and "took" not in cached
@@ -405,7 +408,7 @@ def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_reco
     assert fewest_of_a_class(support) == 2
     only_n = ["## t", "", "| judge | bacc | n |", "|---|---|---|", "| a | 50 | 8 |", "| b | 50 | 0 |"]
     said = " ".join(few_examples_words(only_n, record, "smoke"))
-    assert "rest on 8 examples in all" in said and "10 of each gold class would take about 2 times" in said
+    assert "rest on 8 examples in all" in said and "10 of each gold class would take at least 3 times" in said
 
 
 def test_what_a_profile_leaves_out_is_a_section_of_the_page(tmp_path, monkeypatch):

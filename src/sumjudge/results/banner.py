@@ -173,7 +173,9 @@ def few_examples_words(lines: list[str], record: dict[str, Any], profile: str) -
                 + " for its model calls, and that cost grows with the examples")
     else:
         cost = ""
-    more = (f"about {-(-ENOUGH_OF_A_CLASS // fewest)} times the examples" if fewest else "examples of a class it has "
+    # a count of one class needs ENOUGH of it; a count of all examples, ENOUGH of each of the two classes at least
+    wanted = ENOUGH_OF_A_CLASS * (1 if what.startswith("of one") else 2)
+    more = (f"at least {-(-wanted // fewest)} times the examples" if fewest else "examples of a class it has "
             "none of")
     return [f"> Some cells rest on {fewest} example{'s' if fewest != 1 else ''} {what}: {ENOUGH_OF_A_CLASS} of each "
             f"gold class would take {more}{cost}. The `{profile}` profile keeps "

@@ -104,9 +104,10 @@ def _label(row: dict[str, str], skip: tuple[str, ...] = ()) -> str:
 
 
 def _rows_note(t: Table, hits: list[tuple[dict[str, str], str]], what: str, why: str, of: int | None = None) -> str:
-    """One sentence for the rows ``hits`` (a row and what it shows, the first one the example) out of ``of`` rows."""
+    """One sentence for the rows ``hits`` (a row and what it shows, the first one the example) out of ``of`` rows
+    (default: the table's own rows, its paper's printed rows aside, so that every note on one table counts alike)."""
     row, detail = hits[0]
-    total = len(t.rows) if of is None else of
+    total = len([r for r in t.rows if not t.paper_row(r)]) if of is None else of
     return (f"`{t.name}`: {len(hits)} of {total} rows {what} (e.g. {_label(row)}{': ' + detail if detail else ''}): "
             f"{why}")
 
@@ -165,8 +166,7 @@ def no_number(t: Table) -> list[str]:
         row, why = hits[0]
         return [f"`{t.name}` shows no number: none of its {len(hits)} rows was computed (e.g. {_label(row)}"
                 f"{': ' + why if why else ''}): the table is empty, not a result"]
-    return [_rows_note(t, hits, "show no number", "nothing could be computed there; a blank is not a result",
-                       of=len(own))]
+    return [_rows_note(t, hits, "show no number", "nothing could be computed there; a blank is not a result")]
 
 
 def on_zero(t: Table) -> list[str]:
