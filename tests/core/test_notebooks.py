@@ -57,7 +57,7 @@ def test_every_saved_table_has_a_reading_guide_beside_it(path: Path):
 
 # notebooks executed at once: each is mostly Python in one kernel (one torch thread), so two share 2 cores
 WORKERS = int(os.environ.get("SUMJUDGE_NOTEBOOK_WORKERS", "2"))
-EXECUTE = ("import sys; from pathlib import Path; from sumjudge import reproduce; "
+EXECUTE = ("import sys; from pathlib import Path; from sumjudge.reproduce import record as reproduce; "
            "reproduce.execute(Path(sys.argv[1]), 'ci', Path(sys.argv[2]))")
 
 
