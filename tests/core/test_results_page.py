@@ -385,6 +385,12 @@ def test_the_index_banner_and_its_last_run_files_say_what_they_cover(tmp_path):
     assert "Every page's tables leave out the `difference` column" in text
     assert "## Parse rates" not in text and "shared engine" not in text and "| cot | 0.9 |" not in text
     assert "parse_rates_smoke.md" not in text and "time_profile_smoke.md" not in text
+    assert "appears under several revisions" not in text
+    prov["notebooks"]["30_mesa"]["engines"][0]["revision"] = "local-other"  # another recording of the same weights
+    prov["notebooks"]["30_mesa"]["backend_calls"] = 0
+    (out / "provenance.json").write_text(json.dumps(prov))
+    text = write_index(out, "smoke").read_text()
+    assert "m appears under several revisions" in text and "made no backend call" in text and "REUSE=1" in text
 
 
 def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_recordings_time(tmp_path):

@@ -401,12 +401,21 @@ def write_index(out: Path, profile: str) -> Path:
     cached = [r["notebook"] for r in records if r.get("calls") and r.get("backend_calls") == 0]
     if cached:
         lines += ["", f"{', '.join(cached)} made no backend call when recorded: every answer came from the response "
-                  "cache (computed by an earlier run on that machine, or by another notebook with the same settings); "
+                  "cache (computed by an earlier run on that machine, by another notebook with the same settings, or "
+                  "recorded on this page before from the same weights and taken again by `make reproduce REUSE=1`); "
                   "their wall times are a cache replay's."]
     engines = {json.dumps(e, sort_keys=True): e for r in records for e in r.get("engines") or []}
     if engines:
         lines += ["", "Engines: " + "; ".join(", ".join(f"{k} {v}" for k, v in e.items() if v)
                                               for e in engines.values())]
+        revisions = {}
+        for e in engines.values():
+            revisions.setdefault(e.get("model"), set()).add(e.get("revision"))
+        several = sorted(m for m, revs in revisions.items() if m and len(revs) > 1)
+        if several:
+            lines += ["", f"{', '.join(several)} appears under several revisions: a local model's revision names its "
+                      "weights, by their files' sizes and times in earlier recordings and by their content since; "
+                      "the weights' sha256 below says which weights every recording ran."]
     models = {(r.get("model"), json.dumps(r.get("weights_sha256") or {}, sort_keys=True)) for r in records if r.get("model")}
     for m, w in sorted(models, key=str):
         lines.append(f"- model `{m}`" + "".join(f"; `{k}` sha256 `{v}`" for k, v in json.loads(w).items()))
