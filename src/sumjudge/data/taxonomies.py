@@ -3,7 +3,7 @@
 A loader reads the classes its file gives (and keeps them in ``meta``); the types its records carry come from the
 taxonomy registered under a name (``ERRORS``: summary error types; ``AMBIGUITY``: the ambiguity types of summary
 sentences), through that taxonomy's conversion of the file's annotation scheme. The papers register theirs when
-their package is imported, on the first lookup (``plugins.discover``): the data layer defines no taxonomy itself.
+their package is imported, on the first lookup (``registry.discover``): the data layer defines no taxonomy itself.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..plugins import discover
+from ..registry import discover
 
 ERRORS = "summary-errors"
 AMBIGUITY = "ambiguity"

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable
 from ..data.records import RatedExample
 from ..errors import ConfigError
 from ..prompts import load as load_template
-from ..plugins import discover
+from ..registry import discover
 from .base import Judgement
 
 # dataset -> aspect -> template, in the order of the paper's table (``register_templates``)

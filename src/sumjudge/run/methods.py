@@ -1,7 +1,7 @@
 """The methods' registry: every judge is a ``MethodSpec`` registered by name (``register``), and the entry points
 (the command line, notebooks, the arena, the planner, the reproduction) look methods up here (``get_method``,
 ``methods``). The papers register theirs when their package is imported, which happens on the first lookup
-(``plugins.discover``): nothing below the entry points imports a paper."""
+(``registry.discover``): nothing below the entry points imports a paper."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..errors import ConfigError
-from ..plugins import discover
+from ..registry import discover
 
 if TYPE_CHECKING:
     from ..judges.base import Judgement
@@ -55,7 +55,7 @@ METHODS: dict[str, MethodSpec] = {}
 
 def methods() -> dict[str, MethodSpec]:
     """Every registered method: the shared judges and, imported on first use, every plug-in package's
-    (``plugins.discover``)."""
+    (``registry.discover``)."""
     discover()
     return METHODS
 
