@@ -1,9 +1,61 @@
-"""The plug-in packages: every paper's folder. A paper registers what it defines (its methods, its aspect templates,
+"""One registry type for everything looked up by name, and the plug-in packages that fill it.
+
+The plug-in packages are every paper's folder. A paper registers what it defines (its methods, its aspect templates,
 the taxonomies its data is converted to) when its package is imported, and the package is imported by name on the
 first lookup of any of them (``discover``), as lm-evaluation-harness finds its tasks: nothing below the entry points
-imports a paper, and a paper imports what it builds on without a circle."""
+imports a paper, and a paper imports what it builds on without a circle.
+
+A ``Registry`` (the methods, the backends, the datasets, the taxonomies) is a dict of name -> thing with three more
+verbs: ``add`` (by a call), ``register`` (as a decorator) and ``find`` (a lookup that imports the plug-in packages
+once when the name is not there yet, and then names what is known in one ``UnknownName`` error). ``all`` is every
+entry, the plug-ins' included.
+"""
 
 from __future__ import annotations
+
+from typing import Callable, Generic, TypeVar
+
+from .errors import UnknownName
+
+T = TypeVar("T")
+
+
+class Registry(dict, Generic[T]):
+    """Things of one kind by name (``what`` names the kind in errors). ``plugins``: a name missing at lookup is
+    looked for in the plug-in packages first (the papers register their methods and taxonomies when imported)."""
+
+    def __init__(self, what: str, *, plugins: bool = True):
+        super().__init__()
+        self.what = what
+        self.plugins = plugins
+
+    def add(self, name: str, item: T) -> T:
+        """Register ``item`` under ``name`` (a later entry under a name replaces the earlier one) and return it."""
+        self[name] = item
+        return item
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """The decorator form of ``add``: ``@REGISTRY.register("name")``."""
+        return lambda item: self.add(name, item)
+
+    def _discover(self) -> None:
+        if self.plugins:
+            discover()
+
+    def all(self) -> "Registry[T]":
+        """Every entry, the plug-in packages' included."""
+        self._discover()
+        return self
+
+    def find(self, name: str) -> T:
+        """The entry under ``name``, the plug-in packages imported first where it is missing; ``UnknownName``
+        (a ConfigError and a KeyError) naming every known name where it is not there either."""
+        if name not in self:
+            self._discover()
+        if name not in self:
+            raise UnknownName(f"unknown {self.what} {name!r}; known: {', '.join(sorted(self)) or 'none'}")
+        return self[name]
+
 
 PLUGIN_PACKAGES = ("sumjudge.papers",)
 _discovered: list[str] = []

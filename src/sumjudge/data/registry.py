@@ -19,6 +19,7 @@ from . import (
 )
 from .records import Example, FaithExample, MeetingErrorExample, RatedExample
 from ..errors import ConfigError, UnknownName
+from ..registry import Registry
 from .sources import DataFormatError
 
 
@@ -40,12 +41,12 @@ class DatasetSpec:
     paper_column: str | None = None  # the paper's column shown beside it (file:...&paper=)
 
 
-DATASETS: dict[str, DatasetSpec] = {}
+DATASETS: Registry[DatasetSpec] = Registry("dataset", plugins=False)  # every dataset is registered below
 FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")  # what ``file:PATH`` reads
 
 
 def register(spec: DatasetSpec) -> None:
-    DATASETS[spec.name] = spec
+    DATASETS.add(spec.name, spec)
 
 
 register(DatasetSpec(
@@ -209,8 +210,7 @@ def get(name: str) -> DatasetSpec:
         if name.lower().endswith(FILE_SUFFIXES) or Path(name).expanduser().exists():
             raise UnknownName(f"unknown dataset {name!r}: a file of your own is given as --dataset file:{name} "
                               "(options: docs/data.md)")
-        raise UnknownName(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
-    return DATASETS[name]
+    return DATASETS.find(name)
 
 
 def is_present(name: str) -> bool:

@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
-from ..registry import discover
+from ..registry import Registry
 
 ERRORS = "summary-errors"
 AMBIGUITY = "ambiguity"
@@ -47,18 +46,13 @@ class AmbiguityTaxonomy:
     subcategory: Callable[..., list[str]]  # (raw sub-category, raw category, file=, row=) -> types
 
 
-_TAXONOMIES: dict[str, Any] = {}
+_TAXONOMIES: Registry[Any] = Registry("taxonomy")
 
 
 def register(name: str, taxonomy: Any) -> Any:
-    _TAXONOMIES[name] = taxonomy
-    return taxonomy
+    return _TAXONOMIES.add(name, taxonomy)
 
 
 def get(name: str) -> Any:
     """The taxonomy registered under ``name`` (the plug-in packages imported first when it is not there yet)."""
-    if name not in _TAXONOMIES:
-        discover()
-    if name not in _TAXONOMIES:
-        raise ConfigError(f"no taxonomy {name!r} is registered; registered: {', '.join(sorted(_TAXONOMIES)) or 'none'}")
-    return _TAXONOMIES[name]
+    return _TAXONOMIES.find(name)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import ConfigError
+from ..registry import Registry
 
 
 @dataclass(frozen=True)
@@ -17,13 +18,13 @@ class BackendKind:
     serves_a_model: bool = True  # False: a test double (no model to benchmark)
 
 
-BACKENDS: dict[str, BackendKind] = {}
+BACKENDS: Registry[BackendKind] = Registry("backend", plugins=False)  # the three below
 
 
 def register_backend(name: str, about: str, *, serves_a_model: bool = True):
     """Add a backend under ``name``: the decorated function builds it from (model, base_url=..., **options)."""
     def add(build):
-        BACKENDS[name] = BackendKind(name, about, build, serves_a_model)
+        BACKENDS.add(name, BackendKind(name, about, build, serves_a_model))
         return build
     return add
 
@@ -60,6 +61,4 @@ def _scripted(model, *, base_url=None, **options):
 
 def make_backend(backend: str, model: str | None = None, *, base_url: str | None = None, **options):
     """Build a backend by name. ``options`` go to its constructor (token_budget, concurrency, ...)."""
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    return BACKENDS[backend].build(model, base_url=base_url, **options)
+    return BACKENDS.find(backend).build(model, base_url=base_url, **options)

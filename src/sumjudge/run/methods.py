@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from ..errors import ConfigError
-from ..registry import discover
+from ..registry import Registry
 
 if TYPE_CHECKING:
     from ..judges.base import Judgement
@@ -50,24 +49,18 @@ class MethodSpec:
     published: Callable[[str, str, str | None], Any] | None = None
 
 
-METHODS: dict[str, MethodSpec] = {}
+METHODS: Registry[MethodSpec] = Registry("method")
 
 
 def methods() -> dict[str, MethodSpec]:
     """Every registered method: the shared judges and, imported on first use, every plug-in package's
     (``registry.discover``)."""
-    discover()
-    return METHODS
+    return METHODS.all()
 
 
 def register(spec: MethodSpec) -> MethodSpec:
-    METHODS[spec.name] = spec
-    return spec
+    return METHODS.add(spec.name, spec)
 
 
 def get_method(name: str) -> MethodSpec:
-    if name not in METHODS:
-        methods()
-    if name not in METHODS:
-        raise ConfigError(f"unknown method {name!r}; known: {', '.join(sorted(METHODS))}")
-    return METHODS[name]
+    return METHODS.find(name)

@@ -20,7 +20,7 @@ def test_the_papers_register_the_taxonomies_on_the_first_lookup():
 
 
 def test_an_unknown_taxonomy_is_one_clear_error():
-    with pytest.raises(ConfigError, match="no taxonomy 'nope' is registered; registered: .*summary-errors"):
+    with pytest.raises(ConfigError, match="unknown taxonomy .nope.; known: .*summary-errors"):
         taxonomies.get("nope")
 
 
