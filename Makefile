@@ -36,7 +36,7 @@ ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/routers-vllm-0.1.17-sglang-0.3.2
 ROUTER_STAMP := $(ROUTER_VENV)/.sumjudge-installed
 ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 
-.PHONY: router-env test-router check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup class-server data clean clean-figures
+.PHONY: router-env test-router check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup class-server lint data clean clean-figures
 
 # everything requirements.txt pins (the hf and models extras included), then the checkout with no dependencies
 $(STAMP): requirements.txt pyproject.toml
@@ -50,6 +50,10 @@ env: $(STAMP)
 # Everything CI runs (offline, CPU): the notebooks under the tiny model and the model conversions included.
 test: env
 	$(BIN)/python -m pytest -q -rs
+
+# The code's lint (ruff, configured in pyproject.toml); CI runs it after make test
+lint: env
+	$(BIN)/ruff check src tests tests_live
 
 # The inner loop: no notebooks, no model conversions, no whole kill-and-resume runs (tests marked slow).
 test-fast: env

@@ -4,7 +4,6 @@ compared at the precision the page shows, so a replay whose floats differ from t
 
 from __future__ import annotations
 
-import json
 import math
 
 import matplotlib

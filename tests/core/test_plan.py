@@ -176,7 +176,6 @@ def test_a_notebook_is_planned_with_the_context_its_profile_gives_it(monkeypatch
     """The smoke profile cuts prompts to each notebook's context (1,024 tokens; 3,264 for MESA): planned without
     --context-length, each notebook's prompts are cut as its run cuts them; a given context wins; a profile with
     none plans with 131,072."""
-    import os
 
     from sumjudge import notebook_jobs
     from sumjudge.plan import plan_notebooks
