@@ -259,9 +259,35 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from ..papers import add_paper_commands
+def add_paper_commands(sub) -> None:
+    """Each paper's own subcommands (``run.commands.COMMANDS``, registered by the papers): the shared run flags with
+    the command's defaults, then its own flags."""
+    from functools import partial
 
+    from ..run.commands import COMMANDS
+
+    for command in COMMANDS.all().values():
+        sp = sub.add_parser(command.name, help=command.help)
+        add_run_flags(sp, **command.run_flags)
+        for flag, options in command.flags:
+            sp.add_argument(flag, **options)
+        sp.set_defaults(fn=partial(_cmd_paper, command))
+
+
+def _cmd_paper(command, a) -> int:
+    """A paper's command run as every method runs (``runs.run``: a run folder, its lock, the cache, the budget),
+    its procedure given its own flags' values; prints what the command shows."""
+    check_engine_flags(a)
+    from ..run.runs import Procedure, run
+
+    options = {name: getattr(a, name) for name in command.option_names()}
+    m = run(run_config_of(a, command.method), a.out, no_cache=a.no_cache, cache=a.cache, budget=budget_of(a),
+            procedure=Procedure(command.name, options, command.procedure(options)))
+    print(json.dumps({k: m[k] for k in command.shows} | {"out": str(a.out), "backend_calls": m["engine"]["backend_calls"]}))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="sumjudge", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
 
