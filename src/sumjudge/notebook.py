@@ -26,6 +26,7 @@ from .replay import (ANSWERS, ANSWERS_PLAIN, ask_from_env, model_label, page_pat
                      set_recorded_parameters)
 from .plan import PlanSetting, planning_llm
 from .profiles import Profile
+from .run.methods import settings_from
 
 
 def slug(text: str) -> str:
@@ -155,7 +156,7 @@ class Session:
         """The profile's generation policy as method settings (those of its fields the method's config has: every
         paper's config has all three, a judge of your own may have none), then the profile's settings for
         ``method``, then ``extra``."""
-        return {**self.prof.settings_for(method), **extra}
+        return {**settings_from(self.prof, method), **extra}
 
     def prepare_run(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
              split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None):

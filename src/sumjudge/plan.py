@@ -183,12 +183,13 @@ def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model:
     from .llm import NullCache
     from .llm.engine import LLM
     from .profiles import load
+    from .run.methods import settings_from
     from .run.runs import RunConfig, run
 
     prof = load(profile)
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec.get("level"), limit=limit,
                    backend="openai", model=model, base_url="http://plan.invalid/v1",
-                   settings=prof.settings_for(spec["method"]))
+                   settings=settings_from(prof, spec["method"]))
     backend = PlanBackend(tokenizer, model, context_length, measured)
     llm = LLM(backend, cache=NullCache(), parse_retries=prof.parse_retries)
     with tempfile.TemporaryDirectory() as tmp:

@@ -81,8 +81,9 @@ class Measured:
 
 def paper_settings(method: str) -> dict[str, Any]:
     from ..profiles import load
+    from ..run.methods import settings_from
 
-    return load("paper").settings_for(method)
+    return settings_from(load("paper"), method)
 
 
 def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1024, keep_timeline: bool = False,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from importlib.resources import files
+from collections.abc import Collection
 from typing import Any
 
 import yaml
@@ -46,16 +47,13 @@ class Profile:
             return own.get("backend") or self.backend, own["model"], own.get("base_url")
         return self.backend, self.model, self.base_url
 
-    def settings_for(self, method: str | None = None) -> dict[str, Any]:
-        """The profile's generation policy as method settings (those of its fields the method's config has: every
-        paper's config has all three, a judge of your own may have none), then the profile's settings for
-        ``method``."""
-        from ..run.methods import get_method
-
+    def settings_for(self, method: str | None = None, accepted: Collection[str] | None = None) -> dict[str, Any]:
+        """The profile's generation policy as method settings (those of its fields in ``accepted``, the names the
+        method's config has: every paper's config has all three, a judge of your own may have none;
+        ``run.methods.settings_from`` passes them), then the profile's settings for ``method``."""
         policy = {"max_new_tokens": self.max_new_tokens, "truncate": self.truncate, "fallback": self.label_fallback}
-        if method:
-            has = {f.name for f in fields(get_method(method).config_cls)}
-            policy = {k: v for k, v in policy.items() if k in has}
+        if accepted is not None:
+            policy = {k: v for k, v in policy.items() if k in accepted}
         return {**policy, **self.method_settings.get(method or "", {})}
 
     def engine_options(self) -> dict[str, Any]:

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..registry import Registry
@@ -13,6 +13,7 @@ from ..registry import Registry
 if TYPE_CHECKING:
     from ..judges.base import Judgement
     from ..llm.engine import LLM
+    from ..profiles import Profile
 
 JudgeFn = Callable[[Any, "LLM", Any], Awaitable["Judgement"]]
 
@@ -64,3 +65,10 @@ def register(spec: MethodSpec) -> MethodSpec:
 
 def get_method(name: str) -> MethodSpec:
     return METHODS.find(name)
+
+
+def settings_from(profile: Profile, method: str | None = None) -> dict[str, Any]:
+    """``profile``'s settings for ``method`` (``Profile.settings_for``), its generation policy kept to the fields
+    ``method``'s config has."""
+    accepted = {f.name for f in fields(get_method(method).config_cls)} if method else None
+    return profile.settings_for(method, accepted)
