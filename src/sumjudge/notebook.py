@@ -22,9 +22,9 @@ from .llm.recording import Recorder, Recording, ReplayBackend
 from .environment import read
 from .errors import ConfigError
 from .paths import figures_dir, project_root, runs_dir
-from .replay import (ANSWERS, ANSWERS_PLAIN, ask_from_env, model_label, page_path, replay_from_env, replay_llm,
+from .run.replay import (ANSWERS, ANSWERS_PLAIN, ask_from_env, model_label, page_path, replay_from_env, replay_llm,
                      set_recorded_parameters)
-from .plan import PlanSetting, planning_llm
+from .perf.plan import PlanSetting, planning_llm
 from .profiles import Profile
 from .run.methods import settings_from
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .paper_setting import paper_results, session_is_papers_setting
+from .profiles.paper_setting import paper_results, session_is_papers_setting
 from .paths import figures_dir
 
 
@@ -21,7 +21,7 @@ def comparison(rows: Iterable[dict[str, Any]], papers_setting: bool | None = Non
     experiment, metric, paper, reproduced (plus any context columns such as model, n); ``ci``: the 95% interval of
     ``reproduced`` where one is computed (a bootstrap for BAcc, Fisher's z for a correlation), shown as ``95% CI``.
     A ``difference`` column (reproduced minus paper) only in the paper's own setting (``papers_setting``; None: the
-    running notebook's session says, ``paper_setting.session_is_papers_setting``): the paper profile on whole datasets
+    running notebook's session says, ``profiles.paper_setting.session_is_papers_setting``): the paper profile on whole datasets
     with the paper's model; anywhere else it would mix the method with another model and a subset."""
     import pandas as pd
 

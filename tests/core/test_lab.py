@@ -12,7 +12,7 @@ from sumjudge import metrics
 from sumjudge.classroom import lab
 from sumjudge.classroom import answer_key as lab_answers
 from sumjudge.errors import ConfigError
-from sumjudge.notebook_jobs import notebook_defaults
+from sumjudge.run.notebooks import notebook_defaults
 
 
 def _pred(judge, example, gold, label):

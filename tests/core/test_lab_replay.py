@@ -19,7 +19,7 @@ from sumjudge.llm.recording import Recorder, Recording, ReplayMiss
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.llm.types import ChatRequest
 from sumjudge.paths import project_root
-from sumjudge.replay import Ask, replay_llm
+from sumjudge.run.replay import Ask, replay_llm
 from sumjudge.reproduce.check import notebook_differences
 
 PAGE = "figures/results-smoke"  # as a user names it: relative to the project root, the notebook runs in notebooks/
@@ -70,7 +70,7 @@ def test_a_notebook_run_by_hand_replays_its_page(monkeypatch, tmp_path):
     session sets the profile's (what the recording ran) and every answer comes from the page. Its tables are those
     of the page check's replay (papermill, the profile's parameters injected), file for file, and so differ from
     the page exactly where that check says (nowhere on a verified page). About 10 s each."""
-    from sumjudge.notebook_jobs import execute
+    from sumjudge.run.notebooks import execute
 
     stem = "20_debate_main"
     lab_env(monkeypatch, tmp_path / "lab")

@@ -254,7 +254,7 @@ def test_the_papers_import_no_entry_point():
     """The papers sit between the judges and the entry points: they import the core's lower parts (runs, judges,
     data, the engine), never a command, a notebook's session or a report that imports them."""
     graph = _module_graph()
-    entry = {f"sumjudge.{m}" for m in ("cli.main", "notebook", "notebook_jobs", "arena", "reproduce.record", "plan",
+    entry = {f"sumjudge.{m}" for m in ("cli.main", "notebook", "run.notebooks", "arena", "reproduce.record", "perf.plan",
                                        "perf.scale", "perf.bench", "results.page", "reproduce.check", "reproduce.drift",
                                        "reproduce.readme_numbers")}
     assert entry <= set(graph)

@@ -7,7 +7,7 @@ import pytest
 
 from sumjudge.llm import NullCache
 from sumjudge.llm.engine import LLM
-from sumjudge.plan import Rates, measured_completions, plan_run
+from sumjudge.perf.plan import Rates, measured_completions, plan_run
 from sumjudge.run.runs import RunConfig, run
 
 
@@ -56,7 +56,7 @@ def test_replicas_and_prefix_hits_divide_the_hours_not_the_work(capsys):
     takes that share of the prompt tokens out of the prefill; the assumption is said."""
     from sumjudge.cli import main as cli
     from sumjudge.errors import ConfigError
-    from sumjudge.plan import Rates
+    from sumjudge.perf.plan import Rates
 
     rates = Rates(tokens_per_s=1000, prefill_tokens_per_s=10000, replicas=4, prefix_hit_share=0.5)
     assert rates.hours(72_000_000, 3_600_000) == pytest.approx((3600 + 3600) / 3600 / 4)
@@ -100,7 +100,8 @@ def test_a_planned_notebook_runs_on_the_planner_in_its_own_folders(tmp_path, mon
     folder, its tables to SUMJUDGE_FIGURES; unset, nothing changes."""
     import dataclasses
 
-    from sumjudge import notebook, paths, plan
+    from sumjudge import notebook, paths
+    from sumjudge.perf import plan
     from sumjudge.llm.types import ChatRequest
 
     monkeypatch.setattr(notebook, "project_root", lambda: tmp_path)
@@ -132,7 +133,7 @@ def test_plan_notebooks_plans_each_run_of_a_notebook_and_leaves_no_trace(tiny_mo
     from transformers import AutoTokenizer
 
     from sumjudge.paths import project_root
-    from sumjudge.plan import plan_notebooks
+    from sumjudge.perf.plan import plan_notebooks
 
     before = sorted(p for p in (project_root() / "figures").rglob("*") if "00_quickstart" in str(p))
     ctx = tiny_backend.capabilities.context_length
@@ -177,8 +178,8 @@ def test_a_notebook_is_planned_with_the_context_its_profile_gives_it(monkeypatch
     --context-length, each notebook's prompts are cut as its run cuts them; a given context wins; a profile with
     none plans with 131,072."""
 
-    from sumjudge import notebook_jobs
-    from sumjudge.plan import plan_notebooks
+    from sumjudge.run import notebooks as notebook_jobs
+    from sumjudge.perf.plan import plan_notebooks
 
     seen: list[int] = []
     monkeypatch.setattr(notebook_jobs, "execute", lambda nb, profile, out, n=None, plan=None: seen.append(
@@ -194,7 +195,7 @@ def test_every_session_of_a_notebook_is_given_the_plan():
     it and passes it to every Session it opens (no setting read from the environment)."""
     import re
 
-    from sumjudge.notebook_jobs import notebook_parameters, notebooks
+    from sumjudge.run.notebooks import notebook_parameters, notebooks
 
     for nb in notebooks(""):
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]

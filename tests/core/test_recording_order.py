@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sumjudge.notebook_jobs import next_ready, notebook_after, notebooks, recording_order
+from sumjudge.run.notebooks import next_ready, notebook_after, notebooks, recording_order
 
 
 def test_the_notebooks_that_share_requests_name_the_one_they_follow():

@@ -8,11 +8,11 @@ import json
 import httpx
 import pytest
 
-from sumjudge.perf.fleet import Fleet
+from sumjudge.perf.local_replicas import Fleet
 from sumjudge.run.locality import serving_from_log
 from sumjudge.llm.openai import CONCURRENCY_PER_SERVER, OpenAIBackend
 from sumjudge.perf.scale import merged_timeline
-from sumjudge.perf.standin import PREFIX_BLOCK, PrefixStore, StandinServer
+from sumjudge.perf.standin_server import PREFIX_BLOCK, PrefixStore, StandinServer
 
 
 def chat(url: str, content: str) -> dict:

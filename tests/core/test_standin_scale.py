@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from sumjudge.cli import main as cli
-from sumjudge.perf.standin import StandinServer, answer
+from sumjudge.perf.standin_server import StandinServer, answer
 
 
 def chat(url, content="Provide your evaluation between <label></label> tags"):

@@ -1,4 +1,4 @@
-"""Live tests of replicas behind a real router (``make test-router``): stand-in servers (``sumjudge.perf.standin``, one
+"""Live tests of replicas behind a real router (``make test-router``): stand-in servers (``sumjudge.perf.standin_server``, one
 process each) behind vLLM's ``vllm-router`` and SGLang's ``sglang-router`` from PyPI. ``SUMJUDGE_ROUTER`` and
 ``SUMJUDGE_SGLANG_ROUTER`` name their executables (the Makefile installs them outside the repository)."""
 

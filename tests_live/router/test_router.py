@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sumjudge.perf.fleet import CHOSEN_POLICY, Fleet
+from sumjudge.perf.local_replicas import CHOSEN_POLICY, Fleet
 from sumjudge.run.runs import RunConfig, run
 from sumjudge.perf.scale import paper_runs, paper_settings
 

@@ -154,7 +154,7 @@ def how_many(rivals: lab.ArenaResult, paired: list[dict[str, str]], rival: str) 
 
 def lab_parameters() -> dict[str, Any]:
     """The lab notebook's parameters (which judges and prompts its exercises read)."""
-    from ..notebook_jobs import notebook_defaults
+    from ..run.notebooks import notebook_defaults
 
     return notebook_defaults(lab.notebook_path(LAB_NOTEBOOK))
 

@@ -63,7 +63,7 @@ def arena_parameters(profile: str = "smoke", notebook: str = ARENA_NOTEBOOK) -> 
     """The parameters ``notebook`` runs with under ``profile``: its parameters cell's values, then the profile's
     (as ``make reproduce`` injects them)."""
     from .. import profiles
-    from ..notebook_jobs import notebook_defaults
+    from ..run.notebooks import notebook_defaults
 
     defaults = notebook_defaults(notebook_path(notebook))
     preset = profiles.load(profile, notebook=notebook).parameters
@@ -318,7 +318,7 @@ def arena_judges(result: ArenaResult) -> list[dict[str, Any]]:
     """The judges of notebook 50's arena (its parameters cell: the paper setting) and of ``result`` (the profile's
     arena, replayed), one row each: its paper, what it is, and whether ``result`` holds it (``in_this_arena``)."""
     from ..run.methods import get_method
-    from ..notebook_jobs import notebook_defaults
+    from ..run.notebooks import notebook_defaults
     from .. import arena
 
     full = notebook_defaults(notebook_path(ARENA_NOTEBOOK))

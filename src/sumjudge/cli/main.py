@@ -12,7 +12,7 @@ from ..run.flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED,
                         add_budget_flags, add_engine_flags, add_run_flags, budget_of, check_engine_flags,
                         run_config_of)
 from ..llm.backends import backend_names
-from ..perf.fleet import CHOSEN_POLICY, ROUTER_POLICIES
+from ..perf.local_replicas import CHOSEN_POLICY, ROUTER_POLICIES
 
 
 def _cmd_run(a) -> int:
@@ -74,7 +74,7 @@ def _cmd_scale(a) -> int:
     routed = None
     if a.replicas:
         from ..errors import ConfigError
-        from ..perf.fleet import router_from_environment
+        from ..perf.local_replicas import router_from_environment
 
         router = a.router or router_from_environment()
         if max(a.replicas) > 1 and not router:
@@ -100,7 +100,7 @@ def add_paper_runs_flags(p) -> None:
 
 def _cmd_plan(a) -> int:
     from ..errors import ConfigError
-    from ..plan import Rates, plan, plan_notebooks
+    from ..perf.plan import Rates, plan, plan_notebooks
     from ..perf.scale import check_runs
 
     rates = Rates(tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s, price_in=a.price_in,

@@ -1,2 +1,3 @@
-"""Performance tools: the engine benchmark (``bench``), the paper-scale runs behind replicas (``scale``, ``fleet``)
-and the stand-in server they measure against (``standin``)."""
+"""Performance tools: the engine benchmark (``bench``), the paper-scale runs behind replicas (``scale``,
+``local_replicas``), the stand-in server they measure against (``standin_server``) and the dry-run cost planner
+(``plan``)."""

@@ -1,4 +1,4 @@
-"""``sumjudge scale``: the paper profile's runs at full size against the stand-in server (``standin``), measuring
+"""``sumjudge scale``: the paper profile's runs at full size against the stand-in server (``standin_server``), measuring
 what the client costs: requests per second, client CPU per request, peak memory, the size of ``calls.jsonl`` and of
 the cache per 10,000 calls, wall time; and, against a server with a realistic latency, how full the engine keeps its
 slots (requests in flight over time, a figure) and the share of the wall time the client was busy.
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .fleet import CACHE_AWARE_SETTINGS, CHOSEN_POLICY
+from .local_replicas import CACHE_AWARE_SETTINGS, CHOSEN_POLICY
 
 
 def paper_runs() -> dict[str, dict[str, Any]]:
@@ -90,8 +90,8 @@ def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1
             python: str = sys.executable, replicas: int = 1, router: str | None = None,
             policy: str = "cache_aware") -> Measured:
     """One run of ``paper_runs()[name]`` in a fresh process against fresh stand-in servers: one addressed directly,
-    or ``replicas`` behind ``router`` routing by ``policy`` (``fleet.Fleet``)."""
-    from .fleet import Fleet
+    or ``replicas`` behind ``router`` routing by ``policy`` (``local_replicas.Fleet``)."""
+    from .local_replicas import Fleet
 
     context = paper_runs()[name].get("context_length", 131072)
     with Fleet(replicas=replicas, router=router if replicas > 1 else None, policy=policy, latency_s=latency_s,
@@ -265,7 +265,7 @@ def routing_curve(out: Path, docs: Path | None = None, router: str | None = None
     (or ``policies``), written to ``out/routed-RUNS-LIMIT.json`` with the curve of requests
     per second against one replica's over the share of examples wholly on one replica (``routing-curve.png``), and
     its table quoted in ``docs`` between its markers (``quote_routing``). Returns the JSON's path."""
-    from .fleet import router_from_environment
+    from .local_replicas import router_from_environment
 
     runs = check_runs(runs or scale_file()["routed_runs"])
     router = router or router_from_environment()

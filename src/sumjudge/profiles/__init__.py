@@ -1,4 +1,5 @@
-"""Run profiles (smoke | ci | paper): small YAML files saying which model, backend and how many examples."""
+"""Run profiles (smoke | ci | paper): small YAML files saying which model, backend and how many examples; whether
+a notebook runs in a paper's own setting is ``paper_setting``."""
 
 from __future__ import annotations
 

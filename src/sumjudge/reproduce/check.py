@@ -269,8 +269,8 @@ def banner_difference(nb: Path, page: Path, regenerated: Path, record: dict[str,
 def replay_notebooks(nbs: list[Path], profile: str, page: Path, regenerated: Path, jobs: int) -> dict[str, str]:
     """Each notebook executed against the page's recorded answers (a worker process each, ``jobs`` at a time);
     its status (``ok`` or why it stopped)."""
-    from ..notebook_jobs import run_workers
-    from ..replay import REPLAY_ENV
+    from ..run.notebooks import run_workers
+    from ..run.replay import REPLAY_ENV
 
     if regenerated.exists():
         shutil.rmtree(regenerated)
@@ -296,7 +296,7 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
     notebook whose replay stops (a request its answers do not hold) is marked stale instead. ``held``: settings
     that hold the replay's kernels (``lower_kernels``); the first report line names the CPU and the kernels."""
     os.environ.update(held or {})
-    from ..notebook_jobs import notebooks
+    from ..run.notebooks import notebooks
     from ..results.page import commit, load_provenance, render_notebook_page, rewrite_state, state_lines, write_index
 
     mark = mark or render

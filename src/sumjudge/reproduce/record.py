@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..notebook_jobs import execute, notebook_parameters, notebooks, recording_order, run_workers  # noqa: F401
+from ..run.notebooks import execute, notebook_parameters, notebooks, recording_order, run_workers  # noqa: F401
 from ..paths import project_root, runs_dir
 
 

@@ -1,7 +1,7 @@
 """The banner at the top of every results page and of the index, written from what the recording holds: the model
 that answered (name, parameter count, dtype) beside the paper's (``model`` in each paper's ``results.yaml``), the
 range of ``n`` the page's tables rest on, and, where the model is not the paper's, what the page is for; and why
-its tables show or leave out the ``difference`` column (``paper_setting``: only in the paper's own setting).
+its tables show or leave out the ``difference`` column (``profiles.paper_setting``: only in the paper's own setting).
 
 The banner stands above the page's ``## `` sections, so the page check (which compares those sections with a
 replay's) never reads it; it is written again whenever the page is (``results_page.write_notebook_page``,
@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
+from ..profiles.paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
 
 
 def parameters_text(n: Any) -> str:

@@ -282,7 +282,7 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
     (``wall_s``) and notebooks at a time (``jobs``). ``recorded_commit``: the commit the run started at (a run
     outlives edits to the checkout), else the commit now."""
     from ..llm.recording import compress
-    from ..replay import ANSWERS, ANSWERS_PLAIN
+    from ..run.replay import ANSWERS, ANSWERS_PLAIN
     from .notes import notes
 
     out = figures / f"results-{profile}"

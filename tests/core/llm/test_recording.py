@@ -9,7 +9,7 @@ from sumjudge.llm import ChatRequest, NullCache, run_sync
 from sumjudge.llm.engine import LLM, CallLog, RunContext
 from sumjudge.llm.recording import MemoryCache, Recorder, Recording, ReplayMiss
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.replay import model_label
+from sumjudge.run.replay import model_label
 
 
 def req(text, **kw):

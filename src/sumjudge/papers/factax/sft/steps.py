@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ....replay import model_label
+from ....run.replay import model_label
 from .train import base_model_for, train
 
 

@@ -3,7 +3,7 @@
 ``make reproduce REPLAY=1`` executes every notebook with ``SUMJUDGE_REPLAY`` naming the results page
 (``figures/results-<profile>/``): each ``notebook.Session`` then answers from ``<page>/<notebook>/answers.jsonl.xz``,
 loads no weights and calls no model, writes its run folders under ``build/replay/runs/`` and its tables and figures
-under ``build/replay/figures/`` (``SUMJUDGE_FIGURES``), where ``results_check`` compares them with the page.
+under ``build/replay/figures/`` (``SUMJUDGE_FIGURES``), where ``reproduce.check`` compares them with the page.
 
 ``make lab REPLAY=1`` (docs/explore.md) opens the notebooks in JupyterLab on the same answers. A notebook run by hand
 has no parameters injected, so its ``Session`` sets the parameters the profile gives that notebook, as the recording
@@ -17,8 +17,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from .environment import read
-from .errors import ConfigError
+from ..environment import read
+from ..errors import ConfigError
 
 ANSWERS = "answers.jsonl.xz"  # beside a notebook's results page
 ANSWERS_PLAIN = "answers.jsonl"  # what a notebook writes under figures/<notebook>/ as it runs
@@ -47,8 +47,8 @@ def replay_llm(recording, backend: str, model: str | None, base_url: str | None,
                ask: "Ask | None" = None):
     """An engine answering from ``recording`` as its recorded engine (backend, model and options as now) did; what
     the recording does not hold is asked of ``ask`` where given, else stops the notebook (``ReplayMiss``)."""
-    from .llm.engine import LLM
-    from .llm.recording import MemoryCache
+    from ..llm.engine import LLM
+    from ..llm.recording import MemoryCache
 
     engine = recording.engine_for(backend, model_label(model), base_url, options)
     return LLM(recording.backend(engine, ask), cache=MemoryCache(), parse_retries=options.get("parse_retries", 2))
@@ -65,7 +65,7 @@ class Ask:
         if spec == ASK_PROFILE:
             self.args = (backend, model, base_url, dict(options))
         else:
-            from .llm import BACKENDS
+            from ..llm import BACKENDS
 
             b, _, rest = spec.partition(":")
             m, _, url = rest.partition("@")
@@ -81,7 +81,7 @@ class Ask:
 
     def engine(self):
         if self._llm is None:
-            from .llm import make_llm
+            from ..llm import make_llm
 
             backend, model, base_url, options = self.args
             self._llm = make_llm(backend, model, base_url=base_url, **options)
@@ -129,7 +129,7 @@ def ask_from_env(backend: str, model: str | None, base_url: str | None, options:
 
 def page_path(page: str | Path) -> Path:
     """A results page named relative to the project root (``figures/results-smoke``) from a notebook's folder too."""
-    from .paths import project_root
+    from ..paths import project_root
 
     p = Path(page)
     return p if p.is_absolute() or p.exists() else project_root() / p
@@ -149,8 +149,8 @@ def set_recorded_parameters(notebook: str, parameters: dict[str, Any]) -> dict[s
     ns = shell.user_ns
     if any(str(src).startswith(INJECTED) for src in ns.get("In", ())):  # papermill set them: as it says
         return {}
-    from .notebook_jobs import notebook_parameters
-    from .paths import project_root
+    from .notebooks import notebook_parameters
+    from ..paths import project_root
 
     nb = project_root() / "notebooks" / f"{notebook}.ipynb"
     declared = notebook_parameters(nb) if nb.exists() else set()

@@ -1,6 +1,6 @@
 """The numbered notebooks as jobs: finding them (``notebooks``), executing one headlessly with papermill
 (``execute``) and running several in worker processes of ``python -m sumjudge.reproduce.record --worker``
-(``run_workers``); ``reproduce`` (a real run) and ``results_check`` (a replay) both run notebooks this way."""
+(``run_workers``); ``reproduce.record`` (a real run) and ``reproduce.check`` (a replay) both run notebooks this way."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .paths import project_root
+from ..paths import project_root
 
 
 def notebooks(selection: str = "") -> list[Path]:
@@ -34,7 +34,7 @@ def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
     import papermill as pm
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    from . import profiles
+    from .. import profiles
 
     out = out_dir / nb.name
     declared = notebook_parameters(nb)

@@ -23,7 +23,7 @@ leading blocks already seen by this replica are its cached tokens, reported as v
 (``usage.prompt_tokens_details.cached_tokens``). The store holds at most ``prefix_blocks`` blocks (the least recently
 used go first), as a server's KV cache holds a bounded number.
 
-``python -m sumjudge.perf.standin --latency 2 --slots 64`` serves until stopped and prints its base URL first.
+``python -m sumjudge.perf.standin_server --latency 2 --slots 64`` serves until stopped and prints its base URL first.
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ class StandinServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m sumjudge.perf.standin", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m sumjudge.perf.standin_server", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="standin")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--latency", type=float, default=0.0, help="seconds per request")

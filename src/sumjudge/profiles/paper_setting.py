@@ -41,7 +41,7 @@ def paper_of(notebook: str) -> str | None:
     """The paper whose numbers a notebook's tables print beside its own: the paper its name carries
     (``10_<paper>_main``), else the one paper whose tables it imports (the quickstart's); None for a notebook of
     several papers or of none (the datasets, the arena, the lab)."""
-    from .paths import project_root
+    from ..paths import project_root
 
     named = [p for p in papers() if p in notebook.split("_")]
     if named:

