@@ -8,9 +8,8 @@ import re
 import sys
 from pathlib import Path
 
-from ..run.flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE,  # noqa: F401
-                        add_budget_flags, add_engine_flags, add_run_flags, budget_of, check_engine_flags,
-                        run_config_of)
+from .flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE,  # noqa: F401
+                    add_budget_flags, add_engine_flags, add_run_flags, budget_of, check_engine_flags, run_config_of)
 from ..llm.backends import backend_names
 from ..perf.fleet import CHOSEN_POLICY, ROUTER_POLICIES
 
