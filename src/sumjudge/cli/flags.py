@@ -139,3 +139,9 @@ def add_budget_flags(p) -> None:
     p.add_argument("--max-tokens", type=int, help="stop before a call whose prompt and answer cap would take the "
                    "prompt + completion tokens of this process's backend calls past this many; exit "
                    f"{EXIT_BUDGET}, resumable")
+
+
+def add_paper_runs_flags(p) -> None:
+    p.add_argument("--runs", nargs="*", help="runs of profiles/scale.yaml (default: all)")
+    p.add_argument("--limit", type=int, default=None, help="examples per run (default: all, the papers' size)")
+
