@@ -9,23 +9,23 @@ from .flags import add_budget_flags, add_engine_flags, budget_of, check_engine_f
 from .subcommand import Subcommand
 
 
-def add_arguments(ar) -> None:
-    ar.add_argument("--methods", nargs="+", required=True,
-                    help="judges, each a method or method:key=value;key=value (its settings); spaces or commas "
-                         "between judges")
-    ar.add_argument("--datasets", nargs="+", required=True, help="binary faithfulness datasets (spaces or commas)")
-    ar.add_argument("--limit", type=int, help="examples per dataset (a seeded subset, the same for every judge)")
-    ar.add_argument("--level", choices=("sentence", "summary"))
-    add_engine_flags(ar, model_help="as for run")
-    ar.add_argument("--held-out", type=int, help="held-out examples per dataset on which a score judge's threshold "
-                    "is chosen (default: --limit); never judged by any cell")
-    ar.add_argument("--as-printed", action="store_true", help="add, for each judge named that runs the authors' "
-                    "code's reading, the same judge as the paper prints it (MethodSpec.as_printed) and the pair's "
-                    "paired test")
-    ar.add_argument("--seed", type=int, default=0)
-    ar.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
-    ar.add_argument("--out", required=True, type=Path, help="folder for the runs and the arena's tables")
-    add_budget_flags(ar)
+def add_arguments(p) -> None:
+    p.add_argument("--methods", nargs="+", required=True,
+                   help="judges, each a method or method:key=value;key=value (its settings); spaces or commas "
+                        "between judges")
+    p.add_argument("--datasets", nargs="+", required=True, help="binary faithfulness datasets (spaces or commas)")
+    p.add_argument("--limit", type=int, help="examples per dataset (a seeded subset, the same for every judge)")
+    p.add_argument("--level", choices=("sentence", "summary"))
+    add_engine_flags(p, model_help="as for run")
+    p.add_argument("--held-out", type=int, help="held-out examples per dataset on which a score judge's threshold "
+                   "is chosen (default: --limit); never judged by any cell")
+    p.add_argument("--as-printed", action="store_true", help="add, for each judge named that runs the authors' "
+                   "code's reading, the same judge as the paper prints it (MethodSpec.as_printed) and the pair's "
+                   "paired test")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache", type=Path, help="cache file (default data/cache/llm_cache.sqlite)")
+    p.add_argument("--out", required=True, type=Path, help="folder for the runs and the arena's tables")
+    add_budget_flags(p)
 
 
 def main(a) -> int:

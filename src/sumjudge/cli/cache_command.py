@@ -10,16 +10,16 @@ from ..llm.backends import backend_names
 from .subcommand import Subcommand
 
 
-def add_arguments(c) -> None:
-    c.add_argument("action", choices=("stats", "clear", "export", "import"))
-    c.add_argument("file", nargs="?", type=Path, help="export: the new cache file to write; import: the cache file "
+def add_arguments(p) -> None:
+    p.add_argument("action", choices=("stats", "clear", "export", "import"))
+    p.add_argument("file", nargs="?", type=Path, help="export: the new cache file to write; import: the cache file "
                    "whose entries to add")
-    c.add_argument("--cache", type=Path)
-    c.add_argument("--backend", choices=backend_names(), help="clear / export: only this backend's entries")
-    c.add_argument("--model", help="clear / export: only this model's entries (the name `cache stats` shows)")
-    c.add_argument("--revision", help="clear / export: only this model revision's entries (as `cache stats` shows)")
-    c.add_argument("--server", help="clear / export: only entries from this server (base URL)")
-    c.add_argument("--yes", action="store_true", help="clear without asking")
+    p.add_argument("--cache", type=Path)
+    p.add_argument("--backend", choices=backend_names(), help="clear / export: only this backend's entries")
+    p.add_argument("--model", help="clear / export: only this model's entries (the name `cache stats` shows)")
+    p.add_argument("--revision", help="clear / export: only this model revision's entries (as `cache stats` shows)")
+    p.add_argument("--server", help="clear / export: only entries from this server (base URL)")
+    p.add_argument("--yes", action="store_true", help="clear without asking")
 
 
 def main(a) -> int:
@@ -66,5 +66,4 @@ def main(a) -> int:
     return 0
 
 
-COMMAND = Subcommand("cache", help="response cache",
-                     add_arguments=add_arguments, run=main)
+COMMAND = Subcommand("cache", help="response cache", add_arguments=add_arguments, run=main)

@@ -9,10 +9,10 @@ from .flags import EXIT_DATA, EXIT_USAGE
 from .subcommand import Subcommand
 
 
-def add_arguments(d) -> None:
-    d.add_argument("action", choices=("list", "stats", "fetch"))
-    d.add_argument("name", nargs="?")
-    d.add_argument("--level")
+def add_arguments(p) -> None:
+    p.add_argument("action", choices=("list", "stats", "fetch"))
+    p.add_argument("name", nargs="?")
+    p.add_argument("--level")
 
 
 def main(a) -> int:

@@ -21,6 +21,7 @@ def subcommands() -> list[Subcommand]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``sumjudge`` parser: this module's docstring its description, a subparser for each subcommand."""
     p = OneLineParser(prog="sumjudge", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     for command in subcommands():
@@ -29,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv``, run the subcommand and return its exit status; the project's errors become the exit codes
+    that docs/command-line.md lists (``flags.EXIT_*``), with a one-line message."""
     from ..data.sources import DataFormatError, DataMissingError
     from ..llm.budget import BudgetExhausted
     from ..llm.errors import BackendUnavailableError

@@ -9,27 +9,27 @@ from .flags import add_paper_runs_flags
 from .subcommand import Subcommand
 
 
-def add_arguments(pl) -> None:
-    pl.add_argument("--profile", default="paper")
-    add_paper_runs_flags(pl)
-    pl.add_argument("--notebooks", nargs="*", help="plan these notebooks instead (prefixes, e.g. 10 30; none given: "
-                    "all), each executed with papermill on the planner: a row per run and a total per notebook")
-    pl.add_argument("--caps-only", action="store_true", help="with --notebooks: completion tokens from the answer "
-                    "caps only, never from the profile's earlier runs of the notebook")
-    pl.add_argument("--tokenizer", help="the model's tokenizer (a folder or hub id); default: Llama-3's")
-    pl.add_argument("--model", help="the model name recorded (default: the profile's)")
-    pl.add_argument("--context-length", type=int,
-                    help="the model's context (default: 131,072; with --notebooks, the context the profile gives each "
-                    "notebook where it gives one)")
-    pl.add_argument("--tokens-per-s", type=float, default=2500.0, help="the server's decode throughput, all requests")
-    pl.add_argument("--prefill-tokens-per-s", type=float, default=25000.0)
-    pl.add_argument("--replicas", type=int, default=1, help="servers sharing the work (replicas behind a router, "
-                    "or vLLM's data parallelism): hours divide by them, server_hours do not")
-    pl.add_argument("--prefix-hit-share", type=float, default=0.0, help="share of prompt tokens a server finds in its "
-                    "prefix cache (0, the default: every prompt prefilled in full; `sumjudge scale --replicas` "
-                    "measures it per routing policy on stand-ins)")
-    pl.add_argument("--price-in", type=float, default=0.0, help="dollars per million prompt tokens")
-    pl.add_argument("--price-out", type=float, default=0.0, help="dollars per million completion tokens")
+def add_arguments(p) -> None:
+    p.add_argument("--profile", default="paper")
+    add_paper_runs_flags(p)
+    p.add_argument("--notebooks", nargs="*", help="plan these notebooks instead (prefixes, e.g. 10 30; none given: "
+                   "all), each executed with papermill on the planner: a row per run and a total per notebook")
+    p.add_argument("--caps-only", action="store_true", help="with --notebooks: completion tokens from the answer "
+                   "caps only, never from the profile's earlier runs of the notebook")
+    p.add_argument("--tokenizer", help="the model's tokenizer (a folder or hub id); default: Llama-3's")
+    p.add_argument("--model", help="the model name recorded (default: the profile's)")
+    p.add_argument("--context-length", type=int,
+                   help="the model's context (default: 131,072; with --notebooks, the context the profile gives each "
+                   "notebook where it gives one)")
+    p.add_argument("--tokens-per-s", type=float, default=2500.0, help="the server's decode throughput, all requests")
+    p.add_argument("--prefill-tokens-per-s", type=float, default=25000.0)
+    p.add_argument("--replicas", type=int, default=1, help="servers sharing the work (replicas behind a router, "
+                   "or vLLM's data parallelism): hours divide by them, server_hours do not")
+    p.add_argument("--prefix-hit-share", type=float, default=0.0, help="share of prompt tokens a server finds in its "
+                   "prefix cache (0, the default: every prompt prefilled in full; `sumjudge scale --replicas` "
+                   "measures it per routing policy on stand-ins)")
+    p.add_argument("--price-in", type=float, default=0.0, help="dollars per million prompt tokens")
+    p.add_argument("--price-out", type=float, default=0.0, help="dollars per million completion tokens")
 
 
 def main(a) -> int:

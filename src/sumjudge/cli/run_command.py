@@ -9,21 +9,21 @@ from .flags import EXIT_RUN, add_run_flags, budget_of, check_engine_flags, run_c
 from .subcommand import Subcommand
 
 
-def add_arguments(r) -> None:
-    r.add_argument("method")
-    add_run_flags(r)
-    r.add_argument("--token-budget", type=int, help="hf: rows x padded tokens of the decoding batch")
-    r.add_argument("--dtype", choices=("float32", "bfloat16", "float16", "cpu-native"),
+def add_arguments(p) -> None:
+    p.add_argument("method")
+    add_run_flags(p)
+    p.add_argument("--token-budget", type=int, help="hf: rows x padded tokens of the decoding batch")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16", "cpu-native"),
                    help="hf: the weights' dtype (default: bfloat16 on a GPU, float32 on a CPU; cpu-native: bfloat16 "
                         "also on a CPU that computes it natively)")
-    r.add_argument("--timeout", type=float, help="openai: seconds one request may take (default 600)")
-    r.add_argument("--concurrency", type=int, help="openai: requests in flight at most (default 256, vLLM's default "
+    p.add_argument("--timeout", type=float, help="openai: seconds one request may take (default 600)")
+    p.add_argument("--concurrency", type=int, help="openai: requests in flight at most (default 256, vLLM's default "
                    "number of sequences a server batches)")
-    r.add_argument("--max-retry-time", type=float,
+    p.add_argument("--max-retry-time", type=float,
                    help="openai: seconds one request may spend being retried in all (default 900)")
-    r.add_argument("--tokenizer", help="openai: the model's own tokenizer (a Hugging Face id or folder) for a server "
+    p.add_argument("--tokenizer", help="openai: the model's own tokenizer (a Hugging Face id or folder) for a server "
                    "without a tokenize route (ollama, llama-cpp-python), so that prompts are counted and fitted")
-    r.add_argument("--server-name", help="openai: a name for the server in the cache key (the served model's "
+    p.add_argument("--server-name", help="openai: a name for the server in the cache key (the served model's "
                                          "name, weights and context are always in it; the address only where the "
                                          "server does not say which weights it serves): keeps two servers of the "
                                          "same weights apart, or lets such a server reuse its answers elsewhere")

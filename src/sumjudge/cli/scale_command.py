@@ -10,28 +10,28 @@ from .flags import add_paper_runs_flags
 from .subcommand import Subcommand
 
 
-def add_arguments(sc) -> None:
-    sc.add_argument("--out", default="figures/scale")
-    add_paper_runs_flags(sc)
-    sc.add_argument("--memory-limit", type=int, default=100, help="each run also on this many examples, to compare "
-                    "peak memory (0: skip)")
-    sc.add_argument("--latency", type=float, default=2.0, help="seconds per request of the realistic server")
-    sc.add_argument("--slots", type=int, default=64, help="requests the realistic server serves at once")
-    sc.add_argument("--latency-run", help="the run measured against the realistic server (default: scale.yaml's "
-                    "latency_run; '': none)")
-    sc.add_argument("--latency-limit", type=int, default=None, help="its examples (default: all)")
-    sc.add_argument("--replicas", type=int, nargs="*", help="also run --routed-runs against this many stand-in "
-                    "replicas behind a router (e.g. 1 2 4): requests per second against one replica's, and where an "
-                    "example's calls landed")
-    sc.add_argument("--router", help="the vllm-router executable (default: SUMJUDGE_ROUTER, set by make scale)")
-    sc.add_argument("--policy", default=CHOSEN_POLICY, choices=ROUTER_POLICIES,
-                    help="the router's policy for the throughput runs (docs/serving.md's choice)")
-    sc.add_argument("--policies", nargs="*", default=["consistent_hash", "cache_aware", "round_robin"],
-                    choices=ROUTER_POLICIES, help="policies compared at the most replicas (prefix locality)")
-    sc.add_argument("--routed-runs", nargs="*", help="runs of profiles/scale.yaml (default: its routed_runs)")
-    sc.add_argument("--routed-limit", type=int, default=200, help="their examples")
-    sc.add_argument("--routed-latency", type=float, default=0.5, help="seconds per request of each replica")
-    sc.add_argument("--routed-slots", type=int, default=16, help="requests each replica serves at once")
+def add_arguments(p) -> None:
+    p.add_argument("--out", default="figures/scale")
+    add_paper_runs_flags(p)
+    p.add_argument("--memory-limit", type=int, default=100, help="each run also on this many examples, to compare "
+                   "peak memory (0: skip)")
+    p.add_argument("--latency", type=float, default=2.0, help="seconds per request of the realistic server")
+    p.add_argument("--slots", type=int, default=64, help="requests the realistic server serves at once")
+    p.add_argument("--latency-run", help="the run measured against the realistic server (default: scale.yaml's "
+                   "latency_run; '': none)")
+    p.add_argument("--latency-limit", type=int, default=None, help="its examples (default: all)")
+    p.add_argument("--replicas", type=int, nargs="*", help="also run --routed-runs against this many stand-in "
+                   "replicas behind a router (e.g. 1 2 4): requests per second against one replica's, and where an "
+                   "example's calls landed")
+    p.add_argument("--router", help="the vllm-router executable (default: SUMJUDGE_ROUTER, set by make scale)")
+    p.add_argument("--policy", default=CHOSEN_POLICY, choices=ROUTER_POLICIES,
+                   help="the router's policy for the throughput runs (docs/serving.md's choice)")
+    p.add_argument("--policies", nargs="*", default=["consistent_hash", "cache_aware", "round_robin"],
+                   choices=ROUTER_POLICIES, help="policies compared at the most replicas (prefix locality)")
+    p.add_argument("--routed-runs", nargs="*", help="runs of profiles/scale.yaml (default: its routed_runs)")
+    p.add_argument("--routed-limit", type=int, default=200, help="their examples")
+    p.add_argument("--routed-latency", type=float, default=0.5, help="seconds per request of each replica")
+    p.add_argument("--routed-slots", type=int, default=16, help="requests each replica serves at once")
 
 
 def main(a) -> int:

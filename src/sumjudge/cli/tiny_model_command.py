@@ -7,10 +7,10 @@ from pathlib import Path
 from .subcommand import Subcommand
 
 
-def add_arguments(t) -> None:
-    t.add_argument("dir", type=Path)
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--head-dim", type=int, choices=(16, 32), default=16,
+def add_arguments(p) -> None:
+    p.add_argument("dir", type=Path)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--head-dim", type=int, choices=(16, 32), default=16,
                    help="attention head size: 16 (the default tiny model) or 32 (servable by vLLM on CPU)")
 
 
