@@ -151,10 +151,10 @@ def test_plan_errors_are_the_error_alone(capsys, argv, says):
 
 
 def test_a_value_error_that_is_no_refusal_of_ours_is_a_bug_with_its_traceback(monkeypatch, tmp_path):
-    def bug(a):
+    def bug(*args, **kwargs):
         raise ValueError("an internal mistake")
 
-    monkeypatch.setattr(cli, "_cmd_tiny", bug)
+    monkeypatch.setattr("sumjudge.llm.models.build_tiny_model", bug)
     with pytest.raises(ValueError, match="an internal mistake"):
         cli.main(["tiny-model", str(tmp_path / "m")])
 

@@ -259,5 +259,5 @@ def test_the_papers_import_no_entry_point():
                                        "reproduce.readme_numbers")}
     assert entry <= set(graph)
     assert {m: sorted(d & entry) for m, d in graph.items() if m.startswith("sumjudge.papers") and d & entry} == {}
-    command_line = {"sumjudge.run.flags", "sumjudge.cli", "sumjudge.cli.main"}  # argparse: the command line's own
+    command_line = {m for m in graph if m == "sumjudge.cli" or m.startswith("sumjudge.cli.")}  # argparse: the command line's own
     assert {m: sorted(d & command_line) for m, d in graph.items() if m.startswith("sumjudge.papers") and d & command_line} == {}

@@ -85,15 +85,15 @@ def test_the_command_line_says_an_extras_module_no_guard_asked_for_as_the_extra(
     from sumjudge.cli import main as cli
 
     def imports(name):
-        def command(a):
+        def build(*args, **kwargs):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return command
+        return build
 
-    monkeypatch.setattr(cli, "_cmd_tiny", imports("peft"))
+    monkeypatch.setattr("sumjudge.llm.models.build_tiny_model", imports("peft"))
     assert cli.main(["tiny-model", "x"]) == 2
     assert capsys.readouterr().err == f"sumjudge: error: sumjudge tiny-model needs peft (not installed): {INSTALL} " \
                                       "adds it (the local models; the plain install talks to a server only)\n"
-    monkeypatch.setattr(cli, "_cmd_tiny", imports("yaml"))
+    monkeypatch.setattr("sumjudge.llm.models.build_tiny_model", imports("yaml"))
     with pytest.raises(ModuleNotFoundError):  # no extra's: a broken install, with its traceback
         cli.main(["tiny-model", "x"])
 

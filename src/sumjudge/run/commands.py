@@ -1,6 +1,6 @@
 """A paper's own ``sumjudge`` subcommands, as data: its name, help, the method whose run it makes, its own flags, the
 procedure its run carries out and what it prints. The papers register theirs (``COMMANDS``); the command line builds
-each one's parser and run (``cli.main``), so that no paper imports command-line code."""
+each one's parser and run (``cli.paper_commands``), so that no paper imports command-line code."""
 
 from __future__ import annotations
 

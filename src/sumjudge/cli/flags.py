@@ -1,5 +1,6 @@
-"""The command line's shared flags and their checks (exit codes, ``--set``, the engine flags, the budget flags),
-below ``cli.py``: the papers' own commands take them from here, so that nothing below the command line imports it."""
+"""The command line's shared flags and their checks (exit codes, ``--set``, the engine flags, the budget flags): every
+subcommand that runs a model takes them from here (the papers' own commands are data, ``run.commands``, and import
+none of it)."""
 
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def add_run_flags(p, *, dataset: str | None = None, split: str | None = None, le
 
 def run_config_of(a, method: str, **extra):
     """The ``runs.RunConfig`` of a command's flags (``add_run_flags``) for ``method``."""
-    from .runs import RunConfig
+    from ..run.runs import RunConfig
 
     return RunConfig(method=method, dataset=a.dataset, split=a.split, level=getattr(a, "level", None), limit=a.limit,
                      backend=a.backend, model=a.model, base_url=a.base_url, seed=a.seed, settings=parse_sets(a.set),
@@ -138,3 +139,9 @@ def add_budget_flags(p) -> None:
     p.add_argument("--max-tokens", type=int, help="stop before a call whose prompt and answer cap would take the "
                    "prompt + completion tokens of this process's backend calls past this many; exit "
                    f"{EXIT_BUDGET}, resumable")
+
+
+def add_paper_runs_flags(p) -> None:
+    p.add_argument("--runs", nargs="*", help="runs of profiles/scale.yaml (default: all)")
+    p.add_argument("--limit", type=int, default=None, help="examples per run (default: all, the papers' size)")
+
