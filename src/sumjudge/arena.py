@@ -70,7 +70,7 @@ def run_configs(cells: list[Cell], out: Path, *, limit: int | None, seed: int, b
     from .data import registry
     from .judges.settings import make_config
     from .run.methods import get_method
-    from .run.runs import RunConfig
+    from .run.folder import RunConfig
 
     jobs = []
     for c in cells:

@@ -164,7 +164,7 @@ class Session:
 
         from .judges.settings import make_config
         from .run.methods import get_method
-        from .run.runs import RunConfig
+        from .run.folder import RunConfig
 
         p = self.prof
         spec = get_method(method)  # looked up once here; the run looks it up once more when it starts

@@ -183,7 +183,8 @@ def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model:
     from .llm import NullCache
     from .llm.engine import LLM
     from .profiles import load
-    from .run.runs import RunConfig, run
+    from .run.folder import RunConfig
+    from .run.runs import run
 
     prof = load(profile)
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec.get("level"), limit=limit,

@@ -149,7 +149,8 @@ def thin(timeline: list[tuple[float, int]], most: int) -> list[tuple[float, int]
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """In the measured process: the run, its wall and CPU time, peak memory and file sizes."""
-    from ..run.runs import RunConfig, run
+    from ..run.folder import RunConfig
+    from ..run.runs import run
 
     spec = paper_runs()[job["name"]]
     folder = Path(job["folder"])
