@@ -1,5 +1,5 @@
 """Replicas without a router binary: the stand-in's prefix store and replica name, what a run's log says of where
-its calls were served (``locality``), and the openai backend behind something that names replicas (a router's
+its calls were served (``run.serving``), and the openai backend behind something that names replicas (a router's
 ``/list_workers``): context, counters and requests in flight learnt per replica, what is missing said once.
 The real router's tests are in tests_live/router (``make test-router``)."""
 
@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from sumjudge.perf.fleet import Fleet
-from sumjudge.run.locality import serving_from_log
+from sumjudge.run.serving import serving_from_log
 from sumjudge.llm.openai import CONCURRENCY_PER_SERVER, OpenAIBackend
 from sumjudge.perf.scale import merged_timeline
 from sumjudge.perf.standin import PREFIX_BLOCK, PrefixStore, StandinServer

@@ -75,7 +75,7 @@ class Measured:
     replicas: int = 1
     policy: str = ""  # the router's, with more than one replica
     calls_per_replica: dict[str, int] = field(default_factory=dict)  # chat requests each replica answered
-    serving: dict[str, Any] | None = None  # the run's serving figures (locality.serving_from_log)
+    serving: dict[str, Any] | None = None  # the run's serving figures (run.serving.serving_from_log)
     timeline: list[tuple[float, int]] = field(default_factory=list)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .locality import ServingTally
+from .serving import ServingTally
 
 if TYPE_CHECKING:
     from .runs import Run

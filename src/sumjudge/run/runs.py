@@ -30,7 +30,7 @@ from ..errors import ConfigError, SumjudgeError
 from ..llm.engine import LLM, Calls
 from .folder import (FolderState, RunConfig, RunLock, check_run_folder, claim_folder, remove_stale_temps,
                      usage_from_log, write_atomic, write_jsonl_atomic)
-from .locality import ServingTally
+from .serving import ServingTally
 from ..judges.settings import make_config
 from .methods import get_method
 from ..judges.base import Judgement
