@@ -159,7 +159,7 @@ class Run:
     cfg: Any  # the method's config dataclass
     examples: list
     out: Path
-    dataset: Any  # data.registry.DatasetSpec: the dataset named by rc.dataset, resolved once by ``prepare``
+    dataset: Any  # data.registry.DatasetSpec: the dataset named by rc.dataset, resolved once (``Target``)
     procedure: Procedure | None = None  # a paper's procedure instead of judging each example
 
     @property
@@ -171,12 +171,33 @@ class Run:
         return record
 
 
-def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None) -> Run:
+@dataclass(frozen=True)
+class Target:
+    """What a run config names, looked up once (``target``) and carried on: its method's spec
+    (``run.methods.MethodSpec``) and its dataset's (``data.registry.DatasetSpec``). A caller that has looked them up
+    already (the arena, a notebook) hands them to ``prepare`` (and ``run``, ``run_many``) instead of the names."""
+
+    method: Any  # run.methods.MethodSpec
+    dataset: Any  # data.registry.DatasetSpec
+
+    @classmethod
+    def of(cls, method: str, dataset: str) -> "Target":
+        """The method and the dataset named, looked up (one lookup each)."""
+        return cls(get_method(method), data_registry.get(dataset))
+
+
+def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None, *,
+            target: Target | None = None) -> Run:
     """The run ``rc`` describes, checked (the method fits the dataset, the folder can hold it), its folder made.
-    The method and the dataset are looked up here, once; the run carries them to everything after."""
-    spec = get_method(rc.method)
+    The method and the dataset are looked up here, once (or given, as ``target``, by a caller that looked them up);
+    the run carries them to everything after."""
+    if target is None:
+        target = Target.of(rc.method, rc.dataset)
+    elif (target.method.name, target.dataset.name) != (rc.method, rc.dataset):
+        raise ValueError(f"prepare: the target {target.method.name} on {target.dataset.name} is not the run's "
+                         f"{rc.method} on {rc.dataset}")
+    spec, ds = target.method, target.dataset
     cfg = make_config(spec.config_cls, rc.settings, seed=rc.seed)
-    ds = data_registry.get(rc.dataset)
     needs = "faithfulness" if spec.kind == "ambiguity" else spec.kind
     if ds.kind != needs:
         raise ConfigError(f"method {rc.method} judges {needs} data; dataset {rc.dataset} is {ds.kind}")
@@ -196,13 +217,14 @@ def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None) 
 
 def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | Path | None = None,
         llm: LLM | None = None, progress: bool = True, backend_options: dict | None = None,
-        budget=None, procedure: Procedure | None = None) -> dict[str, Any]:
+        budget=None, procedure: Procedure | None = None, target: Target | None = None) -> dict[str, Any]:
     """Execute one run into ``out``; returns the metrics. Rerunning into the same folder with the same
     config resumes (finished calls come from the cache); a different config is refused. ``budget`` (an
     ``llm.budget.Budget``) caps the backend calls and tokens: past it the run stops with ``BudgetExhausted``.
-    ``procedure``: a paper's procedure over the run's examples instead of its method's judge (``Procedure``)."""
+    ``procedure``: a paper's procedure over the run's examples instead of its method's judge (``Procedure``).
+    ``target``: the method and dataset already looked up (``Target``)."""
     before = FolderState.of(Path(out))
-    r = prepare(rc, out, procedure)
+    r = prepare(rc, out, procedure, target=target)
     try:
         with RunLock(r.out):
             claim_folder(r)
@@ -266,11 +288,16 @@ async def execute_async(r: Run, view: Calls, *, progress: bool = True) -> dict[s
         raise
 
 
-def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = True,
+# a run of ``run_many``: (config, folder, engine), and its ``Target`` where the caller has looked it up
+Job = tuple[RunConfig, str | Path, LLM] | tuple[RunConfig, str | Path, LLM, Target]
+
+
+def run_many(jobs: list[Job], *, progress: bool = True,
              alongside: Sequence[Callable[[], Awaitable[Any]]] = ()) -> list[dict[str, Any]]:
-    """Several runs at once, each ``(config, folder, engine)``: their examples' requests reach each engine
-    together and share its batches (a notebook's grid of settings, a table's evaluators), while every run keeps
-    its own folder, call log, cache entries and metrics, and resumes on its own. ``alongside``: coroutine
+    """Several runs at once, each ``(config, folder, engine)`` (or ``(config, folder, engine, target)``, ``Job``):
+    their examples' requests reach each engine together and share its batches (a notebook's grid of settings, a
+    table's evaluators), while every run keeps its own folder, call log, cache entries and metrics, and resumes on
+    its own. ``alongside``: coroutine
     functions awaited in the same event loop (work that is not a run, e.g. a method's training, or runs that can
     only be configured once it is done: ``run_many_async``), their results not returned. When a run (or one of
     those) fails the others still finish; the first failure is raised after them."""
@@ -291,7 +318,7 @@ def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = 
     return results
 
 
-async def run_many_async(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = True
+async def run_many_async(jobs: list[Job], *, progress: bool = True
                          ) -> list[dict[str, Any]]:
     """``run_many`` inside a running event loop (e.g. work alongside other runs, which starts runs once it has
     learned their configuration): these runs join the batches of whatever else the loop is running. Their logs
@@ -312,14 +339,14 @@ async def run_many_async(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progr
     return everything
 
 
-async def _gather(jobs: list[tuple[RunConfig, str | Path, LLM]], progress: bool,
+async def _gather(jobs: list[Job], progress: bool,
                   alongside: Sequence[Callable[[], Awaitable[Any]]]) -> list:
     """The runs (locked and claimed, each on its own view of its engine) and the work alongside, awaited together;
     results and exceptions in order. The views' logs close with ``_AFTER_LOOP``'s stack, after the event loop
     (see ``execute``)."""
     import contextlib
 
-    runs = [prepare(rc, out) for rc, out, _ in jobs]
+    runs = [prepare(rc, out, target=target[0] if target else None) for rc, out, _, *target in jobs]
     folders = [r.out.resolve() for r in runs]
     if len(set(folders)) != len(folders):
         raise ConfigError("run_many: two runs name the same folder: " +
@@ -329,7 +356,7 @@ async def _gather(jobs: list[tuple[RunConfig, str | Path, LLM]], progress: bool,
         for r in runs:
             held.enter_context(RunLock(r.out))
             claim_folder(r)
-        views = [open_run(r, llm) for r, (_, _, llm) in zip(runs, jobs)]
+        views = [open_run(r, job[2]) for r, job in zip(runs, jobs)]
         for view in views:
             after_loop.callback(view.log.close)
         return await asyncio.gather(*(execute_async(r, view, progress=progress) for r, view in zip(runs, views)),
