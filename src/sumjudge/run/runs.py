@@ -34,7 +34,7 @@ from .serving import ServingTally
 from ..judges.settings import make_config
 from .methods import get_method
 from ..judges.base import Judgement
-from .metrics import METRICS_BY_KIND
+from .metrics import KINDS
 
 
 # An example whose request the server refused (4xx) or whose options could not be scored fails alone: it is
@@ -198,14 +198,14 @@ def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None, 
                          f"{rc.method} on {rc.dataset}")
     spec, ds = target.method, target.dataset
     cfg = make_config(spec.config_cls, rc.settings, seed=rc.seed)
-    needs = "faithfulness" if spec.kind == "ambiguity" else spec.kind
+    kind = KINDS.find(spec.kind)  # what its kind judges and needs (a paper registers its own tasks' kinds)
+    needs = kind.judges
     if ds.kind != needs:
         raise ConfigError(f"method {rc.method} judges {needs} data; dataset {rc.dataset} is {ds.kind}")
     examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit, seed=rc.seed,
                                   outside=rc.held_out_of)
-    if spec.kind == "ambiguity" and any(getattr(e, "ambiguity", None) is None for e in examples):
-        raise ConfigError(f"method {rc.method} needs ambiguity annotations; dataset {rc.dataset} has none "
-                          "(use meetingbank-ambiguity)")
+    if kind.check is not None:
+        kind.check(rc.method, rc.dataset, examples)
     out = Path(out)
     check_run_folder(out)
     try:
@@ -394,7 +394,7 @@ def metrics_of(r: Run, judgements: list[Judgement], llm: Calls, server: dict | N
     rc, examples = r.rc, r.examples
     level = rc.level or r.dataset.levels[0]  # rated examples carry no level of their own
     judged = [(ex, j) for ex, j in zip(examples, judgements) if j.label_source != "failed"]
-    metrics_fn = r.spec.metrics or METRICS_BY_KIND[r.spec.kind]
+    metrics_fn = r.spec.metrics or KINDS.find(r.spec.kind).metrics
     tally = ServingTally()  # replicas and prefix hits, where the server says them: in the same pass over the log
     out = {"method": rc.method, "dataset": rc.dataset,
            "level": getattr(examples[0], "level", level) if examples else level, "n_examples": len(examples),

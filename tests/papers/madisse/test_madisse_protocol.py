@@ -335,7 +335,7 @@ from sumjudge.papers.madisse.ambiguity import (  # noqa: E402
     ambiguity_sc,
     ambiguity_taxonomy,
 )
-from sumjudge.run.metrics import ambiguity_metrics  # noqa: E402
+from sumjudge.papers.madisse.ambiguity import ambiguity_metrics  # noqa: E402
 
 
 def test_self_consistency_variation_threshold():
