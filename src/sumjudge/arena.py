@@ -60,19 +60,15 @@ def scores_judge(method: str) -> bool:
     return get_method(method).scores
 
 
-def run_configs(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend: str, model: str,
-         base_url: str | None, level: str | None = None, settings_for=None, held_out: int | None = None
-         ) -> list[tuple[Any, Path]]:
-    """(run config, folder) per cell; every judge of a dataset gets the same examples (same limit and seed).
-    ``settings_for(method)`` gives settings every cell of that method starts from (a profile's answer caps and
-    truncation), under the cell's own. A score judge's cell is followed by its held-out run (``held_out``
-    examples, default ``limit``, none of them judged by any cell)."""
+def resolve(cells: list[Cell]) -> list[Any]:
+    """Each cell's method and dataset, looked up once (a ``runs.Target`` per cell, in order) and checked: the arena
+    compares binary faithfulness judges on binary faithfulness data. Everything after (the runs, the thresholds, the
+    published numbers, the as-printed pairs) is given the cell's target instead of looking its names up again."""
     from .data import registry
-    from .judges.settings import make_config
     from .run.methods import get_method
-    from .run.runs import RunConfig
+    from .run.runs import Target
 
-    jobs = []
+    targets = []
     for c in cells:
         spec = get_method(c.method)
         if spec.kind != "faithfulness":
@@ -81,23 +77,51 @@ def run_configs(cells: list[Cell], out: Path, *, limit: int | None, seed: int, b
             judges = sorted(n for n, m in methods().items() if m.kind == "faithfulness")
             raise ConfigError(f"arena: {c.method} is a {spec.kind} judge; the arena compares binary faithfulness "
                               f"judges: {', '.join(judges)}")
-        if registry.get(c.dataset).kind != "faithfulness":
+        ds = registry.get(c.dataset)
+        if ds.kind != "faithfulness":
             raise ConfigError(f"arena: dataset {c.dataset} is not a binary faithfulness dataset")
-        settings = {**(settings_for(c.method) if settings_for else {}), **dict(c.settings)}
-        rc = RunConfig(method=c.method, dataset=c.dataset, level=c.level or level, limit=limit, seed=seed, backend=backend,
-                       model=model, base_url=base_url, settings=settings)
-        variants = [rc]
-        if spec.scores:
-            if limit is None:
-                raise ConfigError(f"arena: {c.method} is a score judge: its threshold is chosen on held-out examples, "
-                                  "so give --limit below the dataset's size")
-            variants.append(dataclasses.replace(rc, limit=held_out or limit, held_out_of=limit))
-        for v in variants:
-            # the whole configuration, the method's defaults included (as a notebook's run folders): a setting the
-            # method gains later names a new folder instead of refusing the old one
-            key = [v.to_json(), dataclasses.asdict(make_config(spec.config_cls, v.settings, seed=v.seed))]
-            digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:8]
-            jobs.append((v, out / c.where / f"{c.method}-{digest}"))
+        targets.append(Target(spec, ds))
+    return targets
+
+
+def run_configs(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend: str, model: str,
+         base_url: str | None, level: str | None = None, settings_for=None, held_out: int | None = None,
+         targets: list[Any] | None = None) -> list[tuple[Any, Path]]:
+    """(run config, folder) per cell; every judge of a dataset gets the same examples (same limit and seed).
+    ``settings_for(method)`` gives settings every cell of that method starts from (a profile's answer caps and
+    truncation), under the cell's own. A score judge's cell is followed by its held-out run (``held_out``
+    examples, default ``limit``, none of them judged by any cell). ``targets``: the cells' (``resolve``), looked up
+    here where not given."""
+    return [job for c, t in zip(cells, targets or resolve(cells))
+            for job in cell_configs(c, t, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url,
+                                    level=level, settings_for=settings_for, held_out=held_out)]
+
+
+def cell_configs(c: Cell, target, out: Path, *, limit: int | None, seed: int, backend: str, model: str,
+                 base_url: str | None, level: str | None = None, settings_for=None, held_out: int | None = None
+                 ) -> list[tuple[Any, Path]]:
+    """One cell's (run config, folder): its run, and a score judge's held-out run after it (``run_configs``).
+    ``target``: the cell's method and dataset (``resolve``)."""
+    from .judges.settings import make_config
+    from .run.folder import RunConfig
+
+    spec = target.method
+    settings = {**(settings_for(c.method) if settings_for else {}), **dict(c.settings)}
+    rc = RunConfig(method=c.method, dataset=c.dataset, level=c.level or level, limit=limit, seed=seed, backend=backend,
+                   model=model, base_url=base_url, settings=settings)
+    variants = [rc]
+    if spec.scores:
+        if limit is None:
+            raise ConfigError(f"arena: {c.method} is a score judge: its threshold is chosen on held-out examples, "
+                              "so give --limit below the dataset's size")
+        variants.append(dataclasses.replace(rc, limit=held_out or limit, held_out_of=limit))
+    jobs = []
+    for v in variants:
+        # the whole configuration, the method's defaults included (as a notebook's run folders): a setting the
+        # method gains later names a new folder instead of refusing the old one
+        key = [v.to_json(), dataclasses.asdict(make_config(spec.config_cls, v.settings, seed=v.seed))]
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        jobs.append((v, out / c.where / f"{c.method}-{digest}"))
     return jobs
 
 
@@ -162,13 +186,14 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
             "wall_s_per_example": metrics.get("wall_s", 0.0) / n}
 
 
-def published_columns(cell: Cell, model: str, level: str | None) -> dict[str, Any]:
+def published_columns(cell: Cell, model: str, level: str | None, spec=None) -> dict[str, Any]:
     """A judge's published number where a public leaderboard lists the same judge, model and dataset
     (``MethodSpec.published``): ``published`` (BAcc in percent, blank otherwise), ``published_source`` (the
-    leaderboard's data file, pinned) or ``published_note`` (why it is blank); nothing for other judges."""
+    leaderboard's data file, pinned) or ``published_note`` (why it is blank); nothing for other judges. ``spec``:
+    the cell's method (``resolve``), looked up where not given."""
     from .run.methods import get_method
 
-    lookup = get_method(cell.method).published
+    lookup = (spec or get_method(cell.method)).published
     if lookup is None:
         return {}
     found = lookup(model, cell.dataset, cell.level or level)
@@ -197,14 +222,14 @@ def paired_rows(preds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def printed_twin(cell: Cell) -> tuple[str, Cell] | None:
+def printed_twin(cell: Cell, spec=None) -> tuple[str, Cell] | None:
     """(what differs, the same judge as the paper prints it) when ``cell`` runs a method the authors' way where the
     paper reads otherwise (``MethodSpec.as_printed``: its settings hold the as-run ones; its other settings are
-    kept); None otherwise."""
+    kept); None otherwise. ``spec``: the cell's method (``resolve``), looked up where not given."""
     from .run.methods import get_method
 
     s = dict(cell.settings)
-    for pair in get_method(cell.method).as_printed:
+    for pair in (spec or get_method(cell.method)).as_printed:
         if all(s.get(k) == v for k, v in pair.as_run) and not all(s.get(k) == v for k, v in pair.as_printed):
             return pair.what, Cell(cell.method, cell.dataset, tuple({**s, **dict(pair.as_printed)}.items()), cell.level)
     return None
@@ -218,15 +243,16 @@ def fidelity_cells(datasets: list[str], methods: list[str]) -> list[Cell]:
             for c in (Cell(m, ds, pair.as_run, level), printed_twin(Cell(m, ds, pair.as_run, level))[1])]
 
 
-def fidelity_rows(cells: list[Cell], table: list[dict[str, Any]], paired: list[dict[str, Any]]
-                  ) -> list[dict[str, Any]]:
+def fidelity_rows(cells: list[Cell], table: list[dict[str, Any]], paired: list[dict[str, Any]],
+                  specs: list[Any] | None = None) -> list[dict[str, Any]]:
     """Every cell whose printed twin (``printed_twin``) also ran: both BAcc values and the pair's paired test
-    (Holm over the dataset's pairs, as in ``paired.csv``)."""
+    (Holm over the dataset's pairs, as in ``paired.csv``). ``specs``: the cells' methods, in order (``resolve``),
+    looked up where not given."""
     bacc = {(r["dataset"], r["judge"]): r["bacc"] for r in table}
     tests = {(r["dataset"], r["judge_a"], r["judge_b"]): r for r in paired}
     rows = []
-    for c in cells:
-        twin = printed_twin(c)
+    for c, spec in zip(cells, specs or [None] * len(cells)):
+        twin = printed_twin(c, spec)
         if twin is None or twin[1] not in cells:
             continue
         a, b = c.judge, twin[1].judge
@@ -274,23 +300,26 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
     from .run.runs import run_many
 
     out = Path(out)
-    jobs = run_configs(cells, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url, level=level,
-                settings_for=settings_for, held_out=held_out)
+    targets = resolve(cells)  # each cell's method and dataset, looked up once here and passed on
+    jobs = [(rc, folder, t) for c, t in zip(cells, targets)
+            for rc, folder in cell_configs(c, t, out, limit=limit, seed=seed, backend=backend, model=model,
+                                           base_url=base_url, level=level, settings_for=settings_for,
+                                           held_out=held_out)]
     if llm is None:
         llm = make_llm(backend, model, base_url=base_url, cache=cache, **(backend_options or {}))
     if budget is not None:
         llm.budget = budget
-    results = iter(zip(jobs, run_many([(rc, folder, llm) for rc, folder in jobs], progress=progress)))
+    results = iter(zip(jobs, run_many([(rc, folder, llm, t) for rc, folder, t in jobs], progress=progress)))
     table, preds = [], []
-    for cell in cells:
-        (_, folder), metrics = next(results)
+    for cell, t in zip(cells, targets):
+        (_, folder, _), metrics = next(results)
         p = predictions(cell, folder)
-        calibration = calibrate(p, predictions(cell, next(results)[0][1])) if scores_judge(cell.method) else None
+        calibration = calibrate(p, predictions(cell, next(results)[0][1])) if t.method.scores else None
         preds += p
         table.append({**cell_row(cell, metrics, p, calibration=calibration),
-                      **published_columns(cell, model, level)})
+                      **published_columns(cell, model, level, t.method)})
     paired = paired_rows(preds)
-    fidelity = fidelity_rows(cells, table, paired)
+    fidelity = fidelity_rows(cells, table, paired, [t.method for t in targets])
     write_csv(out / "arena.csv", table)
     write_csv(out / "predictions.csv", preds)
     write_csv(out / "paired.csv", paired)

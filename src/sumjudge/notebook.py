@@ -160,15 +160,18 @@ class Session:
 
     def prepare_run(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
              split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None):
-        """(run config, run folder, engine) of ``method`` on the profile's first ``n`` examples (or ``limit``)."""
+        """(run config, run folder, engine, target) of ``method`` on the profile's first ``n`` examples (or
+        ``limit``), a job of ``runs.run_many``: the method and the dataset are looked up here, once (``runs.Target``),
+        and the run is given them."""
         from dataclasses import asdict
 
         from .judges.settings import make_config
-        from .run.methods import get_method
-        from .run.runs import RunConfig
+        from .run.folder import RunConfig
+        from .run.runs import Target
 
         p = self.prof
-        spec = get_method(method)  # looked up once here; the run looks it up once more when it starts
+        target = Target.of(method, dataset)
+        spec = target.method
         backend, model, base_url = p.engine_for(spec.paper)
         rc = RunConfig(method=method, dataset=dataset, split=split, level=level,
                        limit=limit if limit is not None else p.n, backend=backend, model=model,
@@ -180,7 +183,7 @@ class Session:
         key = [rc.to_json(), method_cfg] + ([p.dtype] if p.dtype and backend == "hf" else [])
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:8]
         out = self.runs_dir() / f"{name or f'{method}-{dataset}-{level}'}-{digest}"
-        return rc, out, self._llm_for_paper(spec.paper)
+        return rc, out, self._llm_for_paper(spec.paper), target
 
     def run(self, method: str, dataset: str, *, name: str | None = None, level: str | None = None,
             split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None,
@@ -188,10 +191,10 @@ class Session:
         """Run ``method`` on the profile's first ``n`` examples (or ``limit``); returns (metrics, run folder)."""
         from .run.runs import run
 
-        rc, out, llm = self.prepare_run(method, dataset, name=name, level=level, split=split, limit=limit,
-                                        settings=settings)
+        rc, out, llm, target = self.prepare_run(method, dataset, name=name, level=level, split=split, limit=limit,
+                                                settings=settings)
         try:
-            return run(rc, out, llm=llm, progress=progress), out
+            return run(rc, out, llm=llm, progress=progress, target=target), out
         finally:
             self.write_time_profile()
 
@@ -223,14 +226,14 @@ class Session:
             self.write_time_profile()
 
     def _plans(self, runs: list[dict[str, Any]]) -> tuple[list, list]:
-        """Each run's (config, folder, engine), and those to run (the same run asked twice runs once)."""
+        """Each run's (config, folder, engine, target), and those to run (the same run asked twice runs once)."""
         plans = [self.prepare_run(**spec) for spec in runs]
-        return plans, list({out: (rc, out, llm) for rc, out, llm in plans}.values())
+        return plans, list({plan[1]: plan for plan in plans}.values())
 
     @staticmethod
     def _in_order(plans: list, distinct: list, finished: list) -> list[tuple[dict[str, Any], Path]]:
-        done = dict(zip([out for _, out, _ in distinct], finished))
-        return [(done[out], out) for _, out, _ in plans]
+        done = dict(zip([plan[1] for plan in distinct], finished))
+        return [(done[plan[1]], plan[1]) for plan in plans]
 
     def time_profile(self) -> list[dict[str, Any]]:
         """Each engine of this notebook: calls, waves, rows per wave, prefill and decode time (``LLM.time_profile``)."""

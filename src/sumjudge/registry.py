@@ -5,7 +5,8 @@ the taxonomies its data is converted to) when its package is imported, and the p
 first lookup of any of them (``discover``), as lm-evaluation-harness finds its tasks: nothing below the entry points
 imports a paper, and a paper imports what it builds on without a circle.
 
-A ``Registry`` (the methods, the backends, the datasets, the taxonomies) is a dict of name -> thing with three more
+A ``Registry`` (the methods, the kinds of method, the backends, the datasets, the taxonomies, the aspect templates
+and fields, the papers' commands) is a dict of name -> thing with three more
 verbs: ``add`` (by a call), ``register`` (as a decorator) and ``find`` (a lookup that imports the plug-in packages
 once when the name is not there yet, and then names what is known in one ``UnknownName`` error). ``all`` is every
 entry, the plug-ins' included.

@@ -43,7 +43,8 @@ def test_a_csv_document_over_131072_characters_loads_and_runs(tmp_path):
     from sumjudge.llm.cache import NullCache
     from sumjudge.llm.engine import LLM
     from sumjudge.llm.scripted import ScriptedBackend
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     f = tmp_path / "long.csv"
     with f.open("w", newline="") as fh:

@@ -325,7 +325,8 @@ def test_debate_and_geval_run_end_to_end_on_the_tiny_model_with_per_aspect_corre
 
 
 def test_mesa_runs_end_to_end_on_the_tiny_model_with_per_type_scores_impact_and_quality(tiny_model_dir, tmp_path):
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     out = tmp_path / "mesa"
     rc = RunConfig(method="mesa", dataset="meeting-errors", limit=3, backend="hf", model=str(tiny_model_dir),

@@ -261,3 +261,18 @@ def test_the_papers_import_no_entry_point():
     assert {m: sorted(d & entry) for m, d in graph.items() if m.startswith("sumjudge.papers") and d & entry} == {}
     command_line = {m for m in graph if m == "sumjudge.cli" or m.startswith("sumjudge.cli.")}  # argparse: the command line's own
     assert {m: sorted(d & command_line) for m, d in graph.items() if m.startswith("sumjudge.papers") and d & command_line} == {}
+
+
+def test_run_names_no_papers_example_kind_or_task():
+    """The kinds of method a paper registers for its own task (``run.metrics.KINDS``: MADISSE's ambiguity detection,
+    MESA's meeting errors), with their metrics, checks and example types, are the paper's: run/ looks a kind up and
+    names none of them."""
+    from sumjudge.run.metrics import KINDS
+
+    papers = {name for name, kind in KINDS.all().items() if kind.metrics.__module__.startswith("sumjudge.papers.")}
+    assert {"ambiguity", "meeting-errors"} <= papers and not {"faithfulness", "rated"} & papers
+    words = papers | {n.replace("-", "_") for n in papers} | {"MeetingErrorExample"}
+    found = {f"{f.relative_to(PKG)}:{i}": line.strip() for f in sorted((PKG / "run").glob("*.py"))
+             for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
+             if any(w.lower() in line.lower() for w in words)}
+    assert found == {}

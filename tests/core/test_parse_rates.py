@@ -53,7 +53,8 @@ def test_engine_counts_first_try_after_retries_unreadable_and_fallbacks(tmp_path
 
 @needs_mirror
 def test_every_run_reports_its_parse_rates_in_metrics_json(tmp_path):
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     answers = iter(["<label>1</label>", "unsure", "<label>0</label>", "unsure", "unsure", "unsure"] * 3)
     be = ScriptedBackend(options=lambda r: {"0": 0.6, "1": 0.4}).add(r".", lambda r: next(answers))

@@ -8,7 +8,8 @@ import pytest
 from sumjudge.llm import NullCache
 from sumjudge.llm.engine import LLM
 from sumjudge.perf.plan import Rates, measured_completions, plan_run
-from sumjudge.run.runs import RunConfig, run
+from sumjudge.run.folder import RunConfig
+from sumjudge.run.runs import run
 
 
 def actual(tiny_backend, tmp_path, method, dataset, level, limit, settings):

@@ -45,3 +45,25 @@ def test_the_methods_backends_datasets_and_taxonomies_are_one_registry_type():
         make_backend("bogus")
     with pytest.raises(ConfigError, match="unknown method 'nope'; known: .*zero-shot"):
         get_method("nope")
+
+
+def test_the_aspect_templates_and_the_kinds_of_method_are_registries_the_papers_fill():
+    """A dataset's aspect templates and fields and a kind of method's metrics are looked up like a method: the papers
+    register theirs (DEBATE's aspect templates, MADISSE's ambiguity task, MESA's meeting errors and their fields) and
+    an unknown name says what is known."""
+    from sumjudge.judges.aspects import FIELDS, TEMPLATES, aspects_for
+    from sumjudge.run.metrics import KINDS, faithfulness_metrics
+
+    assert all(isinstance(reg, Registry) for reg in (TEMPLATES, FIELDS, KINDS))
+    assert list(FIELDS.find("meeting-errors")) == ["transcript", "summary"]  # MESA's, registered when it is imported
+    assert [a.name for a in aspects_for("summeval", "all")] == ["coherence", "consistency", "fluency", "relevance"]
+    with pytest.raises(UnknownName, match="unknown dataset with rated aspects 'nope'; known: .*summeval"):
+        aspects_for("nope", "all")
+    assert KINDS.find("faithfulness").metrics is faithfulness_metrics
+    ambiguity = KINDS.find("ambiguity")
+    assert ambiguity.judges == "faithfulness" and ambiguity.metrics.__module__ == "sumjudge.papers.madisse.ambiguity"
+    with pytest.raises(ConfigError, match="needs ambiguity annotations"):
+        ambiguity.check("ambiguity-sc", "qags-xsum", [object()])
+    assert KINDS.find("meeting-errors").judges == "meeting-errors"
+    with pytest.raises(UnknownName, match="unknown kind of method 'nope'; known: .*rated"):
+        KINDS.find("nope")

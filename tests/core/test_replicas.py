@@ -1,5 +1,5 @@
 """Replicas without a router binary: the stand-in's prefix store and replica name, what a run's log says of where
-its calls were served (``locality``), and the openai backend behind something that names replicas (a router's
+its calls were served (``run.serving``), and the openai backend behind something that names replicas (a router's
 ``/list_workers``): context, counters and requests in flight learnt per replica, what is missing said once.
 The real router's tests are in tests_live/router (``make test-router``)."""
 
@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from sumjudge.perf.local_replicas import Fleet
-from sumjudge.run.locality import serving_from_log
+from sumjudge.run.serving import serving_from_log
 from sumjudge.llm.openai import CONCURRENCY_PER_SERVER, OpenAIBackend
 from sumjudge.perf.scale import merged_timeline
 from sumjudge.perf.standin_server import PREFIX_BLOCK, PrefixStore, StandinServer
@@ -79,7 +79,8 @@ def test_a_runs_log_says_where_its_examples_were_served(tmp_path):
 
 
 def test_a_run_against_one_stand_in_records_its_serving(tmp_path):
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     with Fleet(replicas=1) as fleet:
         rc = RunConfig(method="zero-shot", dataset="tofueval-meetingbank", level="sentence", limit=4,
@@ -170,7 +171,8 @@ def test_replicas_timelines_merge_into_requests_in_flight_over_all():
 def test_behind_a_router_each_request_carries_its_example_as_the_session_key(tmp_path):
     """A router hashing the session key (vllm-router --policy consistent_hash) keeps an example's calls on one
     replica and spreads the examples: the client sends each request's example as that key, behind a router only."""
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     with StandinServer() as a:
         router = Router([a])

@@ -7,7 +7,8 @@ import pytest
 
 from sumjudge.llm import ConfigError, NullCache, ResponseCache, run_sync
 from sumjudge.llm.engine import LLM
-from sumjudge.run.runs import RunConfig, run, run_many, run_many_async
+from sumjudge.run.folder import RunConfig
+from sumjudge.run.runs import run, run_many, run_many_async
 
 pytestmark = pytest.mark.usefixtures("tiny_backend")
 

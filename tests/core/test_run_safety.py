@@ -18,7 +18,7 @@ from sumjudge.data import registry
 from sumjudge.llm import ConfigError
 from sumjudge.judges.settings import make_config
 from sumjudge.run.methods import get_method
-from sumjudge.run.runs import RunLock
+from sumjudge.run.folder import RunLock
 
 pytestmark = needs_mirror
 
@@ -103,7 +103,7 @@ def test_a_second_process_on_the_same_folder_exits_2_naming_the_holder(tmp_path,
     out = tmp_path / "run"
     out.mkdir()
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from sumjudge.run.runs import RunLock\n"
+        "import sys, time; from pathlib import Path; from sumjudge.run.folder import RunLock\n"
         f"with RunLock(Path({str(out)!r})):\n    print('locked', flush=True); time.sleep(60)")],
         stdout=subprocess.PIPE, text=True)
     try:

@@ -34,7 +34,8 @@ from pathlib import Path
 import sumjudge
 from sumjudge.llm import make_llm
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.run.runs import RunConfig, run
+from sumjudge.run.folder import RunConfig
+from sumjudge.run.runs import run
 
 backend = ScriptedBackend().add(r"cat sat", "<explanation>Supported.</explanation><label>1</label>") \
                            .add(r"dog", "<explanation>It ran.</explanation><label>0</label>")

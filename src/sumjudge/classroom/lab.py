@@ -173,7 +173,7 @@ def cell_predictions(result: ArenaResult, judge: str, dataset: str) -> list[dict
 
 def run_folder(result: ArenaResult, method: str, dataset: str) -> Path:
     """The run folder of ``method`` on ``dataset`` in ``result`` (the judged run, not a score judge's held-out one)."""
-    from ..run.runs import check_run_folder
+    from ..run.folder import check_run_folder
 
     for folder in sorted((result.runs / dataset).glob(f"{method}-*")):
         config = (check_run_folder(folder) or {}).get("run", {})

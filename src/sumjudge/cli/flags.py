@@ -118,8 +118,8 @@ def add_run_flags(p, *, dataset: str | None = None, split: str | None = None, le
 
 
 def run_config_of(a, method: str, **extra):
-    """The ``runs.RunConfig`` of a command's flags (``add_run_flags``) for ``method``."""
-    from ..run.runs import RunConfig
+    """The ``folder.RunConfig`` of a command's flags (``add_run_flags``) for ``method``."""
+    from ..run.folder import RunConfig
 
     return RunConfig(method=method, dataset=a.dataset, split=a.split, level=getattr(a, "level", None), limit=a.limit,
                      backend=a.backend, model=a.model, base_url=a.base_url, seed=a.seed, settings=parse_sets(a.set),

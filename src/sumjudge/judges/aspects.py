@@ -1,8 +1,8 @@
 """Rated aspects (SummEval, Topical-Chat): which template scores which aspect on which scale, and the
 per-aspect fan-out every scoring method shares.
 
-The templates of a dataset's aspects are registered by the paper that prints them (``register_templates``;
-the plug-in packages are imported on first lookup). The scale of an aspect is read from its template's front
+The templates of a dataset's aspects are registered by the paper that prints them (``register_templates``, in
+``TEMPLATES``, a ``registry.Registry``: the plug-in packages are imported on first lookup). The scale of an aspect is read from its template's front
 matter (``scale: 1-5``), so the prompt and the parser cannot disagree.
 """
 
@@ -15,33 +15,29 @@ from typing import Any, Awaitable, Callable
 from ..data.records import RatedExample
 from ..errors import ConfigError
 from ..prompts import load as load_template
-from ..registry import discover
+from ..registry import Registry
 from .base import Judgement
 
-# dataset -> aspect -> template, in the order of the paper's table (``register_templates``)
-TEMPLATES: dict[str, dict[str, str]] = {}
-# template field -> example attribute; the first field is the one cut when a prompt must be shortened
-FIELDS: dict[str, dict[str, str]] = {
-    "summeval": {"document": "source", "summary": "output"},
-    "topical-chat": {"dialogue": "source", "fact": "context", "response": "output"},
-    "meeting-errors": {"transcript": "transcript", "summary": "summary"},  # a meeting summary's G-Eval prompt
-    "faithfulness": {"document": "document", "summary": "summary"},  # a binary faithfulness example
-}
+# dataset -> its aspects' templates (aspect -> template, in the order of the paper's table), as the papers register
+# them (``register_templates``); a dataset not there yet is looked for in the plug-in packages first
+TEMPLATES: Registry[dict[str, str]] = Registry("dataset with rated aspects")
+# dataset -> template field -> example attribute; the first field is the one cut when a prompt must be shortened (a
+# paper that scores aspects of its own data registers its fields)
+FIELDS: Registry[dict[str, str]] = Registry("dataset with aspect fields")
+FIELDS.add("summeval", {"document": "source", "summary": "output"})
+FIELDS.add("topical-chat", {"dialogue": "source", "fact": "context", "response": "output"})
+FIELDS.add("faithfulness", {"document": "document", "summary": "summary"})  # a binary faithfulness example
 KIND: dict[str, str] = {"summeval": "summary", "topical-chat": "dialogue", "faithfulness": "summary"}  # what a judge is told it reads
 
 
 def register_templates(dataset: str, templates: dict[str, str]) -> None:
     """The templates that score ``dataset``'s aspects (aspect -> template name), as the paper that prints them
     lists them."""
-    TEMPLATES[dataset] = dict(templates)
+    TEMPLATES.add(dataset, dict(templates))
 
 
 def _templates(dataset: str) -> dict[str, str]:
-    if dataset not in TEMPLATES:
-        discover()  # the papers register their templates when they are imported
-    if dataset not in TEMPLATES:
-        raise ConfigError(f"no rated aspects are defined for dataset {dataset!r} (known: {', '.join(TEMPLATES)})")
-    return TEMPLATES[dataset]
+    return TEMPLATES.find(dataset)  # the papers register their templates when they are imported
 
 
 @dataclass(frozen=True)
@@ -65,14 +61,14 @@ class Aspect:
     def fields(self, ex: RatedExample) -> dict[str, str]:
         """The template's slots for one example (only those the template uses)."""
         used = load_template(self.template).fields
-        return {**{k: str(getattr(ex, attr) or "") for k, attr in FIELDS[self.dataset].items() if k in used},
+        return {**{k: str(getattr(ex, attr) or "") for k, attr in FIELDS.find(self.dataset).items() if k in used},
                 **dict(self.constants)}
 
     @property
     def shrink(self) -> str:
         """The field cut (from its end) when the prompt must be shortened to fit the model context."""
         used = load_template(self.template).fields
-        return next(k for k in FIELDS[self.dataset] if k in used)
+        return next(k for k in FIELDS.find(self.dataset) if k in used)
 
 
 def consistency_aspect() -> Aspect:

@@ -183,8 +183,9 @@ def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model:
     from ..llm import NullCache
     from ..llm.engine import LLM
     from ..profiles import load
+    from ..run.folder import RunConfig
     from ..run.methods import settings_from
-    from ..run.runs import RunConfig, run
+    from ..run.runs import run
 
     prof = load(profile)
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec.get("level"), limit=limit,

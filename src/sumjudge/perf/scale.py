@@ -75,7 +75,7 @@ class Measured:
     replicas: int = 1
     policy: str = ""  # the router's, with more than one replica
     calls_per_replica: dict[str, int] = field(default_factory=dict)  # chat requests each replica answered
-    serving: dict[str, Any] | None = None  # the run's serving figures (locality.serving_from_log)
+    serving: dict[str, Any] | None = None  # the run's serving figures (run.serving.serving_from_log)
     timeline: list[tuple[float, int]] = field(default_factory=list)
 
 
@@ -150,7 +150,8 @@ def thin(timeline: list[tuple[float, int]], most: int) -> list[tuple[float, int]
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """In the measured process: the run, its wall and CPU time, peak memory and file sizes."""
-    from ..run.runs import RunConfig, run
+    from ..run.folder import RunConfig
+    from ..run.runs import run
 
     spec = paper_runs()[job["name"]]
     folder = Path(job["folder"])

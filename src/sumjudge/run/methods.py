@@ -31,13 +31,13 @@ class AsPrinted:
 class MethodSpec:
     name: str
     paper: str
-    kind: str  # "faithfulness" | "rated" | "meeting-errors"
+    kind: str  # a registered kind of method (``run.metrics.KINDS``): "faithfulness", "rated", or a paper's own
     config_cls: type
     judge: JudgeFn
     description: str
     # checks of the whole run before any call (examples, engine, config), e.g. inputs the model cannot hold
     preflight: Callable[[list, "LLM", Any], Awaitable[None]] | None = None
-    # the run's metrics (examples, judgements) -> dict; None: the kind's own (run_metrics.METRICS_BY_KIND)
+    # the run's metrics (examples, judgements) -> dict; None: the kind's own (``run.metrics.KINDS``)
     metrics: Callable[[list, list], dict[str, Any]] | None = None
     # parse events' roles for the parse-rate report: a regex over an event's tag whose group 1 names the role
     roles: str | None = None

@@ -1,13 +1,16 @@
-"""Metrics of a finished run, one function per kind of method (``METRICS_BY_KIND``): faithfulness and
-ambiguity detection (BAcc, alpha, FPR/FNR), rated aspects (summary-level correlations and score
-distributions). A method may bring its own metrics (``MethodSpec.metrics``)."""
+"""Metrics of a finished run, one function per kind of method (``KINDS``, a ``registry.Registry`` of ``MethodKind``):
+the core's faithfulness (BAcc, alpha, FPR/FNR) and rated aspects (summary-level correlations and score
+distributions); a paper registers the kinds of its own tasks. A method may bring its own metrics
+(``MethodSpec.metrics``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..data import registry as data_registry
 from ..judges.base import Judgement
+from ..registry import Registry
 
 
 def faithfulness_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
@@ -37,15 +40,6 @@ def score_metrics(human: list[float | None], judgements: list[Judgement]) -> dic
         r, p, n = correlation_test(x, y, method)
         out[method] = {"r": r, "p": p, "n": n}
     return out
-
-
-def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
-    """Ambiguity detection against the human ambiguity labels. binary_report's positive class is label 0,
-    so both sides are flipped: "positive" = ambiguous, FNR = missed ambiguous sentences."""
-    flip = (lambda v: None if v is None else 1 - v)
-    flipped = [Judgement(example_id=j.example_id, label=flip(j.label), label_source=j.label_source,
-                         scores={k: flip(v) for k, v in j.scores.items()}) for j in judgements]
-    return binary_metrics([flip(int(ex.ambiguity.ambiguous)) for ex in examples], flipped)
 
 
 def binary_scores(y: list[int], p: list[int | None]) -> dict[str, Any]:
@@ -141,8 +135,35 @@ def _mean(values: list[float]) -> float:
     return sum(ok) / len(ok) if ok and len(ok) == len(values) else float("nan")
 
 
-# a kind's metrics; a method may bring its own (``MethodSpec.metrics``)
-METRICS_BY_KIND = {"faithfulness": faithfulness_metrics, "ambiguity": ambiguity_metrics, "rated": rated_metrics}
+@dataclass(frozen=True)
+class MethodKind:
+    """A kind of method (``MethodSpec.kind``): the kind of data it judges (``DatasetSpec.kind``; its own name where
+    ``data`` is empty), its run's metrics over the judged examples and their judgements (a method may bring its own:
+    ``MethodSpec.metrics``), and ``check(method, dataset, examples)``, which raises a ConfigError where the examples
+    lack what the kind needs beyond their data's kind (annotations of its own)."""
+
+    name: str
+    metrics: Callable[[list, list], dict[str, Any]]
+    data: str = ""
+    check: Callable[[str, str, list], None] | None = None
+
+    @property
+    def judges(self) -> str:
+        """The kind of data its methods judge."""
+        return self.data or self.name
+
+
+# the kinds of method: the core's below; a paper registers the kinds of its own tasks when it is imported (looked
+# for in the plug-in packages on a miss)
+KINDS: Registry[MethodKind] = Registry("kind of method")
+
+
+def register_kind(kind: MethodKind) -> MethodKind:
+    return KINDS.add(kind.name, kind)
+
+
+register_kind(MethodKind("faithfulness", faithfulness_metrics))
+register_kind(MethodKind("rated", rated_metrics))
 
 
 SAID_COLUMN = "labels said"

@@ -1,4 +1,5 @@
-"""Run folders: ``config.json``, ``calls.jsonl`` (every call's transcript), ``results.jsonl``, ``metrics.json``.
+"""Runs as they execute, into their folders (``folder``): ``config.json``, ``calls.jsonl`` (every call's transcript),
+``results.jsonl``, ``metrics.json``.
 
 A run is resumable by construction: every finished LLM call is in the persistent cache the moment
 it returns, so rerunning the same command after a kill replays finished calls from the cache (no
@@ -15,11 +16,10 @@ import dataclasses
 import json
 import os
 import platform
-import re
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,149 +28,13 @@ from ..data import registry as data_registry
 from ..llm import BackendRequestError, OptionScoringError, PromptTooLongError, make_llm
 from ..errors import ConfigError, SumjudgeError
 from ..llm.engine import LLM, Calls
-from .locality import ServingTally
+from .folder import (FolderState, RunConfig, RunLock, check_run_folder, claim_folder, remove_stale_temps,
+                     usage_from_log, write_atomic, write_jsonl_atomic)
+from .serving import ServingTally
 from ..judges.settings import make_config
 from .methods import get_method
 from ..judges.base import Judgement
-from .metrics import METRICS_BY_KIND
-
-
-@dataclass
-class RunConfig:
-    method: str
-    dataset: str
-    split: str | None = None
-    level: str | None = None
-    limit: int | None = None
-    backend: str = "hf"
-    model: str | None = None
-    base_url: str | None = None
-    seed: int = 0
-    settings: dict[str, Any] = field(default_factory=dict)
-    max_concurrent_examples: int = 512
-    # held-out examples: draw the run's ``limit`` from the examples a run of ``held_out_of`` examples (same seed,
-    # split and level) does not judge; the arena chooses a score judge's threshold on them
-    held_out_of: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The record of the run; a base URL is kept without credentials (user:password, query). ``held_out_of``
-        appears only when set (the records of other runs stay as they were)."""
-        from ..llm.types import server_identity
-
-        d = dataclasses.asdict(self)
-        d["base_url"] = server_identity(self.base_url) or None
-        if d["held_out_of"] is None:
-            del d["held_out_of"]
-        return d
-
-
-def run_name(method: str, settings: dict[str, Any], dataset: str, level: str | None = None) -> str:
-    """A readable run-folder name: method, its non-default settings, dataset, level."""
-    vals = {k: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else v for k, v in sorted(settings.items())}
-    return "-".join([method, *(f"{k}{v}" for k, v in vals.items()), dataset, *([level] if level else [])])
-
-
-LOCK_NAME = ".lock"
-
-
-class RunLock:
-    """One process per run folder: an exclusive lock on ``<out>/.lock`` holding the owner's pid. A second
-    process gets a ConfigError naming the holder (exit 2); the lock goes with the process, killed or not."""
-
-    def __init__(self, folder: Path):
-        self.path = folder / LOCK_NAME
-        self._fh = None
-
-    def __enter__(self) -> "RunLock":
-        try:
-            import fcntl
-        except ImportError:  # no advisory locks on this platform: one run per folder is up to the user
-            return self
-        fh = self.path.open("a+", encoding="utf-8")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            fh.close()
-            raise ConfigError(f"{self.path.parent} is in use by process {holder}: one run per folder at a time "
-                              "(wait for it, or choose another --out)") from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}@{platform.node()}")
-        fh.flush()
-        self._fh = fh
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._fh is not None:
-            self._fh.close()  # closing releases the lock
-
-
-def check_run_folder(out: Path) -> dict | None:
-    """The folder's previous ``config.json`` (None for a new or empty folder); ConfigError for a path that is
-    a file, a non-empty folder that is not a sumjudge run, or an unreadable config.json (file named)."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file; a run needs a folder (a new or empty one, or an earlier run's)")
-    if not out.exists():
-        return None
-    cfg_path = out / "config.json"
-    if not cfg_path.exists():
-        # without config.json only what a run killed during start-up leaves is ours (results/metrics are not)
-        foreign = sorted(p.name for p in out.iterdir()
-                         if p.name not in (LOCK_NAME, "calls.jsonl", FAILED_CONFIG, FAILED_CALLS)
-                         and not p.name.endswith(".tmp"))
-        if foreign:
-            raise ConfigError(f"{out} is not empty and is not a sumjudge run folder (it holds {', '.join(foreign[:5])}); "
-                              "choose a new or empty folder")
-        return None
-    try:
-        prev = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{cfg_path} is not a readable run config ({e}); remove the folder or choose another "
-                          "--out") from None
-    if not isinstance(prev, dict) or "run" not in prev:
-        raise ConfigError(f"{cfg_path} is not a sumjudge run config; choose another --out")
-    return prev
-
-
-FAILED_CONFIG, FAILED_CALLS = "config.failed.json", "calls.failed.jsonl"
-
-
-def failed_before_results(out: Path) -> bool:
-    """The folder's last process ended in a recorded failure (``run_failed``) and no result was written."""
-    calls = out / "calls.jsonl"
-    if (out / "results.jsonl").exists() or (out / "metrics.json").exists() or not calls.exists():
-        return False
-    failed = False
-    for line in calls.read_text(encoding="utf-8").splitlines():
-        if '"event": "process_start"' in line:
-            failed = False
-        elif '"event": "run_failed"' in line:
-            failed = True
-    return failed
-
-
-def remove_stale_temps(out: Path) -> None:
-    """Temp files of the run's atomic writes that a killed process left (under the folder's lock: no writer)."""
-    for p in out.glob("*.tmp"):  # NAME.tmp (older versions) or NAME.<pid>.tmp (write_atomic)
-        if re.sub(r"\.\d+$", "", p.name[: -len(".tmp")]) in ("results.jsonl", "metrics.json", "config.json"):
-            p.unlink(missing_ok=True)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # per process: two writers never share a temp file
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
-    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    with Path(path).open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+from .metrics import KINDS
 
 
 # An example whose request the server refused (4xx) or whose options could not be scored fails alone: it is
@@ -295,7 +159,7 @@ class Run:
     cfg: Any  # the method's config dataclass
     examples: list
     out: Path
-    dataset: Any  # data.registry.DatasetSpec: the dataset named by rc.dataset, resolved once by ``prepare``
+    dataset: Any  # data.registry.DatasetSpec: the dataset named by rc.dataset, resolved once (``Target``)
     procedure: Procedure | None = None  # a paper's procedure instead of judging each example
 
     @property
@@ -307,20 +171,41 @@ class Run:
         return record
 
 
-def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None) -> Run:
+@dataclass(frozen=True)
+class Target:
+    """What a run config names, looked up once (``target``) and carried on: its method's spec
+    (``run.methods.MethodSpec``) and its dataset's (``data.registry.DatasetSpec``). A caller that has looked them up
+    already (the arena, a notebook) hands them to ``prepare`` (and ``run``, ``run_many``) instead of the names."""
+
+    method: Any  # run.methods.MethodSpec
+    dataset: Any  # data.registry.DatasetSpec
+
+    @classmethod
+    def of(cls, method: str, dataset: str) -> "Target":
+        """The method and the dataset named, looked up (one lookup each)."""
+        return cls(get_method(method), data_registry.get(dataset))
+
+
+def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None, *,
+            target: Target | None = None) -> Run:
     """The run ``rc`` describes, checked (the method fits the dataset, the folder can hold it), its folder made.
-    The method and the dataset are looked up here, once; the run carries them to everything after."""
-    spec = get_method(rc.method)
+    The method and the dataset are looked up here, once (or given, as ``target``, by a caller that looked them up);
+    the run carries them to everything after."""
+    if target is None:
+        target = Target.of(rc.method, rc.dataset)
+    elif (target.method.name, target.dataset.name) != (rc.method, rc.dataset):
+        raise ValueError(f"prepare: the target {target.method.name} on {target.dataset.name} is not the run's "
+                         f"{rc.method} on {rc.dataset}")
+    spec, ds = target.method, target.dataset
     cfg = make_config(spec.config_cls, rc.settings, seed=rc.seed)
-    ds = data_registry.get(rc.dataset)
-    needs = "faithfulness" if spec.kind == "ambiguity" else spec.kind
+    kind = KINDS.find(spec.kind)  # what its kind judges and needs (a paper registers its own tasks' kinds)
+    needs = kind.judges
     if ds.kind != needs:
         raise ConfigError(f"method {rc.method} judges {needs} data; dataset {rc.dataset} is {ds.kind}")
     examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit, seed=rc.seed,
                                   outside=rc.held_out_of)
-    if spec.kind == "ambiguity" and any(getattr(e, "ambiguity", None) is None for e in examples):
-        raise ConfigError(f"method {rc.method} needs ambiguity annotations; dataset {rc.dataset} has none "
-                          "(use meetingbank-ambiguity)")
+    if kind.check is not None:
+        kind.check(rc.method, rc.dataset, examples)
     out = Path(out)
     check_run_folder(out)
     try:
@@ -332,13 +217,14 @@ def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None) 
 
 def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | Path | None = None,
         llm: LLM | None = None, progress: bool = True, backend_options: dict | None = None,
-        budget=None, procedure: Procedure | None = None) -> dict[str, Any]:
+        budget=None, procedure: Procedure | None = None, target: Target | None = None) -> dict[str, Any]:
     """Execute one run into ``out``; returns the metrics. Rerunning into the same folder with the same
     config resumes (finished calls come from the cache); a different config is refused. ``budget`` (an
     ``llm.budget.Budget``) caps the backend calls and tokens: past it the run stops with ``BudgetExhausted``.
-    ``procedure``: a paper's procedure over the run's examples instead of its method's judge (``Procedure``)."""
+    ``procedure``: a paper's procedure over the run's examples instead of its method's judge (``Procedure``).
+    ``target``: the method and dataset already looked up (``Target``)."""
     before = FolderState.of(Path(out))
-    r = prepare(rc, out, procedure)
+    r = prepare(rc, out, procedure, target=target)
     try:
         with RunLock(r.out):
             claim_folder(r)
@@ -352,82 +238,6 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
         if before.nothing_answered(r.out):  # stopped before its first answer: the folder is left as it was
             before.restore(r.out)
         raise
-
-
-@dataclass
-class FolderState:
-    """What a run folder held before a run started: a run that stops before its first model call puts it back
-    (a new folder is removed, a resumed one gets its files back as they were), so that nothing of a run that
-    never ran is left in ``--out``."""
-
-    existed: bool
-    files: dict[str, bytes | None]  # the small files (config, lock): their bytes before, None where absent
-    log_size: int | None  # calls.jsonl's length before (it may be large: only read from there), None where absent
-
-    SMALL = ("config.json", LOCK_NAME)
-
-    @classmethod
-    def of(cls, out: Path) -> "FolderState":
-        existed = out.is_dir()
-        log = out / "calls.jsonl"
-        return cls(existed, {n: (out / n).read_bytes() if existed and (out / n).is_file() else None for n in cls.SMALL},
-                   log.stat().st_size if existed and log.is_file() else None)
-
-    def nothing_answered(self, out: Path) -> bool:
-        """Whether the run logged no answered call since (only events: a process start, a failure); a call's
-        line carries its cache ``key``."""
-        log = out / "calls.jsonl"
-        if not log.is_file():
-            return True
-        with log.open("rb") as fh:
-            fh.seek(self.log_size or 0)
-            for line in fh:
-                try:
-                    if "key" in json.loads(line):
-                        return False
-                except ValueError:
-                    return False  # a line cut by the failure: assume it was a call
-        return True
-
-    def restore(self, out: Path) -> None:
-        for name, data in self.files.items():
-            p = out / name
-            if data is None:
-                p.unlink(missing_ok=True)
-            else:
-                p.write_bytes(data)
-        log = out / "calls.jsonl"
-        if self.log_size is None:
-            log.unlink(missing_ok=True)
-        elif log.is_file():
-            with log.open("r+b") as fh:
-                fh.truncate(self.log_size)
-        for tmp in out.glob("*.tmp*"):
-            tmp.unlink(missing_ok=True)
-        if not self.existed:
-            try:
-                out.rmdir()  # only when nothing else is in it
-            except OSError:
-                pass
-
-
-def claim_folder(r: Run) -> None:
-    """Under the run's lock: the folder holds this run or none (a run that failed before any result leaves it
-    to the next configuration, its files kept beside); stale results and metrics are removed."""
-    out = r.out
-    prev = check_run_folder(out)  # again under the lock: another process may have written it meanwhile
-    mine = json.loads(json.dumps(r.record))
-    keys = set(mine) | ({"procedure"} & set(prev or {}))  # a judging run never takes a procedure's folder
-    if prev is not None and {k: prev.get(k) for k in keys} != {k: mine.get(k) for k in keys}:
-        if not failed_before_results(out):
-            raise ConfigError(f"{out} holds a run with a different configuration; use another --out folder")
-        # a run that failed before any result (e.g. a prompt over the context) leaves its folder to the rerun its
-        # message suggests; what it wrote is kept beside, so its calls do not count as the new run's
-        for name, kept in (("config.json", FAILED_CONFIG), ("calls.jsonl", FAILED_CALLS)):
-            if (out / name).exists():
-                os.replace(out / name, out / kept)
-    for stale in ("results.jsonl", "metrics.json"):
-        (out / stale).unlink(missing_ok=True)
 
 
 def execute(r: Run, llm: LLM, *, progress: bool = True) -> dict[str, Any]:
@@ -478,11 +288,16 @@ async def execute_async(r: Run, view: Calls, *, progress: bool = True) -> dict[s
         raise
 
 
-def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = True,
+# a run of ``run_many``: (config, folder, engine), and its ``Target`` where the caller has looked it up
+Job = tuple[RunConfig, str | Path, LLM] | tuple[RunConfig, str | Path, LLM, Target]
+
+
+def run_many(jobs: list[Job], *, progress: bool = True,
              alongside: Sequence[Callable[[], Awaitable[Any]]] = ()) -> list[dict[str, Any]]:
-    """Several runs at once, each ``(config, folder, engine)``: their examples' requests reach each engine
-    together and share its batches (a notebook's grid of settings, a table's evaluators), while every run keeps
-    its own folder, call log, cache entries and metrics, and resumes on its own. ``alongside``: coroutine
+    """Several runs at once, each ``(config, folder, engine)`` (or ``(config, folder, engine, target)``, ``Job``):
+    their examples' requests reach each engine together and share its batches (a notebook's grid of settings, a
+    table's evaluators), while every run keeps its own folder, call log, cache entries and metrics, and resumes on
+    its own. ``alongside``: coroutine
     functions awaited in the same event loop (work that is not a run, e.g. a method's training, or runs that can
     only be configured once it is done: ``run_many_async``), their results not returned. When a run (or one of
     those) fails the others still finish; the first failure is raised after them."""
@@ -503,7 +318,7 @@ def run_many(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = 
     return results
 
 
-async def run_many_async(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progress: bool = True
+async def run_many_async(jobs: list[Job], *, progress: bool = True
                          ) -> list[dict[str, Any]]:
     """``run_many`` inside a running event loop (e.g. work alongside other runs, which starts runs once it has
     learned their configuration): these runs join the batches of whatever else the loop is running. Their logs
@@ -524,14 +339,14 @@ async def run_many_async(jobs: list[tuple[RunConfig, str | Path, LLM]], *, progr
     return everything
 
 
-async def _gather(jobs: list[tuple[RunConfig, str | Path, LLM]], progress: bool,
+async def _gather(jobs: list[Job], progress: bool,
                   alongside: Sequence[Callable[[], Awaitable[Any]]]) -> list:
     """The runs (locked and claimed, each on its own view of its engine) and the work alongside, awaited together;
     results and exceptions in order. The views' logs close with ``_AFTER_LOOP``'s stack, after the event loop
     (see ``execute``)."""
     import contextlib
 
-    runs = [prepare(rc, out) for rc, out, _ in jobs]
+    runs = [prepare(rc, out, target=target[0] if target else None) for rc, out, _, *target in jobs]
     folders = [r.out.resolve() for r in runs]
     if len(set(folders)) != len(folders):
         raise ConfigError("run_many: two runs name the same folder: " +
@@ -541,7 +356,7 @@ async def _gather(jobs: list[tuple[RunConfig, str | Path, LLM]], progress: bool,
         for r in runs:
             held.enter_context(RunLock(r.out))
             claim_folder(r)
-        views = [open_run(r, llm) for r, (_, _, llm) in zip(runs, jobs)]
+        views = [open_run(r, job[2]) for r, job in zip(runs, jobs)]
         for view in views:
             after_loop.callback(view.log.close)
         return await asyncio.gather(*(execute_async(r, view, progress=progress) for r, view in zip(runs, views)),
@@ -579,7 +394,7 @@ def metrics_of(r: Run, judgements: list[Judgement], llm: Calls, server: dict | N
     rc, examples = r.rc, r.examples
     level = rc.level or r.dataset.levels[0]  # rated examples carry no level of their own
     judged = [(ex, j) for ex, j in zip(examples, judgements) if j.label_source != "failed"]
-    metrics_fn = r.spec.metrics or METRICS_BY_KIND[r.spec.kind]
+    metrics_fn = r.spec.metrics or KINDS.find(r.spec.kind).metrics
     tally = ServingTally()  # replicas and prefix hits, where the server says them: in the same pass over the log
     out = {"method": rc.method, "dataset": rc.dataset,
            "level": getattr(examples[0], "level", level) if examples else level, "n_examples": len(examples),
@@ -597,41 +412,6 @@ def procedure_metrics(r: Run, summary: dict[str, Any], llm: Calls) -> dict[str, 
     return {"procedure": r.procedure.name, "method": r.rc.method, "dataset": r.rc.dataset,
             "n_examples": len(r.examples), **summary, "engine": engine_stats(llm),
             "usage_all_processes": usage_from_log(r.out / "calls.jsonl")}
-
-
-def usage_from_log(path: Path, tally: ServingTally | None = None) -> dict[str, int]:
-    """Totals over every process that worked on the run (``calls.jsonl`` keeps them all): calls, the calls
-    a backend answered (paid), tokens of those, parse failures. The engine's own counters cover this process
-    only, so calls paid before a kill would otherwise vanish from the totals. ``tally``: fed every call record of
-    the same pass (where the calls were served)."""
-    tot = dict(processes=0, calls=0, option_calls=0, backend_calls=0, cache_hits=0, prompt_tokens=0,
-               completion_tokens=0, paid_prompt_tokens=0, paid_completion_tokens=0, parse_failures=0)
-    if not path.exists():
-        return tot
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by a kill
-                continue
-            ev = rec.get("event")
-            if ev == "process_start":
-                tot["processes"] += 1
-            elif ev == "parse" and not rec.get("ok"):
-                tot["parse_failures"] += 1
-            elif ev in ("chat", "options"):
-                if tally is not None:
-                    tally.add(rec)
-                tot["calls" if ev == "chat" else "option_calls"] += 1
-                hit = bool(rec.get("cache_hit"))
-                tot["cache_hits" if hit else "backend_calls"] += 1
-                resp = rec.get("response") or {}
-                for k in ("prompt_tokens", "completion_tokens"):
-                    n = int(resp.get(k) or 0)
-                    tot[k] += n
-                    if not hit:
-                        tot[f"paid_{k}"] += n
-    return tot
 
 
 def engine_stats(llm: Calls) -> dict[str, Any]:

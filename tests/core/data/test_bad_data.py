@@ -126,7 +126,7 @@ def test_a_document_no_served_model_reads_names_file_and_row_and_leaves_out_unto
 
 
 def test_a_resumed_folder_gets_its_files_back_when_the_run_stops_before_an_answer(tmp_path):
-    from sumjudge.run.runs import FolderState
+    from sumjudge.run.folder import FolderState
 
     out = tmp_path / "run"
     out.mkdir()

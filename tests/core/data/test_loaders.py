@@ -145,7 +145,8 @@ def test_llm_aggrefact_download_is_pinned_to_a_commit_recorded_beside_the_file_a
     import datasets
 
     from sumjudge.data import aggrefact
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     calls = []
     monkeypatch.setattr(sources, "hf_dataset_commit", lambda repo, revision=None: "c0ffee" if revision is None else revision)

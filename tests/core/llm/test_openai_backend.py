@@ -247,7 +247,7 @@ def test_retry_time_is_bounded(server):
 
 
 def test_credentials_in_the_base_url_are_never_recorded(server, tmp_path):
-    from sumjudge.run.runs import RunConfig
+    from sumjudge.run.folder import RunConfig
 
     url = server.base_url.replace("http://", "http://user:s3cret@") + "?api_key=s3cret"
     be = OpenAIBackend.connect("tiny-llama3", base_url=url)
@@ -271,7 +271,8 @@ def test_a_refused_request_fails_its_example_not_the_run(server, tmp_path):
     the others are judged; the server's prefix-cache counters for the run are in metrics.json."""
     import json
 
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     rc = RunConfig(method="zero-shot", dataset=_faith_file(tmp_path, 4), backend="openai", model="tiny-llama3",
                    base_url=server.base_url, settings={"max_new_tokens": 4})
@@ -288,7 +289,8 @@ def test_a_refused_request_fails_its_example_not_the_run(server, tmp_path):
 
 
 def test_a_run_whose_examples_mostly_fail_stops(server, tmp_path):
-    from sumjudge.run.runs import MostExamplesFailed, RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import MostExamplesFailed, run
 
     rc = RunConfig(method="zero-shot", dataset=_faith_file(tmp_path, 12), backend="openai", model="tiny-llama3",
                    base_url=server.base_url, settings={"max_new_tokens": 4})

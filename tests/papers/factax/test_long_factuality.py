@@ -206,7 +206,8 @@ def test_table2_reports_pearson_for_score_datasets_and_macro_mixes_domains(tmp_p
 
 
 def test_factax_wd_on_long_reports_aligns_and_yields_a_score(raw, tiny_model_dir, tmp_path):
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     write_govreport(raw, doc_sentences=80)  # ~1500 words: over align_over, so windows get aligned context
     rc = RunConfig(method="factax-wd", dataset="govreport", backend="hf", model=str(tiny_model_dir),

@@ -335,7 +335,7 @@ from sumjudge.papers.madisse.ambiguity import (  # noqa: E402
     ambiguity_sc,
     ambiguity_taxonomy,
 )
-from sumjudge.run.metrics import ambiguity_metrics  # noqa: E402
+from sumjudge.papers.madisse.ambiguity import ambiguity_metrics  # noqa: E402
 
 
 def test_self_consistency_variation_threshold():
@@ -500,7 +500,8 @@ def test_learning_starts_from_the_papers_guidelines_by_default():
 def test_a_greedy_madisse_run_says_so_in_its_record(tmp_path, capsys):
     import json
 
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"id": "a", "document": "The council voted.", "summary": "It voted.", "label": 1}) + "\n")

@@ -123,7 +123,8 @@ def test_likert_tables_run_on_qmsum_mistake(tmp_path):
 def test_a_model_whose_context_cannot_hold_the_transcripts_is_refused_before_any_call(tmp_path):
     """The paper profile's 8k Llama-3 cannot hold QMSum meetings under truncate=error: the run stops before its
     first call, naming the counts, the longest need and the long-context way out."""
-    from sumjudge.run.runs import RunConfig, run
+    from sumjudge.run.folder import RunConfig
+    from sumjudge.run.runs import run
 
     be = ScriptedBackend().add(r".", '{"reasoning": "r", "confidence": 5, "rating": 1}')
     be.context_length = 8192  # the scripted backend counts words as tokens

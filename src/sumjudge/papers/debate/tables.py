@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...metrics import wilson_ci
-from ...run.runs import run_name
+from ...run.folder import run_name
 from ...prompts import load as load_template
 from ...report import paper_results, paper_value, read_results
 from ...run.metrics import parse_columns

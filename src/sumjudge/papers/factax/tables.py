@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ...data.aggrefact import SOTA_SOURCES, sota_source
-from ...run.runs import run_name
+from ...run.folder import run_name
 from ...report import paper_results, paper_value, read_results, scaled_ci
 from ...metrics import labels_said
 from ...run.metrics import parse_columns, said_column

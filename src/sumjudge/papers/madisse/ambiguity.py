@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from ...data.records import FaithExample
 from ...llm.engine import Calls
@@ -22,7 +23,9 @@ from ...llm.parsing import tag_bodies
 from ...prompts import load as load_template
 from ...prompts import variant
 from ...judges.base import Judgement, fit_fields
+from ...errors import ConfigError
 from ...run.methods import MethodSpec, register
+from ...run.metrics import MethodKind, binary_metrics, register_kind
 from .baselines import SelfConsistencyConfig, ZeroShotConfig, answer_room, cot_samples, label_with_fallback
 from .protocol import MadisseConfig, Turn, fit_entries, guidelines_text, madisse, madisse_prompts
 
@@ -120,3 +123,23 @@ for _name, _cfg, _fn, _desc in (
         ("ambiguity-debate", AmbiguityDebateConfig, ambiguity_debate,
          "Ambiguity: debate disagreement and debate arguments (Table 32)")):
     register(MethodSpec(name=_name, paper="madisse", kind="ambiguity", config_cls=_cfg, judge=_fn, description=_desc))
+
+
+def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
+    """Ambiguity detection against the human ambiguity labels. binary_report's positive class is label 0,
+    so both sides are flipped: "positive" = ambiguous, FNR = missed ambiguous sentences."""
+    flip = (lambda v: None if v is None else 1 - v)
+    flipped = [Judgement(example_id=j.example_id, label=flip(j.label), label_source=j.label_source,
+                         scores={k: flip(v) for k, v in j.scores.items()}) for j in judgements]
+    return binary_metrics([flip(int(ex.ambiguity.ambiguous)) for ex in examples], flipped)
+
+
+def needs_ambiguity_labels(method: str, dataset: str, examples: list) -> None:
+    """An ambiguity detector runs on faithfulness examples that carry the human ambiguity labels."""
+    if any(getattr(e, "ambiguity", None) is None for e in examples):
+        raise ConfigError(f"method {method} needs ambiguity annotations; dataset {dataset} has none "
+                          "(use meetingbank-ambiguity)")
+
+
+# the ambiguity task: a kind of method of its own, judging faithfulness data with ambiguity labels
+register_kind(MethodKind("ambiguity", ambiguity_metrics, data="faithfulness", check=needs_ambiguity_labels))

@@ -11,7 +11,7 @@ import html
 import json
 from typing import Any
 
-from ...run.runs import run_name
+from ...run.folder import run_name
 from ...report import ci_text, paper_results, paper_value, read_results, scaled_ci
 from ...run.metrics import cell_sizes, parse_columns, said_column
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...data.records import MeetingErrorExample
 from ...llm.engine import Calls
-from ...judges.aspects import Aspect
+from ...judges.aspects import FIELDS, Aspect
 from ...judges.base import Judgement
 from ...run.methods import MethodSpec, register
 from ...judges.geval import GEvalConfig, geval_aspect
@@ -32,6 +32,10 @@ class MeetingGEvalConfig(GEvalConfig):
     criteria: str = "authors"  # as MesaConfig.criteria: authors | printed | table9 | a YAML file | a JSON folder
     transcript_tokens: int | None = None  # cut the transcript to this many tokens first (a comparison's shared
     # budget, so that G-Eval-4 reads the text the MESA variants read); None = cut only to fit
+
+
+# a meeting summary's G-Eval prompt reads the example's transcript and summary (the transcript cut first)
+FIELDS.add("meeting-errors", {"transcript": "transcript", "summary": "summary"})
 
 
 def type_aspects(config: MeetingGEvalConfig) -> list[Aspect]:

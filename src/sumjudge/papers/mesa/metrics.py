@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...judges.base import Judgement
-from ...run.metrics import count_by
+from ...run.metrics import MethodKind, count_by, register_kind
 
 
 def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
@@ -84,3 +84,7 @@ def transcript_columns(metrics: dict[str, Any]) -> dict[str, Any]:
     """A MESA run's share of transcript words its prompts kept (``metrics["transcript"]``), as a table column."""
     t = metrics.get("transcript") or {}
     return {"transcript_kept_%": round(100 * t["kept_share"], 1) if t.get("available") else None}
+
+
+# MESA's task, meeting-summary errors by type: a kind of method of its own, judging meeting-error data
+register_kind(MethodKind("meeting-errors", meeting_error_metrics))

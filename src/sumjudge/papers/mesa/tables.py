@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...llm.engine import RunContext, run_sync
-from ...run.runs import run_name
+from ...run.folder import run_name
 from ...metrics import fisher_ci, sd_interval, t_interval
 from ...report import paper_value, read_results, scaled_ci
 from ...run.metrics import parse_columns, said_column

@@ -17,7 +17,7 @@ from typing import Any
 
 
 class ServingTally:
-    """The serving figures of a run, fed one parsed ``calls.jsonl`` record at a time (``runs.usage_from_log`` feeds
+    """The serving figures of a run, fed one parsed ``calls.jsonl`` record at a time (``folder.usage_from_log`` feeds
     it in the pass that counts the run's usage, so a large log is read once)."""
 
     def __init__(self) -> None:
