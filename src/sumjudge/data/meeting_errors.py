@@ -143,7 +143,7 @@ def split_by_meeting(examples: list[MeetingErrorExample], split: str, seed: int 
 
 def load_meeting_table(path: str | Path) -> list[MeetingErrorExample]:
     """Your own meeting-summary annotations (see the module docstring for the columns)."""
-    from .generic import _rows
+    from .user_files import _rows
 
     path = Path(path)
     if not path.exists():

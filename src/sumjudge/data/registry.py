@@ -9,13 +9,13 @@ from typing import Callable
 from . import (
     aggrefact,
     dialogue_factuality,
-    generic,
     long_factuality,
     meeting_errors,
     sources,
     summeval,
     tofueval,
     unieval,
+    user_files,
 )
 from .records import Example, FaithExample, MeetingErrorExample, RatedExample
 from ..errors import ConfigError, UnknownName
@@ -152,7 +152,7 @@ register(DatasetSpec(
                 "types converted to the error taxonomy, cut as the split",
     source="github.com/Liyan06/AggreFact @ f0654b2 (data/error_type_mapping)", files=sources.RESOURCES["aggrefact-errors"],
     levels=("summary",), splits=("test", "val", "all"),
-    loader=lambda split="test", level="summary": generic.load_aggrefact_errors(
+    loader=lambda split="test", level="summary": user_files.load_aggrefact_errors(
         sources.resolve(sources.RESOURCES["aggrefact-errors"][0]).parent, split)))
 register(DatasetSpec(
     name="mistek-qmsum", kind="meeting-errors",
@@ -190,16 +190,16 @@ for _o in (None, "cnndm", "xsum", *aggrefact.SOTA_SOURCES):
 
 def get(name: str) -> DatasetSpec:
     if name.startswith("file:"):
-        _, opts = generic.parse_file_spec(name)
+        _, opts = user_files.parse_file_spec(name)
         return DatasetSpec(name=name, kind="faithfulness", description="your own file", source=name, files=(),
                            levels=("summary",), splits=("test", "val", "train", "all") if opts.get("split") else ("test",),
-                           loader=lambda split="test", level="summary": generic.load_file_spec(name, split),
+                           loader=lambda split="test", level="summary": user_files.load_file_spec(name, split),
                            domain=opts.get("domain"), paper_column=opts.get("paper"))
     if name.startswith("aggrefact-errors:"):
         path = name.split(":", 1)[1]
         return DatasetSpec(name=name, kind="faithfulness", description="AggreFact error-type files (your copy)",
                            source=path, files=(), levels=("summary",), splits=("test", "val", "all"),
-                           loader=lambda split="test", level="summary": generic.load_aggrefact_errors(path, split))
+                           loader=lambda split="test", level="summary": user_files.load_aggrefact_errors(path, split))
     if name.startswith("meeting-file:"):
         path = name.split(":", 1)[1]
         return DatasetSpec(name=name, kind="meeting-errors", description="your own meeting-summary annotations",

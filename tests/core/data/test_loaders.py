@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from conftest import needs_mirror
 
-from sumjudge.data import generic, meeting_errors, registry, sources, summeval, tofueval
+from sumjudge.data import meeting_errors, registry, sources, summeval, tofueval, user_files
 from sumjudge.papers.factax.types import FACTAX_TYPES, UNMAPPED
 from sumjudge.data.sources import DataFormatError, DataMissingError
 from sumjudge.data.stats import dataset_stats
@@ -202,7 +202,7 @@ def test_generic_file_with_column_mapping(tmp_path):
     with pytest.raises(DataFormatError, match="mine.jsonl, row 1, field 'label': unknown label 'ok'"):
         registry.load(f"file:{j}")
     with pytest.raises(DataFormatError, match="field 'colour'"):
-        generic.parse_file_spec(f"file:{j}?colour=red")
+        user_files.parse_file_spec(f"file:{j}?colour=red")
 
 
 @pytest.mark.parametrize("content, message", [
