@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from sumjudge.data import registry, user_files
-from sumjudge.papers.factax.types import (
+from sumjudge.data.error_taxonomy import (
     ADDITION,
     AGGREFACT_UNIFIED,
     CIRCUMSTANTIAL,

@@ -1,3 +1,4 @@
 """MADISSE (Koupaee et al.): stance-initialised debate, adjudicators, ambiguity, guideline learning."""
 
-from . import ambiguity, baselines, protocol, taxonomy  # noqa: F401  (importing registers the judges, the taxonomy)
+from . import ambiguity, baselines, protocol  # noqa: F401  (importing registers the judges)
+from ...data import ambiguity_taxonomy  # noqa: F401  (importing registers the taxonomy)

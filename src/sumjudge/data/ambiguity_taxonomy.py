@@ -1,12 +1,13 @@
-"""MADISSE ambiguity taxonomy (Table 6 / Table 24): 16 fine-grained types in 3 + 1 categories,
-and the mapping from the annotation file's raw strings onto it."""
+"""The ambiguity taxonomy of the MeetingBank ambiguity annotations (Koupaee et al., Table 6 / Table 24; the file from
+github.com/amazon-science/madisse): 16 fine-grained types in 3 + 1 categories, and the mapping from the
+annotation file's raw strings onto it."""
 
 from __future__ import annotations
 
 import re
 
-from ...data import taxonomies
-from ...data.sources import DataFormatError
+from . import taxonomies
+from .sources import DataFormatError
 
 # (category, Table 24 type name)
 TAXONOMY: tuple[tuple[str, str], ...] = (
