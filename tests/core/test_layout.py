@@ -261,3 +261,30 @@ def test_the_papers_import_no_entry_point():
     assert {m: sorted(d & entry) for m, d in graph.items() if m.startswith("sumjudge.papers") and d & entry} == {}
     command_line = {"sumjudge.run.flags", "sumjudge.cli", "sumjudge.cli.main"}  # argparse: the command line's own
     assert {m: sorted(d & command_line) for m, d in graph.items() if m.startswith("sumjudge.papers") and d & command_line} == {}
+
+
+def test_the_data_layer_imports_no_paper():
+    """Nothing the data layer imports, directly or through the modules it imports, is a paper's (the taxonomies its
+    records are converted to are its own), and it never asks the registry to import the plug-in packages (each of
+    its registries is closed: ``plugins=False``; no ``discover``). tests/core/data/test_no_paper_imported.py loads
+    every dataset in a fresh interpreter and finds no paper imported."""
+    graph = _module_graph()
+    data = sorted(m for m in graph if m == "sumjudge.data" or m.startswith("sumjudge.data."))
+    assert {"sumjudge.data.taxonomies", "sumjudge.data.error_taxonomy", "sumjudge.data.ambiguity_taxonomy"} <= set(data)
+    reached, todo = set(), list(data)
+    while todo:
+        for dep in graph[todo.pop()] - reached:
+            reached.add(dep)
+            todo.append(dep)
+    assert sorted(m for m in reached if m.startswith("sumjudge.papers")) == []
+    opened = []
+    for f in sorted((PKG / "data").glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = ast.unparse(node.func)
+            closed = any(k.arg == "plugins" and isinstance(k.value, ast.Constant) and k.value.value is False
+                         for k in node.keywords)
+            if name.endswith("discover") or name.endswith("import_module") or (name.endswith("Registry") and not closed):
+                opened.append(f"{f.relative_to(PKG)}:{node.lineno} {ast.unparse(node)}")
+    assert opened == []

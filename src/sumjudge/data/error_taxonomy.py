@@ -8,7 +8,28 @@ the annotators' comments; that judgement is not published, so those labels stay 
 
 from __future__ import annotations
 
-from . import taxonomies
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ErrorTaxonomy:
+    """Summary error types and the conversion of each annotation scheme's classes to them."""
+
+    types: tuple[str, ...]  # the taxonomy's types
+    unmapped: str  # an annotated class the conversion leaves without a type (kept, counted)
+    unmapped_types: tuple[str, ...]  # labels kept on the example but left out of per-type metrics
+    extrinsic: tuple[str, ...]  # what an error its annotators mark extrinsic also counts as
+    conversions: Mapping[str, Mapping[str, tuple[str, ...]]]  # scheme -> the scheme's class -> types
+
+    def knows(self, scheme: str, cls: str) -> bool:
+        return cls in self.conversions[scheme]
+
+    def convert(self, scheme: str, classes: Iterable[str]) -> list[str]:
+        """The types of ``classes`` of ``scheme``, sorted and distinct (``KeyError`` names an unknown class)."""
+        table = self.conversions[scheme]
+        return sorted({t for c in classes for t in table[c]})
+
 
 PREDICATE, ENTITY, CIRCUMSTANTIAL, COREFERENCE, ADDITION = (
     "Predicate Error", "Entity Error", "Circumstantial Error", "Coreference Error", "Addition Error")
@@ -49,13 +70,13 @@ AGGREFACT_UNIFIED = {
 }
 
 
-# The loaders convert each annotation scheme's classes through this (``data.taxonomies``).
-ERROR_TAXONOMY = taxonomies.register(taxonomies.ERRORS, taxonomies.ErrorTaxonomy(
+# The loaders convert each annotation scheme's classes through this (registered as ``taxonomies.ERRORS``).
+ERROR_TAXONOMY = ErrorTaxonomy(
     types=ERROR_TYPES, unmapped=UNMAPPED, unmapped_types=UNMAPPED_TYPES, extrinsic=(ADDITION,),
     conversions={"diasumfact": {c: (t,) for c, t in DIASUMFACT.items()},
                  "faceval": {c: (t,) for c, t in FACEVAL.items()},
                  "govreport": {c: (t,) for c, t in GOVREPORT.items()},
-                 "aggrefact-unified": AGGREFACT_UNIFIED}))
+                 "aggrefact-unified": AGGREFACT_UNIFIED})
 
 
 def convert_unified(types: list[str]) -> list[str]:

@@ -1,5 +1,4 @@
 """FacTax (Xu et al.): taxonomy-grounded zero-shot, windows, error types, supervised distillation."""
 
 from . import baselines, protocol  # noqa: F401  (importing registers the judges)
-from ...data import error_taxonomy  # noqa: F401  (importing registers the error types)
 from .sft import inference  # noqa: F401

@@ -1,4 +1,3 @@
 """MADISSE (Koupaee et al.): stance-initialised debate, adjudicators, ambiguity, guideline learning."""
 
 from . import ambiguity, baselines, protocol  # noqa: F401  (importing registers the judges)
-from ...data import ambiguity_taxonomy  # noqa: F401  (importing registers the taxonomy)
