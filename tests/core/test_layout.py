@@ -276,3 +276,108 @@ def test_run_names_no_papers_example_kind_or_task():
              for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
              if any(w.lower() in line.lower() for w in words)}
     assert found == {}
+
+
+def test_the_data_layer_imports_no_paper():
+    """Nothing the data layer imports, directly or through the modules it imports, is a paper's (the taxonomies its
+    records are converted to are its own), and it never asks the registry to import the plug-in packages (each of
+    its registries is closed: ``plugins=False``; no ``discover``). tests/core/data/test_no_paper_imported.py loads
+    every dataset in a fresh interpreter and finds no paper imported."""
+    graph = _module_graph()
+    data = sorted(m for m in graph if m == "sumjudge.data" or m.startswith("sumjudge.data."))
+    assert {"sumjudge.data.taxonomies", "sumjudge.data.error_taxonomy", "sumjudge.data.ambiguity_taxonomy"} <= set(data)
+    reached, todo = set(), list(data)
+    while todo:
+        for dep in graph[todo.pop()] - reached:
+            reached.add(dep)
+            todo.append(dep)
+    assert sorted(m for m in reached if m.startswith("sumjudge.papers")) == []
+    opened = []
+    for f in sorted((PKG / "data").glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = ast.unparse(node.func)
+            closed = any(k.arg == "plugins" and isinstance(k.value, ast.Constant) and k.value.value is False
+                         for k in node.keywords)
+            if name.endswith("discover") or name.endswith("import_module") or (name.endswith("Registry") and not closed):
+                opened.append(f"{f.relative_to(PKG)}:{node.lineno} {ast.unparse(node)}")
+    assert opened == []
+
+
+# Strings that spell another paper's name for something of the paper's own, not a use (file, string): why.
+NOT_A_USE = {
+    ("papers/madisse/tables.py", "debate"): "the column of MADISSE's own debate label in its session table",
+}
+
+
+def _names_by_owner() -> dict[str, str]:
+    """Every name a paper (or leaderboard) owns -> its folder: its registered methods, its prompt templates
+    ("paper/stem") and the rated aspects ("dataset/aspect") whose templates it registers."""
+    from sumjudge.judges.aspects import TEMPLATES
+    from sumjudge.run.methods import methods
+
+    owner = {name: spec.paper for name, spec in methods().items()}
+    for folder in (*PAPERS, *LEADERBOARDS):
+        owner |= {f"{folder}/{t.stem}": folder for t in (PKG / "papers" / folder / "prompts").glob("*")}
+    owner |= {f"{dataset}/{name}": template.split("/")[0] for dataset, by_name in TEMPLATES.items()
+              for name, template in by_name.items()}
+    return owner
+
+
+def _uses_of_others(folder: str, owner: dict[str, str], package: Path = PKG) -> dict[tuple[str, str], list[str]]:
+    """(other paper, name) -> where ``folder``'s code names it: a string that is the name or holds a "paper/stem"
+    name, or a call that reads a rated aspect (``aspect("dataset", "name")``, ``consistency_aspect()``)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for f in sorted((package / "papers" / folder).rglob("*.py")):
+        rel = str(f.relative_to(package))
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = [node.value, *re.findall(r"\b[a-z_]+/[\w.-]+", node.value)]
+            elif isinstance(node, ast.Call):
+                called = ast.unparse(node.func).rsplit(".", 1)[-1]
+                args = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                if called == "consistency_aspect":
+                    names = ["summeval/consistency"]
+                elif called == "aspect" and len(args) >= 2:
+                    names = [f"{args[0]}/{args[1]}"]
+            for name in names:
+                other = owner.get(name)
+                if other and other != folder and (rel, name) not in NOT_A_USE:
+                    found.setdefault((other, name), []).append(f"{rel}:{node.lineno}")
+    return found
+
+
+def test_a_paper_uses_another_papers_names_only_as_declared():
+    """A paper reaches another paper's methods, templates and aspects only by a name ``papers.USES`` declares (and
+    never by an import: test_no_paper_imports_another_papers_code); every declared use is made."""
+    from sumjudge.papers import USES
+
+    owner = _names_by_owner()
+    assert {"zero-shot": "madisse", "debate/g1_scorer": "debate", "summeval/consistency": "debate"}.items() <= owner.items()
+    undeclared, made = {}, set()
+    for folder in (*PAPERS, *LEADERBOARDS):
+        for (other, name), where in _uses_of_others(folder, owner).items():
+            if name in USES.get(folder, {}).get(other, ()):
+                made.add((folder, other, name))
+            else:
+                undeclared[f"{folder} uses {other}'s {name!r}"] = where
+    assert undeclared == {}
+    declared = {(folder, other, name) for folder, by_other in USES.items() for other, names in by_other.items()
+                for name in names}
+    assert {d for d in declared if owner.get(d[2]) != d[1]} == set()  # each declared name is the other paper's
+    assert declared - made == set()  # no declaration outlives its use
+    for (rel, name), why in NOT_A_USE.items():
+        assert f'"{name}"' in (PKG / rel).read_text(encoding="utf-8"), (rel, name, why)
+
+
+def test_the_use_scan_sees_an_undeclared_use(tmp_path):
+    """A paper that names another paper's method, template or aspect is found (its own names are not)."""
+    folder = tmp_path / "papers" / "mesa"
+    folder.mkdir(parents=True)
+    (folder / "x.py").write_text('RUN = ("cot", "self-consistency")\nT = "debate/g1_scorer"\nA = aspect("summeval", '
+                                 '"fluency")\nB = consistency_aspect()\nOWN = "mesa-g-eval"\n', encoding="utf-8")
+    assert set(_uses_of_others("mesa", _names_by_owner(), tmp_path)) == {("madisse", "cot"), ("madisse", "self-consistency"),
+                                                   ("debate", "debate/g1_scorer"), ("debate", "summeval/fluency"),
+                                                   ("debate", "summeval/consistency")}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..environment import read
 from ..paths import raw_dir
-from .generic import load_table
+from .user_files import load_table
 from .records import FaithExample
 from . import sources
 from .sources import DataMissingError

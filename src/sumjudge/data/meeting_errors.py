@@ -55,7 +55,8 @@ EXCEL_CELL_LIMIT = 32765  # transcripts cut at this length were truncated by a s
 def read_meeting_errors() -> tuple[list[MeetingErrorExample], dict[str, int]]:
     """(examples, dropped): rows whose transcript or summary is empty in the published files cannot be
     judged and are dropped, counted by reason (the files hold labels for them but not the text)."""
-    out, dropped = [], Counter()
+    out: list[MeetingErrorExample] = []
+    dropped: Counter[str] = Counter()
     for model in MODELS:
         path = resolve(FILE.format(model=model))
         rows = read_csv(path, ("Input", "Gold", "Predicted", *COLUMNS.values(), *UNMAPPED), delimiter=";")
@@ -143,7 +144,7 @@ def split_by_meeting(examples: list[MeetingErrorExample], split: str, seed: int 
 
 def load_meeting_table(path: str | Path) -> list[MeetingErrorExample]:
     """Your own meeting-summary annotations (see the module docstring for the columns)."""
-    from .generic import _rows
+    from .user_files import _rows
 
     path = Path(path)
     if not path.exists():
@@ -205,7 +206,7 @@ def load_mistek_qmsum(path: str | Path | None = None) -> list[MeetingErrorExampl
     out = []
     for i, r in rows:
         labels: dict[str, int | None] = {}
-        likert: dict[str, float] = {}
+        likert: dict[str, float | None] = {}
         reasoning: dict[str, str] = {}
         for code, name in MISTEK_TYPES.items():
             ex_col = next((c for c in (f"{name} - Existence", f"{name[:-1]} - Existence") if c in header), None)

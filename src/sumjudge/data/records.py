@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 FAITHFUL, UNFAITHFUL = 1, 0
 
@@ -93,3 +94,10 @@ class MeetingErrorExample:
 
 
 Example = FaithExample | RatedExample | MeetingErrorExample
+E = TypeVar("E", FaithExample, RatedExample, MeetingErrorExample)
+
+
+def of_kind(examples: Sequence[Example], kind: type[E]) -> list[E] | None:
+    """``examples`` as a list of ``kind`` when every one of them is one (a dataset holds one kind), else None."""
+    out = [e for e in examples if isinstance(e, kind)]
+    return out if len(out) == len(examples) else None

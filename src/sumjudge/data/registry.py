@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from . import (
     aggrefact,
     dialogue_factuality,
-    generic,
     long_factuality,
     meeting_errors,
     sources,
     summeval,
     tofueval,
     unieval,
+    user_files,
 )
-from .records import Example, FaithExample, MeetingErrorExample, RatedExample
+from .records import Example, FaithExample, MeetingErrorExample, RatedExample, of_kind
 from ..errors import ConfigError, UnknownName
 from ..registry import Registry
 from .sources import DataFormatError
@@ -32,7 +32,7 @@ class DatasetSpec:
     files: tuple[str, ...]
     levels: tuple[str, ...]
     splits: tuple[str, ...]
-    loader: Callable[..., list[Example]]
+    loader: Callable[..., Sequence[Example]]  # (split=, level=) -> the examples, all of one kind
     present: Callable[[], bool] | None = None  # for datasets without pinned files: is a local copy there?
     fetch: Callable[[], object] | None = None  # for datasets without pinned files: download them
     correlations: tuple[str, ...] = ("spearman", "kendall")  # rated data: the paper's summary-level correlations
@@ -152,7 +152,7 @@ register(DatasetSpec(
                 "types converted to the error taxonomy, cut as the split",
     source="github.com/Liyan06/AggreFact @ f0654b2 (data/error_type_mapping)", files=sources.RESOURCES["aggrefact-errors"],
     levels=("summary",), splits=("test", "val", "all"),
-    loader=lambda split="test", level="summary": generic.load_aggrefact_errors(
+    loader=lambda split="test", level="summary": user_files.load_aggrefact_errors(
         sources.resolve(sources.RESOURCES["aggrefact-errors"][0]).parent, split)))
 register(DatasetSpec(
     name="mistek-qmsum", kind="meeting-errors",
@@ -190,16 +190,16 @@ for _o in (None, "cnndm", "xsum", *aggrefact.SOTA_SOURCES):
 
 def get(name: str) -> DatasetSpec:
     if name.startswith("file:"):
-        _, opts = generic.parse_file_spec(name)
+        _, opts = user_files.parse_file_spec(name)
         return DatasetSpec(name=name, kind="faithfulness", description="your own file", source=name, files=(),
                            levels=("summary",), splits=("test", "val", "train", "all") if opts.get("split") else ("test",),
-                           loader=lambda split="test", level="summary": generic.load_file_spec(name, split),
+                           loader=lambda split="test", level="summary": user_files.load_file_spec(name, split),
                            domain=opts.get("domain"), paper_column=opts.get("paper"))
     if name.startswith("aggrefact-errors:"):
         path = name.split(":", 1)[1]
         return DatasetSpec(name=name, kind="faithfulness", description="AggreFact error-type files (your copy)",
                            source=path, files=(), levels=("summary",), splits=("test", "val", "all"),
-                           loader=lambda split="test", level="summary": generic.load_aggrefact_errors(path, split))
+                           loader=lambda split="test", level="summary": user_files.load_aggrefact_errors(path, split))
     if name.startswith("meeting-file:"):
         path = name.split(":", 1)[1]
         return DatasetSpec(name=name, kind="meeting-errors", description="your own meeting-summary annotations",
@@ -226,7 +226,7 @@ def is_present(name: str) -> bool:
     return spec.present is None or bool(spec.present())
 
 
-def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Example]:
+def subset(examples: Sequence[Example], limit: int | None, seed: int = 0) -> list[Example]:
     """A seeded subset of ``limit`` examples that keeps what the metrics need, in the dataset's order.
 
     - rated examples (correlation per group): whole groups, drawn at random, until ``limit`` examples
@@ -242,10 +242,11 @@ def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Ex
     if limit is None or limit >= len(examples):
         return list(examples)
     rng = random.Random(seed)
-    if all(isinstance(e, RatedExample) for e in examples):
+    rated, faith = of_kind(examples, RatedExample), of_kind(examples, FaithExample)
+    if rated is not None:
         groups: dict[str, list[int]] = {}
-        for i, e in enumerate(examples):
-            groups.setdefault(e.group_id, []).append(i)
+        for i, r in enumerate(rated):
+            groups.setdefault(r.group_id, []).append(i)
         order = list(groups)
         rng.shuffle(order)
         if limit < len(groups[order[0]]):  # less than one group: part of one group (correlations are per group)
@@ -256,10 +257,10 @@ def subset(examples: list[Example], limit: int | None, seed: int = 0) -> list[Ex
                 break
             chosen += groups[g]
         return [examples[i] for i in sorted(chosen)]
-    if all(isinstance(e, FaithExample) for e in examples):
+    if faith is not None:
         by_label: dict[object, list[int]] = {}
-        for i, e in enumerate(examples):  # strata: label, and ambiguity where annotated
-            by_label.setdefault((e.label, e.ambiguity.ambiguous if e.ambiguity else None), []).append(i)
+        for i, f in enumerate(faith):  # strata: label, and ambiguity where annotated
+            by_label.setdefault((f.label, f.ambiguity.ambiguous if f.ambiguity else None), []).append(i)
         quotas = stratum_quotas({k: len(v) for k, v in by_label.items()}, limit)
         chosen = [i for k, idx in by_label.items() for i in rng.sample(idx, min(quotas[k], len(idx)))]
         return [examples[i] for i in sorted(chosen)]
@@ -275,7 +276,7 @@ def stratum_quotas(sizes: dict, limit: int) -> dict:
     for k in sorted(sizes, key=lambda k: -sizes[k])[:limit]:  # at least one of each stratum where possible
         quotas[k] = max(quotas[k], 1)
     while sum(quotas.values()) > limit:  # the at-least-one rule overshot: trim the largest quota
-        quotas[max(quotas, key=quotas.get)] -= 1
+        quotas[max(quotas, key=lambda k: quotas[k])] -= 1
     while sum(quotas.values()) < limit:  # largest remainders first, where the stratum has room
         k = max((k for k in sizes if quotas[k] < sizes[k]), key=lambda k: share[k] - quotas[k])
         quotas[k] += 1
@@ -311,7 +312,7 @@ REQUIRED_TEXT = {FaithExample: ("document", "summary"), RatedExample: ("source",
                  MeetingErrorExample: ("transcript", "summary")}
 
 
-def check_examples(dataset: str, examples: list[Example]) -> None:
+def check_examples(dataset: str, examples: Sequence[Example]) -> None:
     """Refuse examples whose text fields are empty, naming the dataset, the example and the field
     (a judge would otherwise be asked about nothing and its answer scored as if it meant something), and an
     empty dataset."""

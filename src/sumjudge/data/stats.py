@@ -7,7 +7,8 @@ from collections import Counter
 from typing import Any
 
 from . import registry, taxonomies
-from .records import FaithExample, MeetingErrorExample, RatedExample
+from .records import FaithExample, MeetingErrorExample, RatedExample, of_kind
+from .sources import DataFormatError
 
 
 def _words(text: str) -> int:
@@ -107,8 +108,14 @@ def dataset_stats(name: str, level: str | None = None) -> dict[str, Any]:
         examples = restore_transcripts(examples)  # as every run reads them
         registry.check_examples(name, examples)
         body = meeting_error_stats(examples, dropped)
-    else:  # the statistics of the records its own loader gives
-        examples = registry.load(name, level=level)
-        body = (meeting_error_stats(examples) if examples and isinstance(examples[0], MeetingErrorExample) else
-                rated_stats(examples) if examples and isinstance(examples[0], RatedExample) else faith_stats(examples))
+    else:  # the statistics of the records its own loader gives (one kind of record per dataset)
+        loaded = registry.load(name, level=level)
+        if (meeting := of_kind(loaded, MeetingErrorExample)) is not None:
+            body = meeting_error_stats(meeting)
+        elif (rated := of_kind(loaded, RatedExample)) is not None:
+            body = rated_stats(rated)
+        elif (faith := of_kind(loaded, FaithExample)) is not None:
+            body = faith_stats(faith)
+        else:
+            raise DataFormatError(name, None, None, "examples of more than one kind")
     return {"dataset": name, "level": level or spec.levels[0], **body}

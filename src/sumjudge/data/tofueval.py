@@ -258,7 +258,9 @@ def summaries_from_sentences(sents: list[FaithExample], dataset: str) -> list[Fa
         idx = [x.meta["sent_idx"] for x in ss]
         if len(set(idx)) != len(idx):
             raise DataFormatError(dataset, f"{doc_id}/{ann_id}/{model}", "sent_idx", f"repeated sentence index {idx}")
-        labels = [int(x.label) for x in ss]
+        labels = [x.label for x in ss if x.label is not None]
+        if len(labels) != len(ss):  # every TofuEval sentence is labelled yes/no (read_tofueval_csv)
+            raise DataFormatError(dataset, f"{doc_id}/{ann_id}/{model}", "sent_label", "a sentence without a label")
         out.append(FaithExample(
             id=f"{doc_id}|{ann_id}|{model}|{topic}", dataset=dataset, document=ss[0].document,
             summary=" ".join(x.summary for x in ss), label=int(all(labels)), level="summary",
@@ -282,7 +284,7 @@ def load_ambiguity() -> list[FaithExample]:
         labels = {s.label for s in ss}
         if len(labels) != 1:
             raise DataFormatError(TOFU_CSV.format(domain="meetingbank", split="test"), ss[0].id, "sent_label",
-                                  f"duplicate sentence with conflicting labels {sorted(labels)}")
+                                  f"duplicate sentence with conflicting labels {sorted(labels, key=str)}")
         first = ss[0]
         out.append(FaithExample(id=first.id, dataset="meetingbank-ambiguity", document=first.document, summary=text,
                                 label=first.label, level="sentence", error_types=first.error_types,

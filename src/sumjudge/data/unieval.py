@@ -9,6 +9,7 @@ Topical-Chat: 60 dialogue contexts x 6 responses; ``context`` is the fact the re
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from .readers import field, read_json
 from .records import FaithExample, RatedExample
@@ -19,7 +20,7 @@ TOPICAL_CHAT = "unieval/topical_chat.json"
 TOPICAL_CHAT_ASPECTS = ("naturalness", "coherence", "engagingness", "groundedness", "understandability", "overall")
 
 
-def _scores(row: dict, path, i) -> dict[str, float]:
+def _scores(row: dict, path: Path, i: int) -> dict[str, float]:
     s = field(row, "scores", path, i)
     if isinstance(s, str):
         try:
@@ -31,7 +32,7 @@ def _scores(row: dict, path, i) -> dict[str, float]:
     return {k: float(v) for k, v in s.items()}
 
 
-def _rows(rel: str) -> tuple[object, list[dict]]:
+def _rows(rel: str) -> tuple[Path, list[dict]]:
     path = resolve(rel)
     data = read_json(path)
     if not isinstance(data, list) or not data:

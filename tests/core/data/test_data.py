@@ -7,7 +7,7 @@ import pytest
 from conftest import needs_mirror, require
 
 from sumjudge.data import registry, sources, tofueval
-from sumjudge.papers.madisse.taxonomy import TAXONOMY, normalise_category, normalise_subcategory
+from sumjudge.data.ambiguity_taxonomy import TAXONOMY, normalise_category, normalise_subcategory
 from sumjudge.data.records import FaithExample, RatedExample
 from sumjudge.data.sources import DataFormatError, DataMissingError
 

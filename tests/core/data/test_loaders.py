@@ -9,8 +9,8 @@ from collections import Counter
 import pytest
 from conftest import needs_mirror
 
-from sumjudge.data import generic, meeting_errors, registry, sources, summeval, tofueval
-from sumjudge.papers.factax.types import FACTAX_TYPES, UNMAPPED
+from sumjudge.data import meeting_errors, registry, sources, summeval, tofueval, user_files
+from sumjudge.data.error_taxonomy import ERROR_TYPES, UNMAPPED
 from sumjudge.data.sources import DataFormatError, DataMissingError
 from sumjudge.data.stats import dataset_stats
 
@@ -53,7 +53,7 @@ def test_diasumfact_factax_mapping():
     assert raw == {"EntE": 256, "PredE": 106, "CorefE": 62, "CirE": 48, "Others": 42, "LinkE": 41}
     for e in exs:
         assert e.label == int(all(e.sentence_labels))
-        assert set(e.error_types) <= set(FACTAX_TYPES) | {UNMAPPED}
+        assert set(e.error_types) <= set(ERROR_TYPES) | {UNMAPPED}
         if any("LinkE" in s for s in e.meta["raw_error_classes"]):
             assert "Predicate Error" in e.error_types
     assert Counter(e.meta["source"] for e in exs) == {"SAMSum": 295, "QMSum": 180}
@@ -203,7 +203,7 @@ def test_generic_file_with_column_mapping(tmp_path):
     with pytest.raises(DataFormatError, match="mine.jsonl, row 1, field 'label': unknown label 'ok'"):
         registry.load(f"file:{j}")
     with pytest.raises(DataFormatError, match="field 'colour'"):
-        generic.parse_file_spec(f"file:{j}?colour=red")
+        user_files.parse_file_spec(f"file:{j}?colour=red")
 
 
 @pytest.mark.parametrize("content, message", [

@@ -1,4 +1,5 @@
-"""The data layer converts annotations through the taxonomies the papers register, and defines none itself."""
+"""The data layer converts annotations through the taxonomies it registers itself (the datasets' annotation schemes);
+the papers import them from there."""
 
 import pytest
 from conftest import needs_mirror
@@ -7,7 +8,12 @@ from sumjudge.data import taxonomies
 from sumjudge.errors import ConfigError
 
 
-def test_the_papers_register_the_taxonomies_on_the_first_lookup():
+def test_the_data_layer_registers_the_taxonomies_itself():
+    from sumjudge.data.ambiguity_taxonomy import AMBIGUITY_TAXONOMY
+    from sumjudge.data.error_taxonomy import ERROR_TAXONOMY
+
+    assert taxonomies.get(taxonomies.ERRORS) is ERROR_TAXONOMY
+    assert taxonomies.get(taxonomies.AMBIGUITY) is AMBIGUITY_TAXONOMY
     errors = taxonomies.get(taxonomies.ERRORS)
     assert len(errors.types) == 5 and errors.unmapped in errors.unmapped_types
     assert set(errors.conversions) == {"diasumfact", "faceval", "govreport", "aggrefact-unified"}
@@ -20,7 +26,7 @@ def test_the_papers_register_the_taxonomies_on_the_first_lookup():
 
 
 def test_an_unknown_taxonomy_is_one_clear_error():
-    with pytest.raises(ConfigError, match="unknown taxonomy .nope.; known: .*summary-errors"):
+    with pytest.raises(ConfigError, match="unknown taxonomy .nope.; known: ambiguity, summary-errors$"):
         taxonomies.get("nope")
 
 

@@ -6,8 +6,8 @@ import csv
 
 import pytest
 
-from sumjudge.data import generic, registry
-from sumjudge.papers.factax.types import (
+from sumjudge.data import registry, user_files
+from sumjudge.data.error_taxonomy import (
     ADDITION,
     AGGREFACT_UNIFIED,
     CIRCUMSTANTIAL,
@@ -89,7 +89,7 @@ def test_file_spec_options_real_files_need(tmp_path):
     exs = registry.load(f'{base}&label=error_type&labels=correct:1,"[\'intrinsic-NP\']":0,*:0&keep=cut:test')
     assert [ex.label for ex in exs] == [1, 0] and [ex.id for ex in exs] == ["doc0", "doc0#2"]
     with pytest.raises(DataFormatError, match="no split column"):
-        generic.load_file_spec(f"{base}&label=error_type&faithful=correct", split="val")
+        user_files.load_file_spec(f"{base}&label=error_type&faithful=correct", split="val")
     with pytest.raises(DataFormatError, match="unknown label"):
         registry.load(f"{base}&label=error_type&labels=correct:1")  # no default for the other values
     with pytest.raises(DataFormatError, match="unknown domain"):

@@ -3,7 +3,7 @@ protocol with the *scripted* backend (a rule-driven test double, not a model).""
 
 import pytest
 
-from sumjudge.papers.factax.types import ADDITION, ENTITY, PREDICATE
+from sumjudge.data.error_taxonomy import ADDITION, ENTITY, PREDICATE
 from sumjudge.data.records import FaithExample
 from sumjudge.llm import NullCache, ParseError, run_sync
 from sumjudge.llm.engine import LLM

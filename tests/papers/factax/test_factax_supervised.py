@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sumjudge.papers.factax.sft import pairs as factax_pairs
-from sumjudge.papers.factax.types import ADDITION, ENTITY, UNMAPPED
+from sumjudge.data.error_taxonomy import ADDITION, ENTITY, UNMAPPED
 from sumjudge.data.records import FaithExample
 from sumjudge.llm import ConfigError
 

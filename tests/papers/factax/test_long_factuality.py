@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from sumjudge.data import long_factuality, registry
-from sumjudge.papers.factax.types import ADDITION, ENTITY, PREDICATE
+from sumjudge.data.error_taxonomy import ADDITION, ENTITY, PREDICATE
 from sumjudge.data.sources import DataFormatError, DataMissingError
 from sumjudge.judges.base import Judgement
 from sumjudge.run.metrics import faithfulness_metrics

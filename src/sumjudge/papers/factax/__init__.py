@@ -1,4 +1,4 @@
 """FacTax (Xu et al.): taxonomy-grounded zero-shot, windows, error types, supervised distillation."""
 
-from . import baselines, protocol, types  # noqa: F401  (importing registers the judges, the error types)
+from . import baselines, protocol  # noqa: F401  (importing registers the judges)
 from .sft import inference  # noqa: F401

@@ -13,7 +13,7 @@ def error_type_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
     """FacTax Tables 6-7 on data with (converted) error types: per-type F1 and the four matching criteria,
     over the summaries with a readable verdict. Summaries whose gold types include one FacTax could not
     map (DiaSumFact "Others", FacEval "Other Error": mapped by hand in the paper) are left out and counted."""
-    from .types import FACTAX_TYPES, UNMAPPED_TYPES
+    from ...data.error_taxonomy import ERROR_TYPES as FACTAX_TYPES, UNMAPPED_TYPES
     from ...metrics import error_type_criteria, error_type_f1, error_type_f1_ci
 
     keep = [(ex.error_types, j.details.get("predicted_types", [])) for ex, j in zip(examples, judgements)

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .types import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
+from ...data.error_taxonomy import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
 from ...data.records import FaithExample
 from ...llm.engine import Calls
 from ...llm.parsing import ParseError, complete_lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 from ...data import registry
-from .taxonomy import TAXONOMY
+from ...data.ambiguity_taxonomy import TAXONOMY
 from ...data.stats import dataset_stats
 from ...results.dataset_tables import paper_rows, stats_if_present
 from ...report import paper_results

@@ -27,7 +27,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from ..types import FACTAX_TYPES, UNMAPPED_TYPES
+from ....data.error_taxonomy import ERROR_TYPES as FACTAX_TYPES, UNMAPPED_TYPES
 from ....data.records import FaithExample
 from ....errors import ConfigError
 from ....prompts import render

@@ -1,12 +1,24 @@
-"""MADISSE ambiguity taxonomy (Table 6 / Table 24): 16 fine-grained types in 3 + 1 categories,
-and the mapping from the annotation file's raw strings onto it."""
+"""The ambiguity taxonomy of the MeetingBank ambiguity annotations (Koupaee et al., Table 6 / Table 24; the file from
+github.com/amazon-science/madisse): 16 fine-grained types in 3 + 1 categories, and the mapping from the
+annotation file's raw strings onto it."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from ...data import taxonomies
-from ...data.sources import DataFormatError
+from .sources import DataFormatError
+
+
+@dataclass(frozen=True)
+class AmbiguityTaxonomy:
+    """Ambiguity types of summary sentences, by category, and the normalisation of an annotation file's strings."""
+
+    types: tuple[tuple[str, str], ...]  # (category, type)
+    category: Callable[..., tuple[str, ...]]  # (raw category, file=, row=) -> categories
+    subcategory: Callable[..., tuple[str, ...]]  # (raw sub-category, raw category, file=, row=) -> types
+
 
 # (category, Table 24 type name)
 TAXONOMY: tuple[tuple[str, str], ...] = (
@@ -97,5 +109,5 @@ def normalise_category(raw: str, *, file: str = "", row: int | None = None) -> t
     return tuple(dict.fromkeys(out))
 
 
-taxonomies.register(taxonomies.AMBIGUITY, taxonomies.AmbiguityTaxonomy(TAXONOMY, normalise_category,
-                                                                      normalise_subcategory))
+# The loaders read the annotation file's strings through this (registered as ``taxonomies.AMBIGUITY``).
+AMBIGUITY_TAXONOMY = AmbiguityTaxonomy(TAXONOMY, normalise_category, normalise_subcategory)

@@ -70,7 +70,8 @@ def load_table(path: str | Path, *, dataset: str, document: str = "document", su
         raise DataMissingError(f"{path} does not exist")
     label_map = {k.lower(): v for k, v in (labels or DEFAULT_LABELS).items()}
     default = label_map.pop("*", None)
-    out, seen = [], {}
+    out: list[FaithExample] = []
+    seen: dict[str, int] = {}
     for i, r in _rows(path, [c for c in (document, summary, label, id) if c]):
         ex_id = str(field(r, id, path, i)) if id else f"{path.stem}-{i}"
         doc_id = ex_id
