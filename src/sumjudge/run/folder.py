@@ -13,13 +13,10 @@ import platform
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError
 from .serving import ServingTally
-
-if TYPE_CHECKING:
-    from .runs import Run
 
 
 @dataclass
@@ -217,12 +214,12 @@ class FolderState:
                 pass
 
 
-def claim_folder(r: Run) -> None:
-    """Under the run's lock: the folder holds this run or none (a run that failed before any result leaves it
-    to the next configuration, its files kept beside); stale results and metrics are removed."""
-    out = r.out
+def claim_folder(out: Path, record: dict[str, Any]) -> None:
+    """Under the run's lock: the folder ``out`` holds the run of ``record`` (its ``config.json``) or none (a run
+    that failed before any result leaves it to the next configuration, its files kept beside); stale results and
+    metrics are removed."""
     prev = check_run_folder(out)  # again under the lock: another process may have written it meanwhile
-    mine = json.loads(json.dumps(r.record))
+    mine = json.loads(json.dumps(record))
     keys = set(mine) | ({"procedure"} & set(prev or {}))  # a judging run never takes a procedure's folder
     if prev is not None and {k: prev.get(k) for k in keys} != {k: mine.get(k) for k in keys}:
         if not failed_before_results(out):

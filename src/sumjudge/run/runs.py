@@ -227,7 +227,7 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
     r = prepare(rc, out, procedure, target=target)
     try:
         with RunLock(r.out):
-            claim_folder(r)
+            claim_folder(r.out, r.record)
             if llm is None:
                 llm = make_llm(rc.backend, rc.model, base_url=rc.base_url, no_cache=no_cache, cache=cache,
                                **(backend_options or {}))
@@ -355,7 +355,7 @@ async def _gather(jobs: list[Job], progress: bool,
     with contextlib.ExitStack() as held:
         for r in runs:
             held.enter_context(RunLock(r.out))
-            claim_folder(r)
+            claim_folder(r.out, r.record)
         views = [open_run(r, job[2]) for r, job in zip(runs, jobs)]
         for view in views:
             after_loop.callback(view.log.close)
