@@ -11,7 +11,7 @@ from pathlib import Path
 from ..run.flags import (EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE,  # noqa: F401
                         add_budget_flags, add_engine_flags, add_run_flags, budget_of, check_engine_flags,
                         run_config_of)
-from ..llm.backends import backend_names
+from ..llm.backend_registry import backend_names
 from ..perf.fleet import CHOSEN_POLICY, ROUTER_POLICIES
 
 

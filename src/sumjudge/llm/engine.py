@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
-from .backend import Backend, Capabilities
+from .backend_protocol import Backend, Capabilities
 from .budget import Budget
 from .cache import NullCache, ResponseCache
 from .errors import SumjudgeError
@@ -328,7 +328,7 @@ class LLM(Calls):
         "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult several models (a discussion among
         different models). Its calls are batched by its own backend and logged in the caller's context."""
         if spec not in self.companions:
-            from .backends import make_backend
+            from .backend_registry import make_backend
 
             backend, _, rest = spec.partition(":")
             model, _, url = rest.partition("@")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .attention import NAME, attention_backends, use_gqa_decode_attention
-from .backend import SOURCE_COUNTERS, Capabilities
+from .backend_protocol import SOURCE_COUNTERS, Capabilities
 from .cpu_linear import use_onednn_linear
 from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
 from .errors import PromptTooLongError

@@ -31,7 +31,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from .backend import Capabilities
+from .backend_protocol import Capabilities
 from .errors import (
     BackendRequestError,
     BackendUnavailableError,
