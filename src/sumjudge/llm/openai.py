@@ -19,7 +19,6 @@ is recorded and must reach ``min_coverage``.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections import OrderedDict
 from typing import Any
@@ -71,35 +70,35 @@ class OpenAIBackend(OpenAIDiscovery, OpenAIScoring):
             raise ConfigError(f"concurrency={concurrency}: give at least 1 request in flight")
         self._asked_concurrency = concurrency
         self.concurrency = concurrency or CONCURRENCY_PER_SERVER  # a router's replicas raise it (connect)
-        self.replicas: list[str] = []  # behind a router: its replicas' URLs (its /list_workers)
-        self.serving_notes: list[str] = []  # what the endpoint does not offer that a server would (said once)
-        self._listed: list[str] = []  # the models GET /models listed
-        self._router_notes: list[str] = []  # what a router did not pass on that its replicas said
+        self.replicas = []
+        self.serving_notes = []
+        self._listed = []
+        self._router_notes = []
         self.retry = RetryPolicy(max_retries=max_retries, backoff=backoff, max_backoff=max_backoff,
                                  max_retry_time=max_retry_time)
         self.top_logprobs = top_logprobs
         self.min_coverage = min_coverage
         self.timeout = timeout
-        self.extra_body = dict(extra_body or {})  # server extensions sent with every chat request (bench: ignore_eos)
-        self._sem: asyncio.Semaphore | None = None
+        self.extra_body = dict(extra_body or {})
+        self._sem = None
         self._sem_loop = None
         server = server_identity(self.base_url)
-        self.where = server  # in every message: never the credentials a URL may carry
+        self.where = server
         self.root = server_root(self.base_url)
         self._http = httpx.Client(timeout=min(timeout, 60.0), headers={"Authorization": f"Bearer {self._key}"})
-        self.retries = 0  # accounting: retried HTTP calls
+        self.retries = 0
         self.connect_retries = connect_retries
-        self.connected = False  # set by the first answer; before it, connection errors fail fast
-        self.served: dict[str, Any] = {}  # what GET /models says of the model (id, root, max_model_len)
+        self.connected = False
+        self.served = {}
         self.server_tokenizes = False
-        self.dialect = "openai"  # what the server's own routes speak: openai (none), vllm or llama.cpp
+        self.dialect = "openai"
         self._local_tokenizer = None
-        self._token_cache: OrderedDict[str, Any] = OrderedDict()  # prompt digest -> its ids (an array)
-        self._cached_ids = 0  # ids held by _token_cache
-        self._counts: dict[str, int] = {}  # prompt digest -> tokens
-        self._ahttp = None  # the async client of the running loop, for the server's own routes
+        self._token_cache = OrderedDict()
+        self._cached_ids = 0
+        self._counts = {}
+        self._ahttp = None
         self._counting = SingleFlight()
-        self.server_metrics = False  # /metrics holds vLLM's counters
+        self.server_metrics = False
         if server_name is not None and not server_name.strip():
             raise ConfigError("--server-name: give a non-empty name")
         self.server_name = server_name

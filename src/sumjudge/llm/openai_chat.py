@@ -5,6 +5,7 @@ stop strings beyond the API's four applied to the answer."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from .errors import PromptTooLongError
 from .fitting import certainly_fits
@@ -33,6 +34,8 @@ def apply_stops(text: str, stops: tuple[str, ...]) -> str | None:
 
 class OpenAIChat(OpenAITokens):
     """Chat requests: checked, sent, their answers read."""
+
+    extra_body: dict[str, Any]  # server extensions sent with every chat request (bench: ignore_eos)
 
     @staticmethod
     def _check_chat(resp) -> None:

@@ -11,10 +11,13 @@ import functools
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import BackendRequestError, BackendUnavailableError
 from .loops import on_loop_close
+
+if TYPE_CHECKING:
+    import httpx
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 # Behind a router: the example a request belongs to, sent as the session key routers hash to keep a session on one
@@ -115,6 +118,25 @@ def async_http_client() -> AsyncHTTP:
 
 class OpenAIHTTP:
     """The HTTP calls of the backend; the state they use is set by ``OpenAIBackend``."""
+
+    model: str
+    base_url: str
+    where: str  # the server in every message: never the credentials a URL may carry
+    root: str  # the server's root, for its own routes (``server_root``)
+    timeout: float
+    retry: RetryPolicy
+    connect_retries: int
+    concurrency: int  # requests in flight (a router's replicas raise it)
+    retries: int  # accounting: retried HTTP calls
+    connected: bool  # set by the first answer; before it, connection errors fail fast
+    _openai: Any  # the SDK's module
+    _key: str
+    _client_args: dict[str, Any]  # how the SDK's client of each loop is made
+    _http: httpx.Client  # the synchronous client, for discovery and the server's own routes off the event loop
+    _client_obj: Any  # the SDK's async client of the running loop
+    _ahttp: Any  # the async client of the running loop, for the server's own routes (``async_http_client``)
+    _sem: asyncio.Semaphore | None
+    _sem_loop: asyncio.AbstractEventLoop | None
 
     def _get_json(self, url: str) -> tuple[int, Any]:
         """GET one of the server's descriptions (``/models``, ``/props``): a dropped connection or a 5xx/429 is

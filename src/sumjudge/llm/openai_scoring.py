@@ -17,6 +17,10 @@ OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
 class OpenAIScoring(OpenAIChat):
     """Option scoring, exact where the server returns ``prompt_logprobs``."""
 
+    top_logprobs: int
+    min_coverage: float
+    option_scoring: str  # as configured: prompt_logprobs or top_logprobs
+
     def option_sequences(self, r: OptionRequest) -> tuple[list[list[int]], int]:
         """Token ids of prompt + prefix + option for each option, and where the option tokens start; the
         boundary rule is the hf backend's (an option merged into the prefix by tokenization is tokenized

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 from .errors import BackendRequestError, BackendUnavailableError, ConfigError
 from .openai_tokens import OpenAITokens
+from .types import BackendInfo
 
 # Requests in flight per server (vLLM's default batch: --max-num-seqs 256); behind a router, per replica
 CONCURRENCY_PER_SERVER = 256
@@ -83,8 +84,26 @@ PREFIX_CACHE_COUNTERS = {"vllm:prefix_cache_queries_total": "prefix_cache_querie
 
 
 
+class AskedSettings(TypedDict):
+    """What the user asked of the backend, set beside what the server says of itself."""
+
+    context_length: int | None
+    tokenizer: str | None
+    option_scoring: str
+
+
 class OpenAIDiscovery(OpenAITokens):
     """What the server says about itself, asked once by ``OpenAIBackend.connect``."""
+
+    served: dict[str, Any]  # what GET /models says of the model (id, root, max_model_len)
+    replicas: list[str]  # behind a router: its replicas' URLs (its /list_workers)
+    serving_notes: list[str]  # what the endpoint does not offer that a server would (said once)
+    server_metrics: bool  # /metrics holds vLLM's counters
+    info: BackendInfo
+    _listed: list[str]  # the models GET /models listed
+    _router_notes: list[str]  # what a router did not pass on that its replicas said
+    _asked: AskedSettings
+    _asked_concurrency: int | None
 
     def _discover(self) -> None:
         """Ask ``GET /models`` what the server serves: the model must be among them; its ``root`` and

@@ -5,9 +5,12 @@ counts for longer, counting on the event loop without blocking it."""
 from __future__ import annotations
 
 import asyncio
+from array import array
+from collections import OrderedDict
 from typing import Any
 
 from .errors import BackendRequestError, ConfigError
+from .loops import SingleFlight
 from .openai_http import OpenAIHTTP
 from .types import prompt_digest
 
@@ -17,6 +20,15 @@ TOKEN_CACHE_IDS = 1_000_000
 
 class OpenAITokens(OpenAIHTTP):
     """Token counting with the server's tokenizer or a local one."""
+
+    server_tokenizes: bool
+    dialect: str  # what the server's own routes speak: openai (none), vllm or llama.cpp
+    context_length: int | None  # prompt + answer tokens: the least of what was asked and what the server says
+    _local_tokenizer: Any  # the model's own tokenizer (``tokenizer=``), for servers without /tokenize; or None
+    _token_cache: OrderedDict[str, array[int]]  # prompt digest -> its ids
+    _cached_ids: int  # ids held by _token_cache
+    _counts: dict[str, int]  # prompt digest -> tokens
+    _counting: SingleFlight  # one count in flight per prompt
 
     @property
     def tokenizes(self) -> bool:
