@@ -203,7 +203,7 @@ class Calls:
         an unparsed answer means and record it.
         """
         retries = self.parse_retries if retries is None else retries
-        responses = []
+        responses: list[ChatResponse] = []
         err = ""
         for attempt in range(retries + 1):
             r = req

@@ -347,7 +347,7 @@ class HFBackend:
         if not rows:
             finish(job.out)
             return job
-        queued = []
+        queued: list[_Queued] = []
         for row in rows:  # a run of rows over one document (a debate's agents, a document's samples) is one unit
             new_unit = not queued or not self._same_document(queued[-1].row.ids, row.ids)
             queued.append(_Queued(job, row, unit=next(self._units) if new_unit else queued[-1].unit))

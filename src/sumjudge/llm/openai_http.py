@@ -224,6 +224,7 @@ class OpenAIHTTP:
 
     def _semaphore(self) -> asyncio.Semaphore:
         self._bind_loop()
+        assert self._sem is not None  # made for the running loop
         return self._sem
 
     @property
