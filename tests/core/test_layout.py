@@ -188,11 +188,11 @@ def test_the_circle_finder_sees_a_circle():
 
 
 def test_the_backends_are_named_in_one_registry():
-    """The command line's --backend choices, make_backend and the docs' list all read llm.backends.BACKENDS."""
+    """The command line's --backend choices, make_backend and the docs' list all read llm.backend_registry.BACKENDS."""
     import argparse
 
     from sumjudge.cli.main import build_parser
-    from sumjudge.llm.backends import BACKENDS
+    from sumjudge.llm.backend_registry import BACKENDS
 
     choices = {}
     for name, sp in next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices.items():
@@ -204,7 +204,7 @@ def test_the_backends_are_named_in_one_registry():
     assert choices["bench"] == tuple(n for n, b in BACKENDS.items() if b.serves_a_model)
     engine_doc = (PKG.parent.parent / "docs" / "engine.md").read_text(encoding="utf-8")
     assert f"backend ({' | '.join(BACKENDS)})" in engine_doc
-    source = "\n".join(f.read_text(encoding="utf-8") for f in PKG.rglob("*.py") if f.name != "backends.py")
+    source = "\n".join(f.read_text(encoding="utf-8") for f in PKG.rglob("*.py") if f.name != "backend_registry.py")
     assert '"hf", "openai"' not in source and "('hf', 'openai'" not in source  # no second list of the names
 
 

@@ -35,7 +35,7 @@ def test_register_by_call_or_decorator_and_an_unknown_name_says_what_is_known(mo
 def test_the_methods_backends_datasets_and_taxonomies_are_one_registry_type():
     from sumjudge.data import registry as datasets
     from sumjudge.data import taxonomies
-    from sumjudge.llm.backends import BACKENDS, make_backend
+    from sumjudge.llm.backend_registry import BACKENDS, make_backend
     from sumjudge.run.methods import METHODS, get_method
 
     for reg in (METHODS, BACKENDS, datasets.DATASETS, taxonomies._TAXONOMIES):

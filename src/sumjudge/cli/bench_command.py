@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..llm.backends import backend_names
+from ..llm.backend_registry import backend_names
 from .subcommand import Subcommand
 
 

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..llm.backends import backend_names
+from ..llm.backend_registry import backend_names
 from .subcommand import Subcommand
 
 

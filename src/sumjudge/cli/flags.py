@@ -88,7 +88,7 @@ def check_engine_flags(a) -> None:
 def add_engine_flags(p, *, model_help: str = "tiny | smoke | gemma-270m | a local model folder | a Hugging Face "
                      "repo id | a served model name") -> None:
     """``--backend`` (the registered backends), ``--model`` and ``--base-url``: every command that runs a model."""
-    from ..llm.backends import BACKENDS, backend_names
+    from ..llm.backend_registry import BACKENDS, backend_names
 
     p.add_argument("--backend", default="hf", choices=backend_names(),
                    help="; ".join(f"{b.name}: {b.about}" for b in BACKENDS.values()))

@@ -17,7 +17,7 @@ from .errors import (
 from .parsing import ParseError
 from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores
 
-from .backends import BACKENDS, make_backend
+from .backend_registry import BACKENDS, make_backend
 
 
 def make_llm(backend, model: str | None = None, *, base_url: str | None = None, cache: str | Path | None = None,

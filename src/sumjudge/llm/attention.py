@@ -52,6 +52,7 @@ def gqa_decode_sdpa(module, query, key, value, attention_mask, dropout: float = 
         out = torch.nn.functional.scaled_dot_product_attention(q, key, value, attn_mask=mask, dropout_p=0.0,
                                                                scale=scaling)
     else:
+        assert mask is not None  # spans are read from the mask
         out = torch.cat([
             torch.nn.functional.scaled_dot_product_attention(
                 q[i:i + 1], key[i:i + 1, :, left:], value[i:i + 1, :, left:],

@@ -98,6 +98,7 @@ class ResponseCache:
                 if "locked" not in str(e) or attempt == 19:
                     raise
                 time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

@@ -37,9 +37,13 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from sumjudge.llm.attention import attention_backends
 from sumjudge.llm.prefix_store import BLOCK, CAPACITY_MB, PrefixStore
+
+if TYPE_CHECKING:
+    from sumjudge.llm.decode_graphs import FixedShapeSteps
 
 MIN_SHARED_PREFIX = 64  # tokens: below this, sharing saves less than the extra forward pass costs
 PREFILL_BUDGET = 4096  # tokens per prefill forward pass (rows x padded width); see the module's docstring
@@ -172,10 +176,11 @@ class LiveBatch:
     tags: list = field(default_factory=list)
     tokens: list = field(default_factory=list)
     gens: list = field(default_factory=list)
-    cache: object = None
-    mask: object = None
-    last_pos: object = None
-    logits: object = None
+    # torch tensors and a transformers cache (torch is imported where the decoder runs); None while empty
+    cache: Any = None
+    mask: Any = None
+    last_pos: Any = None
+    logits: Any = None
     peak: int = 0
 
     def clear(self) -> None:
@@ -206,7 +211,7 @@ class BatchDecoder:
         # keys/values of earlier prompts' blocks (see prefix_store); on one device, for models that share prefixes
         one_device = len({p.device for p in model.parameters()}) == 1
         self.store = PrefixStore(prefix_store_mb << 20) if prefix_store_mb and self.share and one_device else None
-        self.fixed_steps = None  # decode steps at fixed shapes (``decode_graphs``): on one CUDA device, as graphs
+        self.fixed_steps: FixedShapeSteps | None = None  # decode steps at fixed shapes (``decode_graphs``): on one CUDA device, as graphs
         if decode_graphs:
             self.use_fixed_steps(capture=True)
         # prefill_s: prompts in, first token chosen; decode_s / decode_tokens: every later token (wall clock;

@@ -28,6 +28,7 @@ does, so in bfloat16 a logit can move by rounding; in float32 the answers are th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 COLUMN_BUCKET = 128  # a step reads its cache's columns rounded up to this many: one graph per 128 steps of a row
 
@@ -69,7 +70,8 @@ class FixedShapeSteps:
         self.capture = capture
         self.steps: dict[tuple[int, int], _Step] = {}
         self.buffers: tuple = ()
-        self.stats = {"graphs_captured": 0, "graph_replays": 0, "graphs_dropped": 0}
+        # counters, and the message of a capture that failed (capture_error)
+        self.stats: dict[str, Any] = {"graphs_captured": 0, "graph_replays": 0, "graphs_dropped": 0}
 
     def clear(self) -> None:
         self.stats["graphs_dropped"] += sum(s.graph is not None for s in self.steps.values())

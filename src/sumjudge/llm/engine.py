@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
 
-from .backend import Backend, Capabilities
+from .backend_protocol import Backend, Capabilities
 from .budget import Budget
 from .cache import NullCache, ResponseCache
 from .errors import SumjudgeError
@@ -203,7 +203,7 @@ class Calls:
         an unparsed answer means and record it.
         """
         retries = self.parse_retries if retries is None else retries
-        responses = []
+        responses: list[ChatResponse] = []
         err = ""
         for attempt in range(retries + 1):
             r = req
@@ -328,7 +328,7 @@ class LLM(Calls):
         "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult several models (a discussion among
         different models). Its calls are batched by its own backend and logged in the caller's context."""
         if spec not in self.companions:
-            from .backends import make_backend
+            from .backend_registry import make_backend
 
             backend, _, rest = spec.partition(":")
             model, _, url = rest.partition("@")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .attention import NAME, attention_backends, use_gqa_decode_attention
-from .backend import SOURCE_COUNTERS, Capabilities
+from .backend_protocol import SOURCE_COUNTERS, Capabilities
 from .cpu_linear import use_onednn_linear
 from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
 from .errors import PromptTooLongError
@@ -347,7 +347,7 @@ class HFBackend:
         if not rows:
             finish(job.out)
             return job
-        queued = []
+        queued: list[_Queued] = []
         for row in rows:  # a run of rows over one document (a debate's agents, a document's samples) is one unit
             new_unit = not queued or not self._same_document(queued[-1].row.ids, row.ids)
             queued.append(_Queued(job, row, unit=next(self._units) if new_unit else queued[-1].unit))

@@ -57,7 +57,9 @@ class GrowingLayer(DynamicLayer):
     def __init__(self, room: int | None = None):
         super().__init__()
         self.room = ROOM if room is None else room
-        self._k = self._v = None
+        # the key and value buffers (rows, heads, columns, dim), allocated by the first update; None before
+        self._k: Any = None
+        self._v: Any = None
         self._rows = self._start = self._end = 0
         self.window = None  # (column index tensor, rows, width) while a fixed-shape decode step runs
 

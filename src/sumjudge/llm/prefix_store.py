@@ -20,6 +20,10 @@ from __future__ import annotations
 import hashlib
 from array import array
 from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 BLOCK = 32  # tokens per stored block
 CAPACITY_MB = 2048  # default size of the store (keys and values of every layer), in MiB
@@ -40,7 +44,7 @@ class PrefixStore:
 
     def __init__(self, capacity_bytes: int):
         self.capacity = capacity_bytes
-        self.blocks: OrderedDict[bytes, object] = OrderedDict()
+        self.blocks: OrderedDict[bytes, torch.Tensor] = OrderedDict()
         self.held = 0
         self.stats = {"lookup_tokens": 0, "reused_tokens": 0, "stored_tokens": 0, "evicted_tokens": 0}
 

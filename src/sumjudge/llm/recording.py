@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .backend import Capabilities
+from .backend_protocol import Capabilities
 from .errors import ConfigError, SumjudgeError
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key, prompt_digest
 

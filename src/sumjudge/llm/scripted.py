@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import SumjudgeError
-from .backend import Capabilities
+from .backend_protocol import Capabilities
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
 
 

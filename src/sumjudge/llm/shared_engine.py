@@ -33,7 +33,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from ..environment import read
-from .backend import SOURCE_COUNTERS, Capabilities
+from .backend_protocol import SOURCE_COUNTERS, Capabilities
 from .errors import BackendUnavailableError
 from .loops import on_loop_close
 from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key

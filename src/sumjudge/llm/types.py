@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str}
 
@@ -134,7 +134,7 @@ class OptionScores:
     """Probability of each option, renormalised over the options; ``logprobs`` are the raw values."""
 
     probs: dict[str, float]
-    logprobs: dict[str, float | None]
+    logprobs: Mapping[str, float | None]  # None: an option with no log-probability (openai: outside top_logprobs)
     method: str  # "sequence_logprob" (hf) | "top_logprobs" (openai)
     backend: str
     model: str
@@ -143,7 +143,7 @@ class OptionScores:
     coverage: float = 1.0  # mass of the options in the raw distribution (openai: within top_logprobs)
 
     def best(self) -> str:
-        return max(self.probs, key=self.probs.get)
+        return max(self.probs, key=self.probs.__getitem__)
 
     def expectation(self) -> float:
         """Probability-weighted mean of numeric options (G-Eval score)."""
@@ -196,7 +196,7 @@ def cache_key(kind: str, info: BackendInfo, fields: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def normalise_logprobs(raw: dict[str, float | None]) -> dict[str, float]:
+def normalise_logprobs(raw: Mapping[str, float | None]) -> dict[str, float]:
     """Softmax over the options that have a log-probability; options without one get 0."""
     known = {o: v for o, v in raw.items() if v is not None}
     if not known:

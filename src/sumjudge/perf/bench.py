@@ -18,7 +18,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
 
+T = TypeVar("T")
 STANCES = ("The summary is faithful.", "The summary is unfaithful.")
 # HBM bandwidth of the memory-bound decode ceiling (bytes/s), by a word of the GPU's name (datasheet figures)
 GPU_BANDWIDTH = {"H200": 4.8e12, "H100": 3.35e12, "A100": 2.0e12}
@@ -230,105 +233,178 @@ def bench_backend(args, dtype: str, *, name: str, **options):
     return be
 
 
-def run(args) -> dict:
+@dataclass
+class BenchSetup:
+    """What every measured phase of ``run`` uses: the hf backend and its workload, the ``generate`` baselines'
+    greedy config, how many requests the loop is timed over, and a wait for the device."""
+
+    args: Any
+    be: Any
+    dtype: str
+    reqs: list
+    long_docs: int
+    long_doc_tokens: int
+    gen_cfg: Any
+    timed: int  # the loop over the first `timed` requests
+    sync: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class EnginePass:
+    """One pass of the engine (no cache): its answers, the backend's ``generate`` calls and the decoder's counters."""
+
+    resps: list
+    calls: int
+    stats: dict
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What ``run`` measured: each phase's result and its best time in seconds (``best_of``); None where a phase
+    was not asked for."""
+
+    sequential: tuple[list[str], float]
+    engine: tuple[EnginePass, float]
+    eager: tuple[EnginePass, float] | None  # the engine without decode graphs
+    batched: tuple[list[str], float] | None
+    compiled: tuple[list[str], float, float] | None  # texts, best time, the first (compiling) call's time
+    scored: tuple[tuple[int, list[str]], float] | None  # (option sets, scoring methods), time
+
+
+def setup_run(args) -> BenchSetup:
+    """The backend (``bench_backend``), the workload and the baselines' settings."""
     import torch
 
     from ..llm.decode import PREFILL_BUDGET
-    from ..llm.engine import LLM
 
     dtype = resolve_dtype(args.dtype, args.device)
     args.prefill_budget = getattr(args, "prefill_budget", None) or PREFILL_BUDGET
-    model = getattr(args, "model", None)
     be = bench_backend(args, dtype, name="random-llama3-8b-shape", token_budget=args.token_budget,
                        prefill_budget=args.prefill_budget)
     long_docs, long_doc_tokens = getattr(args, "long_docs", 0) or 0, getattr(args, "long_doc_tokens", 0) or 0
     reqs = build_requests(tokenizer_cut(be.tokenizer), args.docs, args.doc_tokens, args.max_new_tokens,
                           long_docs=long_docs, long_doc_tokens=long_doc_tokens)
-
-    # (a) one generate call per request
     gen_cfg = greedy_config(be, args.max_new_tokens)
     sync = torch.cuda.synchronize if str(be.device).startswith("cuda") else (lambda: None)
+    timed = getattr(args, "sequential_limit", None) or len(reqs)
+    return BenchSetup(args=args, be=be, dtype=dtype, reqs=reqs, long_docs=long_docs, long_doc_tokens=long_doc_tokens,
+                      gen_cfg=gen_cfg, timed=timed, sync=sync)
 
-    timed = getattr(args, "sequential_limit", None) or len(reqs)  # the loop over the first `timed` requests
 
-    def sequential():
-        texts = []
-        with torch.inference_mode():
-            for r in reqs[:timed]:
-                ids = torch.tensor([be.encode(r.messages)], device=be.device)
-                out = be.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=gen_cfg)
-                texts.append(be.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
-        return texts
-
-    def engine():  # (b) the engine, no cache: every request is computed
-        forget_prefixes(be)
-        be.generate_calls = 0
-        for k in ("prefill_s", "decode_s", "decode_tokens", "prefill_tokens", "decode_steps", "row_steps",
-                  "underfilled_s"):
-            be.decoder.stats[k] = 0
-        return asyncio.run(LLM(be).chat_many(reqs)), be.generate_calls, dict(be.decoder.stats)
-
-    def best_of(fn):
-        """Fastest of ``args.repeats`` runs (the usual way to take noise out of a wall-clock benchmark)."""
-        best = None
-        for _ in range(max(1, args.repeats)):
-            sync()
-            t0 = time.perf_counter()
-            result = fn()
-            sync()
-            dt = time.perf_counter() - t0
-            if best is None or dt < best[1]:
-                best = (result, dt)
-        return best
-
-    def batched_generate(config=None):
-        """(c) every request left-padded into one ``model.generate`` call, transformers' own cache."""
-        enc = [be.encode(r.messages) for r in reqs]
-        width = max(map(len, enc))
-        pad = be.tokenizer.pad_token_id
-        ids = torch.tensor([[pad] * (width - len(e)) + e for e in enc], device=be.device)
-        mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc], device=be.device)
-        with torch.inference_mode():
-            out = be.model.generate(input_ids=ids, attention_mask=mask, generation_config=config or gen_cfg)
-        return [be.tokenizer.decode(o[width:], skip_special_tokens=True) for o in out]
-
-    def compiled_generate():
-        """(d) the batched ``generate`` with transformers' static cache, which it compiles (``torch.compile``, CUDA
-        graphs: its documented fast path); the first call compiles, the second is timed."""
-        cfg = greedy_config(be, args.max_new_tokens, cache_implementation="static")
+def best_of(s: BenchSetup, fn: Callable[[], T]) -> tuple[T, float]:
+    """Fastest of ``args.repeats`` runs (the usual way to take noise out of a wall-clock benchmark)."""
+    best: tuple[T, float] | None = None
+    for _ in range(max(1, s.args.repeats)):
+        s.sync()
         t0 = time.perf_counter()
-        texts = batched_generate(cfg)
-        sync()
-        return texts, time.perf_counter() - t0
+        result = fn()
+        s.sync()
+        dt = time.perf_counter() - t0
+        if best is None or dt < best[1]:
+            best = (result, dt)
+    assert best is not None  # at least one run
+    return best
 
-    seq_texts, seq_s = best_of(sequential)
+
+def sequential(s: BenchSetup) -> list[str]:
+    """(a) one ``generate`` call per request, over the first ``timed`` requests."""
+    import torch
+
+    be = s.be
+    texts = []
+    with torch.inference_mode():
+        for r in s.reqs[:s.timed]:
+            ids = torch.tensor([be.encode(r.messages)], device=be.device)
+            out = be.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=s.gen_cfg)
+            texts.append(be.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+    return texts
+
+
+def engine_pass(s: BenchSetup) -> EnginePass:
+    """(b) the engine, no cache: every request is computed."""
+    from ..llm.engine import LLM
+
+    be = s.be
+    forget_prefixes(be)
+    be.generate_calls = 0
+    for k in ("prefill_s", "decode_s", "decode_tokens", "prefill_tokens", "decode_steps", "row_steps",
+              "underfilled_s"):
+        be.decoder.stats[k] = 0
+    return EnginePass(asyncio.run(LLM(be).chat_many(s.reqs)), be.generate_calls, dict(be.decoder.stats))
+
+
+def eager_engine(s: BenchSetup) -> tuple[EnginePass, float]:
+    """The engine with its decode steps run eagerly (no CUDA graphs), timed after a warm-up pass (graphs captured,
+    kernels chosen), so that neither it nor the timed pass with graphs pays for that."""
+    decoder = s.be.decoder
+    engine_pass(s)
+    fixed, decoder.fixed_steps = decoder.fixed_steps, None
+    eager = best_of(s, lambda: engine_pass(s))
+    decoder.fixed_steps = fixed
+    return eager
+
+
+def batched_generate(s: BenchSetup, config=None) -> list[str]:
+    """(c) every request left-padded into one ``model.generate`` call, transformers' own cache."""
+    import torch
+
+    be = s.be
+    enc = [be.encode(r.messages) for r in s.reqs]
+    width = max(map(len, enc))
+    pad = be.tokenizer.pad_token_id
+    ids = torch.tensor([[pad] * (width - len(e)) + e for e in enc], device=be.device)
+    mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc], device=be.device)
+    with torch.inference_mode():
+        out = be.model.generate(input_ids=ids, attention_mask=mask, generation_config=config or s.gen_cfg)
+    return [be.tokenizer.decode(o[width:], skip_special_tokens=True) for o in out]
+
+
+def compiled_generate(s: BenchSetup) -> tuple[list[str], float]:
+    """(d) the batched ``generate`` with transformers' static cache, which it compiles (``torch.compile``, CUDA
+    graphs: its documented fast path); the first call compiles, the second is timed."""
+    cfg = greedy_config(s.be, s.args.max_new_tokens, cache_implementation="static")
+    t0 = time.perf_counter()
+    texts = batched_generate(s, cfg)
+    s.sync()
+    return texts, time.perf_counter() - t0
+
+
+def measure(s: BenchSetup) -> Measured:
+    """Every phase asked for, in turn: the loop, the engine (and without graphs), the batched and the compiled
+    ``generate``, option sets."""
+    args, be = s.args, s.be
+    seq = best_of(s, lambda: sequential(s))
     eager = None
     if getattr(args, "compare_decode_graphs", False) and be.decoder.fixed_steps is not None:
-        engine()  # a warm-up pass (graphs captured, kernels chosen), so that neither timed pass pays for it
-        fixed, be.decoder.fixed_steps = be.decoder.fixed_steps, None
-        eager = best_of(engine)
-        be.decoder.fixed_steps = fixed
-    (resps, calls, stats), eng_s = best_of(engine)
-    batched = best_of(batched_generate) if getattr(args, "batched_generate", False) else None
+        eager = eager_engine(s)
+    eng = best_of(s, lambda: engine_pass(s))
+    batched = best_of(s, lambda: batched_generate(s)) if getattr(args, "batched_generate", False) else None
     compiled = None
     if getattr(args, "compiled_generate", False):
-        first_s = compiled_generate()[1]
-        compiled = (*best_of(lambda: compiled_generate()[0]), first_s)
+        first_s = compiled_generate(s)[1]
+        compiled = (*best_of(s, lambda: compiled_generate(s)[0]), first_s)
     option_sets = getattr(args, "option_sets", 0) or 0
-    scored = best_of(lambda: score_option_sets(be, reqs, option_sets)) if option_sets else None
+    scored = best_of(s, lambda: score_option_sets(be, s.reqs, option_sets)) if option_sets else None
+    return Measured(sequential=seq, engine=eng, eager=eager, batched=batched, compiled=compiled, scored=scored)
 
-    prompt_tokens = sum(r.prompt_tokens for r in resps)
-    completion_tokens = sum(r.completion_tokens for r in resps)
-    decode_tps = stats["decode_tokens"] / stats["decode_s"] if stats["decode_s"] else None
-    result = {
-        "model": model or args.shape, "shape": None if model else args.shape, "device": str(be.device), "dtype": dtype,
-        "requests": len(reqs), "docs": args.docs, "agents_per_doc": 4, "repeats": args.repeats,
-        "long_docs": long_docs, "long_doc_tokens": long_doc_tokens if long_docs else None,
+
+def engine_report(s: BenchSetup, m: Measured, prompt_tokens: int, completion_tokens: int,
+                  decode_tps: float | None) -> dict:
+    """The workload, the loop's and the engine's times and throughput, the engine's prefill and decode."""
+    args, be, reqs, timed = s.args, s.be, s.reqs, s.timed
+    seq_s = m.sequential[1]
+    eng, eng_s = m.engine
+    stats = eng.stats
+    model = getattr(args, "model", None)
+    return {
+        "model": model or args.shape, "shape": None if model else args.shape, "device": str(be.device),
+        "dtype": s.dtype, "requests": len(reqs), "docs": args.docs, "agents_per_doc": 4, "repeats": args.repeats,
+        "long_docs": s.long_docs, "long_doc_tokens": s.long_doc_tokens if s.long_docs else None,
         "mean_prompt_tokens": round(prompt_tokens / len(reqs), 1), "max_new_tokens": args.max_new_tokens,
         # the loop timed over `timed` requests of equal length: its time for all of them is that times n / timed
         "sequential_timed_requests": timed, "sequential_s": round(seq_s * len(reqs) / timed, 3),
         "engine_s": round(eng_s, 3), "speedup": round(seq_s * len(reqs) / timed / eng_s, 2),
-        "engine_generate_calls": calls,
+        "engine_generate_calls": eng.calls,
         "engine_prompt_tokens_per_s": round(prompt_tokens / eng_s, 1),
         "engine_completion_tokens_per_s": round(completion_tokens / eng_s, 1),
         "prefill_budget": args.prefill_budget,
@@ -345,49 +421,85 @@ def run(args) -> dict:
         **({f"decode_{k}": v for k, v in be.decoder.fixed_steps.stats.items()} if be.decoder.fixed_steps else {}),
         "sequential_completion_tokens_per_s": round(completion_tokens * timed / len(reqs) / seq_s, 1),
     }
-    if batched is not None:
-        texts, b_s = batched
+
+
+def baselines_report(m: Measured) -> dict:
+    """The batched ``generate``, the engine without graphs, the compiled ``generate`` and the option sets, each
+    against the engine (and its texts against the loop's), where measured."""
+    seq_texts = m.sequential[0]
+    eng, eng_s = m.engine
+    result: dict = {}
+    if m.batched is not None:
+        texts, b_s = m.batched
         result.update({"batched_generate_s": round(b_s, 3), "engine_vs_batched_generate": round(b_s / eng_s, 2),
                        "batched_generate_identical_to_sequential": sum(a == b for a, b in zip(texts, seq_texts))})
-    if eager is not None:
-        (e_resps, _, e_stats), e_s = eager
+    if m.eager is not None:
+        e_pass, e_s = m.eager
+        e_stats = e_pass.stats
         result.update({"eager_engine_s": round(e_s, 3), "eager_decode_s": round(e_stats["decode_s"], 3),
                        "eager_decode_step_ms": round(1e3 * e_stats["decode_s"] / e_stats["decode_steps"], 2)
                        if e_stats["decode_steps"] else None,
-                       "graphs_identical_to_eager": sum(a.text == b.text for a, b in zip(resps, e_resps))})
-    if compiled is not None:
-        texts, c_s, first_s = compiled
+                       "graphs_identical_to_eager": sum(a.text == b.text for a, b in zip(eng.resps, e_pass.resps))})
+    if m.compiled is not None:
+        texts, c_s, first_s = m.compiled
         result.update({"compiled_generate_s": round(c_s, 3), "compiled_generate_first_call_s": round(first_s, 3),
                        "engine_vs_compiled_generate": round(c_s / eng_s, 2),
                        "compiled_generate_identical_to_sequential": sum(a == b for a, b in zip(texts, seq_texts))})
-    if scored is not None:
-        (sets, methods), s_s = scored
+    if m.scored is not None:
+        (sets, methods), s_s = m.scored
         result.update({"option_sets": sets, "option_set_options": len(GEVAL_OPTIONS), "option_scoring": methods,
                        "option_sets_s": round(s_s, 3), "option_sets_per_s": round(sets / s_s, 1)})
-    result.update(check_outputs(be, reqs, seq_texts, [r.text for r in resps], args.max_new_tokens,
-                                args.tie_ulps))
-    if str(be.device).startswith("cuda"):
-        weight_bytes = sum(p.numel() * p.element_size() for p in be.model.parameters())
-        rows = len(reqs) / max(1, calls)
-        gpu = torch.cuda.get_device_name()
-        bandwidth, bandwidth_of = gpu_bandwidth(gpu)
-        bound = bandwidth / weight_bytes * rows  # every decode step reads all weights once
-        # ... and every row's keys and values: its prompt and, on average, half its new tokens
-        cfg = be.model.config.get_text_config(decoder=True)
-        heads_kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        kv_token_bytes = 2 * cfg.num_hidden_layers * heads_kv * head_dim * next(be.model.parameters()).element_size()
-        kv_bytes = rows * (prompt_tokens / len(reqs) + args.max_new_tokens / 2) * kv_token_bytes
-        bound_kv = bandwidth / (weight_bytes + kv_bytes) * rows
-        result.update({"weight_gb": round(weight_bytes / 1e9, 2), "mean_batch_rows": rows,
-                       "bandwidth_tb_s": bandwidth / 1e12, "bandwidth_of": bandwidth_of,
-                       "decode_bound_tokens_per_s": round(bound, 1),
-                       "decode_fraction_of_bandwidth_bound": round(decode_tps / bound, 3) if decode_tps else None,
-                       "kv_gb_per_step": round(kv_bytes / 1e9, 2),
-                       "decode_bound_with_kv_tokens_per_s": round(bound_kv, 1),
-                       "decode_fraction_of_bound_with_kv": round(decode_tps / bound_kv, 3) if decode_tps else None,
-                       "gpu": gpu})
     return result
+
+
+def bandwidth_report(s: BenchSetup, calls: int, prompt_tokens: int, decode_tps: float | None) -> dict:
+    """On a CUDA GPU: the decode's tokens per second against what the GPU's memory bandwidth allows."""
+    import torch
+
+    be, reqs = s.be, s.reqs
+    weight_bytes = sum(p.numel() * p.element_size() for p in be.model.parameters())
+    rows = len(reqs) / max(1, calls)
+    gpu = torch.cuda.get_device_name()
+    bandwidth, bandwidth_of = gpu_bandwidth(gpu)
+    bound = bandwidth / weight_bytes * rows  # every decode step reads all weights once
+    # ... and every row's keys and values: its prompt and, on average, half its new tokens
+    cfg = be.model.config.get_text_config(decoder=True)
+    heads_kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    kv_token_bytes = 2 * cfg.num_hidden_layers * heads_kv * head_dim * next(be.model.parameters()).element_size()
+    kv_bytes = rows * (prompt_tokens / len(reqs) + s.args.max_new_tokens / 2) * kv_token_bytes
+    bound_kv = bandwidth / (weight_bytes + kv_bytes) * rows
+    return {"weight_gb": round(weight_bytes / 1e9, 2), "mean_batch_rows": rows,
+            "bandwidth_tb_s": bandwidth / 1e12, "bandwidth_of": bandwidth_of,
+            "decode_bound_tokens_per_s": round(bound, 1),
+            "decode_fraction_of_bandwidth_bound": round(decode_tps / bound, 3) if decode_tps else None,
+            "kv_gb_per_step": round(kv_bytes / 1e9, 2),
+            "decode_bound_with_kv_tokens_per_s": round(bound_kv, 1),
+            "decode_fraction_of_bound_with_kv": round(decode_tps / bound_kv, 3) if decode_tps else None,
+            "gpu": gpu}
+
+
+def report(s: BenchSetup, m: Measured) -> dict:
+    """``run``'s JSON: the engine against the loop, the other baselines, the output check (``check_outputs``) and,
+    on a CUDA GPU, the bandwidth bound."""
+    eng = m.engine[0]
+    prompt_tokens = sum(r.prompt_tokens for r in eng.resps)
+    completion_tokens = sum(r.completion_tokens for r in eng.resps)
+    stats = eng.stats
+    decode_tps = stats["decode_tokens"] / stats["decode_s"] if stats["decode_s"] else None
+    result = engine_report(s, m, prompt_tokens, completion_tokens, decode_tps)
+    result.update(baselines_report(m))
+    result.update(check_outputs(s.be, s.reqs, m.sequential[0], [r.text for r in eng.resps], s.args.max_new_tokens,
+                                s.args.tie_ulps))
+    if str(s.be.device).startswith("cuda"):
+        result.update(bandwidth_report(s, eng.calls, prompt_tokens, decode_tps))
+    return result
+
+
+def run(args) -> dict:
+    """The benchmark on the hf backend (module docstring): set up, measure each phase asked for, report."""
+    s = setup_run(args)
+    return report(s, measure(s))
 
 
 GPU_TABLE_ROWS = (  # (row, the fields it shows, their format): docs/benchmark.md's GPU table (``gpu_table``)

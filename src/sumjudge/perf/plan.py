@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..llm.backend import Capabilities
+from ..llm.backend_protocol import Capabilities
 from ..llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, prompt_digest
 from ..errors import ConfigError
 

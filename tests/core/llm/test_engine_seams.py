@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from sumjudge.llm import ChatRequest, NullCache, run_sync
-from sumjudge.llm.backend import Backend, Capabilities
+from sumjudge.llm.backend_protocol import Backend, Capabilities
 from sumjudge.llm.engine import LLM, CallLog, RunContext
 from sumjudge.llm.scripted import ScriptedBackend
 

@@ -69,7 +69,7 @@ def test_only_the_template_is_counted_far_from_the_limit_and_the_prompt_near_it(
     engine_counts = []
 
     class Backend:
-        from sumjudge.llm.backend import Capabilities
+        from sumjudge.llm.backend_protocol import Capabilities
         from sumjudge.llm.types import BackendInfo
 
         info = BackendInfo(name="t", model="t")
