@@ -78,3 +78,15 @@ class Backend(Protocol):
     def server_counters(self) -> dict[str, float] | None:
         """The server's counters (e.g. prefix-cache tokens queried and found) under the project's names, or
         None; called only when ``capabilities.server_metrics``."""
+
+
+@runtime_checkable
+class AsyncTokenizer(Protocol):
+    """What a backend that declares ``capabilities.async_tokenizer`` adds to ``Backend``: counting as coroutines,
+    awaited on the event loop instead of run in a worker thread."""
+
+    async def acount_tokens(self, text: str) -> int:
+        """Tokens of ``text`` alone, counted without blocking the event loop."""
+
+    async def aprompt_tokens(self, messages: list[dict[str, str]]) -> int:
+        """Tokens fed for ``messages``, chat template included, counted without blocking the event loop."""

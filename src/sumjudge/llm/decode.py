@@ -449,7 +449,7 @@ class BatchDecoder:
         b, h, n, d = states.shape
         return states if n == width else self.torch.cat([states.new_zeros((b, h, width - n, d)), states], dim=2)
 
-    def step(self, live: "LiveBatch") -> list[tuple[object, DecodeResult]]:
+    def step(self, live: "LiveBatch") -> list[tuple[Any, DecodeResult]]:
         """Step 3 once: chooses every live row's next token, returns the rows that finished with it (tag, result;
         they leave the batch at once) and runs the others one position on."""
         from sumjudge.llm.kv_cache import drop_front, swap_order

@@ -16,9 +16,9 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Callable, Generic, Sequence, TypeVar, cast
 
-from .backend_protocol import Backend, Capabilities
+from .backend_protocol import AsyncTokenizer, Backend, Capabilities
 from .budget import Budget
 from .cache import NullCache, ResponseCache
 from .errors import SumjudgeError
@@ -218,9 +218,12 @@ class Calls:
             if cut:
                 self._count(cut_answers=1)
             try:
-                if cut and cut_parse is None:
+                if not cut:
+                    value = parse(resp.text)
+                elif cut_parse is None:
                     raise ParseError(f"the answer was cut at max_new_tokens={r.max_new_tokens} (finish_reason=length)")
-                value = (cut_parse if cut else parse)(resp.text)
+                else:
+                    value = cut_parse(resp.text)
             except ParseError as e:
                 err = str(e)
                 continue
@@ -255,7 +258,9 @@ class Calls:
             return True
         if await certainly_fits(messages, reserve, ctx, self.prompt_tokens):  # far from the limit: not counted
             return True
-        return await self.prompt_tokens(messages) + reserve <= ctx
+        n = await self.prompt_tokens(messages)
+        assert n is not None  # counts_tokens: the backend has a tokenizer
+        return n + reserve <= ctx
 
 
 class LLM(Calls):
@@ -413,6 +418,7 @@ class LLM(Calls):
             call = self.backend.generate if kind == "chat" else self.backend.score
             by_session = {"sessions": [b[4].scope_name for b in items]} if self.backend.capabilities.routes_by_session \
                 else {}  # each request's example, for a router that keeps an example on one replica
+            results: Sequence[ChatResponse | OptionScores | Exception]
             try:
                 results = await call([b[1] for b in items], on_results=deliver if streams else None, **by_session)
             except Exception as e:  # the whole call failed (server down, CUDA error): every waiter gets it
@@ -507,13 +513,18 @@ class LLM(Calls):
         if hit is not None:
             return hit
         kind, value = what
-        arg = value if kind == "t" else [{"role": r, "content": c} for r, c in value]
+        text: str = value if kind == "t" else ""
+        messages = None if kind == "t" else [{"role": r, "content": c} for r, c in value]
 
         async def count() -> int:
-            if caps.async_tokenizer:
-                return await (self.backend.acount_tokens(arg) if kind == "t" else self.backend.aprompt_tokens(arg))
-            fn = self.backend.count_tokens if kind == "t" else self.backend.prompt_tokens
-            return await asyncio.to_thread(fn, arg) if caps.tokenizer == "remote" else fn(arg)
+            backend = self.backend
+            if caps.async_tokenizer:  # the backend declares acount_tokens / aprompt_tokens
+                tok = cast(AsyncTokenizer, backend)
+                return await (tok.acount_tokens(text) if messages is None else tok.aprompt_tokens(messages))
+            if caps.tokenizer == "remote":
+                return await (asyncio.to_thread(backend.count_tokens, text) if messages is None
+                              else asyncio.to_thread(backend.prompt_tokens, messages))
+            return backend.count_tokens(text) if messages is None else backend.prompt_tokens(messages)
 
         n = await self._counting.run(digest, count)  # asked by many examples at once: counted once
         if self.recorder is not None:

@@ -143,7 +143,7 @@ class HFBackend:
         tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
         loaded = AutoModelForCausalLM.from_pretrained(path, **kw)
         if not device_map:
-            loaded.to(device)
+            loaded.to(device)  # type: ignore[arg-type]  # transformers' @wraps(Module.to) hides the bound self
         # local folders are named by their folder name (the revision fingerprint tells builds apart)
         name = Path(path).name if Path(path).is_dir() else str(model)
         # the commit actually loaded (a branch or tag asked for resolves to one), else the local fingerprint

@@ -210,4 +210,5 @@ def drop_front(cache: DynamicCache, columns: int) -> None:
         if isinstance(layer, GrowingLayer):
             layer.drop_front(columns)
         else:
+            assert layer.keys is not None and layer.values is not None  # a layer with columns to drop holds them
             layer.keys, layer.values = layer.keys[:, :, columns:], layer.values[:, :, columns:]

@@ -97,8 +97,10 @@ def build_tiny_model(out_dir: str | Path, seed: int = 0, shape: dict | None = No
 
     out = Path(out_dir)
     tok = llama3_tokenizer()
+    eos_ids = [tok.convert_tokens_to_ids(t) for t in LLAMA3_EOS_TOKENS]
     cfg = LlamaConfig(vocab_size=len(tok), tie_word_embeddings=True, initializer_range=init_std,
-                      bos_token_id=tok.bos_token_id, eos_token_id=[tok.convert_tokens_to_ids(t) for t in LLAMA3_EOS_TOKENS],
+                      bos_token_id=tok.bos_token_id,
+                      eos_token_id=eos_ids,  # type: ignore[arg-type]  # annotated int, but a list of ids is accepted
                       pad_token_id=tok.pad_token_id, **(shape or TINY_SHAPE))
     torch.manual_seed(seed)
     model = LlamaForCausalLM(cfg)
@@ -208,7 +210,7 @@ def _convert_gguf(dest: Path, build, eos_tokens: tuple[str, ...] = ()) -> Path:
     # transformers refuses to save a GGUF-loaded (dequantised) model while these are set, and a saved
     # quantization_config makes the folder unloadable
     if hasattr(model, "hf_quantizer"):
-        model.hf_quantizer = None
+        model.hf_quantizer = None  # type: ignore[assignment]  # undeclared by transformers: typed Tensor | Module
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     if eos_tokens:

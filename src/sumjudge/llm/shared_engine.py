@@ -111,7 +111,10 @@ class EngineServer:
             fut = self.inflight.get(key)
             if fut is None:
                 fut = self.inflight[key] = loop.create_future()
-                fut.add_done_callback(lambda _f, key=key: self.inflight.pop(key, None))
+                def forget(_f: asyncio.Future, key: tuple[str, int] = key) -> None:
+                    self.inflight.pop(key, None)
+
+                fut.add_done_callback(forget)
                 new.append((r, fut))
             else:
                 self.coalesced += 1
