@@ -51,9 +51,11 @@ env: $(STAMP)
 test: env
 	$(BIN)/python -m pytest -q -rs
 
-# The code's lint (ruff, configured in pyproject.toml); CI runs it after make test
+# The code's lint (ruff: pyflakes, import order, absolute imports) and the type check of llm/ and data/ (mypy), both
+# configured in pyproject.toml; CI runs them after make test
 lint: env
 	$(BIN)/ruff check src tests tests_live
+	$(BIN)/python -m mypy
 
 # The inner loop: no notebooks, no model conversions, no whole kill-and-resume runs (tests marked slow).
 test-fast: env
