@@ -1,9 +1,10 @@
 """One registry type for everything looked up by name, and the plug-in packages that fill it.
 
-The plug-in packages are every paper's folder. A paper registers what it defines (its methods, its aspect templates,
-the taxonomies its data is converted to) when its package is imported, and the package is imported by name on the
-first lookup of any of them (``discover``), as lm-evaluation-harness finds its tasks: nothing below the entry points
-imports a paper, and a paper imports what it builds on without a circle.
+The plug-in packages are every paper's folder. A paper registers what it defines (its methods, the kinds of method
+of its own tasks, its aspect templates, its commands) when its package is imported, and the package is imported by
+name on the first lookup of any of them (``discover``), as lm-evaluation-harness finds its tasks: nothing below the
+entry points imports a paper, and a paper imports what it builds on without a circle. The data layer's registries
+(datasets, taxonomies) are closed (``plugins=False``): loading a dataset imports no paper.
 
 A ``Registry`` (the methods, the kinds of method, the backends, the datasets, the taxonomies, the aspect templates
 and fields, the papers' commands) is a dict of name -> thing with three more
@@ -23,7 +24,7 @@ T = TypeVar("T")
 
 class Registry(dict, Generic[T]):
     """Things of one kind by name (``what`` names the kind in errors). ``plugins``: a name missing at lookup is
-    looked for in the plug-in packages first (the papers register their methods and taxonomies when imported)."""
+    looked for in the plug-in packages first (the papers register their methods, kinds, templates and commands when imported)."""
 
     def __init__(self, what: str, *, plugins: bool = True):
         super().__init__()
