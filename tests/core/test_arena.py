@@ -1,6 +1,7 @@
 """The judge arena on the tiny model: every judge of a dataset sees the same examples, each cell has BAcc with a
 CI and its cost, every pair of judges gets a paired test, and a rerun costs no call."""
 
+import sys
 import csv
 import json
 
@@ -286,7 +287,9 @@ def test_an_arena_cell_looks_its_method_and_its_dataset_up_once(method, tmp_path
         finally:
             in_load.pop()
 
-    monkeypatch.setattr(methods, "get_method", counted_method)
+    for module in [m for name, m in sys.modules.items() if name.startswith("sumjudge")]:  # where it is imported
+        if getattr(module, "get_method", None) is get_method:
+            monkeypatch.setattr(module, "get_method", counted_method)
     monkeypatch.setattr(registry, "get", counted_dataset)
     monkeypatch.setattr(registry, "load", loading)
     be = ScriptedBackend(options=lambda r: {o: -float(i) for i, o in enumerate(r.options)}).add(lambda r: True, "Yes")
