@@ -28,11 +28,29 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from sumjudge.data import registry
+from sumjudge.errors import ConfigError
+from sumjudge.judges.settings import make_config
+from sumjudge.llm import make_llm
+from sumjudge.metrics import (
+    bacc_cell,
+    best_threshold,
+    binary_alpha_ci,
+    holm,
+    krippendorff_alpha,
+    labels_said,
+    mcnemar_exact,
+    roc_auc,
+)
+from sumjudge.run.folder import RunConfig
+from sumjudge.run.methods import get_method
+from sumjudge.run.metrics import SAID_COLUMN, one_label_said, said_column
+from sumjudge.run.runs import Target, run_many
 
 
 @dataclass(frozen=True)
@@ -55,7 +73,6 @@ class Cell:
 
 
 def scores_judge(method: str) -> bool:
-    from .run.methods import get_method
 
     return get_method(method).scores
 
@@ -64,15 +81,12 @@ def resolve(cells: list[Cell]) -> list[Any]:
     """Each cell's method and dataset, looked up once (a ``runs.Target`` per cell, in order) and checked: the arena
     compares binary faithfulness judges on binary faithfulness data. Everything after (the runs, the thresholds, the
     published numbers, the as-printed pairs) is given the cell's target instead of looking its names up again."""
-    from .data import registry
-    from .run.methods import get_method
-    from .run.runs import Target
 
     targets = []
     for c in cells:
         spec = get_method(c.method)
         if spec.kind != "faithfulness":
-            from .run.methods import methods
+            from sumjudge.run.methods import methods
 
             judges = sorted(n for n, m in methods().items() if m.kind == "faithfulness")
             raise ConfigError(f"arena: {c.method} is a {spec.kind} judge; the arena compares binary faithfulness "
@@ -102,8 +116,6 @@ def cell_configs(c: Cell, target, out: Path, *, limit: int | None, seed: int, ba
                  ) -> list[tuple[Any, Path]]:
     """One cell's (run config, folder): its run, and a score judge's held-out run after it (``run_configs``).
     ``target``: the cell's method and dataset (``resolve``)."""
-    from .judges.settings import make_config
-    from .run.folder import RunConfig
 
     spec = target.method
     settings = {**(settings_for(c.method) if settings_for else {}), **dict(c.settings)}
@@ -136,7 +148,6 @@ def calibrate(preds: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> di
     """A score judge's threshold from its held-out predictions (highest BAcc, ``metrics.best_threshold``), applied to
     its judged ones: ``preds`` get ``label = int(score >= t)`` (None where the score is unreadable). With one class
     or no readable score held out, no threshold can be chosen: the judge's own labels stay, and the record says so."""
-    from .metrics import best_threshold
 
     readable = [(p["gold"], p["score"]) for p in held_out if p["score"] is not None]
     best = best_threshold([g for g, _ in readable], [s for _, s in readable]) if readable else None
@@ -157,8 +168,6 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     readable label, ``n`` of the ``n_examples`` judged), alpha, ROC-AUC where the judgements carry graded scores,
     the unreadable share, and what it cost per example (a score judge's held-out run apart). ``calibration``: a
     score judge's threshold (``calibrate``): BAcc and alpha are then those of the thresholded labels."""
-    from .metrics import bacc_cell, binary_alpha_ci, krippendorff_alpha, labels_said, roc_auc
-    from .run.metrics import said_column
 
     gold, labels = [p["gold"] for p in preds], [p["label"] for p in preds]
     scored = [(p["gold"], p["score"]) for p in preds if p.get("score") is not None]
@@ -191,7 +200,6 @@ def published_columns(cell: Cell, model: str, level: str | None, spec=None) -> d
     (``MethodSpec.published``): ``published`` (BAcc in percent, blank otherwise), ``published_source`` (the
     leaderboard's data file, pinned) or ``published_note`` (why it is blank); nothing for other judges. ``spec``:
     the cell's method (``resolve``), looked up where not given."""
-    from .run.methods import get_method
 
     lookup = (spec or get_method(cell.method)).published
     if lookup is None:
@@ -206,7 +214,6 @@ def published_columns(cell: Cell, model: str, level: str | None, spec=None) -> d
 def paired_rows(preds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every pair of judges of each dataset: exact McNemar on correctness (unreadable = wrong), Holm-adjusted over
     the dataset's pairs."""
-    from .metrics import holm, mcnemar_exact
 
     rows = []
     for dataset in sorted({p["dataset"] for p in preds}):
@@ -226,7 +233,6 @@ def printed_twin(cell: Cell, spec=None) -> tuple[str, Cell] | None:
     """(what differs, the same judge as the paper prints it) when ``cell`` runs a method the authors' way where the
     paper reads otherwise (``MethodSpec.as_printed``: its settings hold the as-run ones; its other settings are
     kept); None otherwise. ``spec``: the cell's method (``resolve``), looked up where not given."""
-    from .run.methods import get_method
 
     s = dict(cell.settings)
     for pair in (spec or get_method(cell.method)).as_printed:
@@ -237,7 +243,6 @@ def printed_twin(cell: Cell, spec=None) -> tuple[str, Cell] | None:
 
 def fidelity_cells(datasets: list[str], methods: list[str]) -> list[Cell]:
     """Both cells of every as-printed pair of ``methods`` on every dataset."""
-    from .run.methods import get_method
 
     return [c for m in methods for pair in get_method(m).as_printed for ds, level in map(split_level, datasets)
             for c in (Cell(m, ds, pair.as_run, level), printed_twin(Cell(m, ds, pair.as_run, level))[1])]
@@ -296,8 +301,6 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
     """Run every cell on one engine (together; score judges' held-out runs with them), then write ``arena.csv``,
     ``predictions.csv`` and ``paired.csv``. ``budget`` (an ``llm.budget.Budget``) caps the backend calls and tokens
     of all cells together."""
-    from .llm import make_llm
-    from .run.runs import run_many
 
     out = Path(out)
     targets = resolve(cells)  # each cell's method and dataset, looked up once here and passed on
@@ -373,7 +376,6 @@ def ranking(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     the examples judged) and the mean prompt + completion tokens per example. The
     interval: one dataset's own; over several (independent examples), the mean's normal interval from each
     dataset's standard error read off its interval (width / 3.92); none where a dataset has no interval."""
-    import math
 
     judges: dict[str, list[dict[str, Any]]] = {}
     for row in table:
@@ -411,7 +413,6 @@ def point_keys(points: list[tuple[float, float]], *, near: float = 0.04) -> list
     """Points (x on a log axis, y in 0-1) grouped where they would overlap on the plot (closer than ``near`` of the
     axes' span; the x axis spans the points' decades and ``PARETO_MARGIN`` each side): each group is marked once,
     with all its numbers, so that no number is drawn over another."""
-    import math
 
     xs = [math.log10(max(x, 1e-9)) for x, _ in points]
     span = max(xs, default=0) - min(xs, default=0) + 2 * math.log10(PARETO_MARGIN)
@@ -434,7 +435,6 @@ def pareto_figure(table: list[dict[str, Any]], highlight: tuple[str, ...] = ()):
     own colour). Points that would overlap share one mark naming all their numbers."""
     import matplotlib.pyplot as plt
 
-    from .run.metrics import SAID_COLUMN, one_label_said
 
     datasets = sorted({r["dataset"] for r in table})
     fig, axes = plt.subplots(1, 2 * len(datasets), figsize=(8.5 * len(datasets), 4.2), squeeze=False,

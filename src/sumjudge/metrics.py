@@ -9,6 +9,7 @@ BAcc = 1 - (FPR + FNR) / 2.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -89,7 +90,6 @@ CORRELATIONS = ("pearson", "spearman", "kendall")
 
 def correlation(x: Sequence[float], y: Sequence[float], method: str) -> float:
     """Pearson r, Spearman rho or Kendall tau-b (scipy); NaN where undefined."""
-    import warnings
 
     from scipy import stats
 
@@ -176,7 +176,6 @@ def score_distribution(values: Sequence[float | None], lo: int, hi: int) -> dict
     """Percentage of scores at each point of the scale lo..hi. Non-integer scores (means
     of annotators, probability-weighted scores) are rounded half up to the nearest point and clipped to
     the scale; missing scores are left out."""
-    import math
 
     pts = [min(hi, max(lo, math.floor(v + 0.5))) for v in values if v is not None]
     return {k: (100.0 * pts.count(k) / len(pts) if pts else float("nan")) for k in range(lo, hi + 1)}
@@ -185,7 +184,6 @@ def score_distribution(values: Sequence[float | None], lo: int, hi: int) -> dict
 def point_biserial(labels: Sequence[int], scores: Sequence[float]) -> tuple[float, float, int]:
     """(r, p, n): point-biserial correlation between a binary label and a score (equal to
     Pearson's r with the label as 0/1). NaN where undefined (one class only, or constant scores)."""
-    import warnings
 
     from scipy import stats
 
@@ -201,7 +199,6 @@ def point_biserial(labels: Sequence[int], scores: Sequence[float]) -> tuple[floa
 def correlation_test(x: Sequence[float], y: Sequence[float], method: str) -> tuple[float, float, int]:
     """(coefficient, p, n) of Spearman rho or Kendall tau-b, with significance; NaN where
     undefined (fewer than 3 pairs, or either side constant)."""
-    import warnings
 
     from scipy import stats
 

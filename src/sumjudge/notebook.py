@@ -11,22 +11,34 @@ import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import profiles
-from .llm import make_llm
-from .llm.engine import LLM
-from .llm.recording import Recorder, Recording, ReplayBackend
-from .environment import read
-from .errors import ConfigError
-from .paths import figures_dir, project_root, runs_dir
-from .run.replay import (ANSWERS, ANSWERS_PLAIN, ask_from_env, model_label, page_path, replay_from_env, replay_llm,
-                     set_recorded_parameters)
-from .perf.plan import PlanSetting, planning_llm
-from .profiles import Profile
-from .run.methods import settings_from
+from sumjudge import profiles
+from sumjudge.environment import read
+from sumjudge.errors import ConfigError
+from sumjudge.judges.settings import make_config
+from sumjudge.llm import make_llm
+from sumjudge.llm.engine import LLM
+from sumjudge.llm.openai import served_models
+from sumjudge.llm.recording import Recorder, Recording, ReplayBackend
+from sumjudge.paths import figures_dir, project_root, runs_dir
+from sumjudge.perf.plan import PlanSetting, planning_llm
+from sumjudge.profiles import Profile
+from sumjudge.run.folder import RunConfig
+from sumjudge.run.methods import get_method, settings_from
+from sumjudge.run.replay import (
+    ANSWERS,
+    ANSWERS_PLAIN,
+    ask_from_env,
+    model_label,
+    page_path,
+    replay_from_env,
+    replay_llm,
+    set_recorded_parameters,
+)
+from sumjudge.run.runs import Target
 
 
 def slug(text: str) -> str:
@@ -95,7 +107,6 @@ class Session:
         named = "@" in server and not server.startswith(("http://", "https://"))
         model, url = server.split("@", 1) if named else ("", server)
         if not model:
-            from .llm.openai import served_models
 
             listed = served_models(url)
             if len(listed) != 1:
@@ -129,7 +140,6 @@ class Session:
     def llm_for(self, method: str) -> LLM:
         """The engine that runs ``method``: the profile's, or the model the profile names for the method's
         paper (``Profile.engine_for``, e.g. a long-context model)."""
-        from .run.methods import get_method
 
         return self._llm_for_paper(get_method(method).paper)
 
@@ -163,11 +173,7 @@ class Session:
         """(run config, run folder, engine, target) of ``method`` on the profile's first ``n`` examples (or
         ``limit``), a job of ``runs.run_many``: the method and the dataset are looked up here, once (``runs.Target``),
         and the run is given them."""
-        from dataclasses import asdict
 
-        from .judges.settings import make_config
-        from .run.folder import RunConfig
-        from .run.runs import Target
 
         p = self.prof
         target = Target.of(method, dataset)
@@ -189,7 +195,7 @@ class Session:
             split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None,
             progress: bool = True) -> tuple[dict[str, Any], Path]:
         """Run ``method`` on the profile's first ``n`` examples (or ``limit``); returns (metrics, run folder)."""
-        from .run.runs import run
+        from sumjudge.run.runs import run
 
         rc, out, llm, target = self.prepare_run(method, dataset, name=name, level=level, split=split, limit=limit,
                                                 settings=settings)
@@ -205,7 +211,7 @@ class Session:
         keeps its own folder, log and metrics and resumes on its own; a run asked twice runs once. ``alongside``:
         coroutine functions awaited with the runs (``runs.run_many``). Returns ``run``'s (metrics, folder) for each,
         in order."""
-        from .run.runs import run_many
+        from sumjudge.run.runs import run_many
 
         plans, distinct = self._plans(runs)
         try:
@@ -217,7 +223,7 @@ class Session:
                              ) -> list[tuple[dict[str, Any], Path]]:
         """``run_many`` from inside a running event loop (``runs.run_many_async``): e.g. work alongside other runs
         that starts runs once it has learned their configuration; they join the batches of what is running."""
-        from .run.runs import run_many_async
+        from sumjudge.run.runs import run_many_async
 
         plans, distinct = self._plans(runs)
         try:

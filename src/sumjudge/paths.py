@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .environment import read
+from sumjudge.environment import read
 
 
 def project_root() -> Path:

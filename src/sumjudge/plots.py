@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
+from sumjudge.report import read_results
+
 CHANCE_COLOR = "grey"
 
 
@@ -49,7 +51,6 @@ def title(what: str, datasets: Iterable[Any], ns: Iterable[Any] = (), noun: str 
 
 def datasets_of(run_dirs: Iterable[Any]) -> list[str]:
     """The datasets of the examples judged in some run folders (in order, once each)."""
-    from .report import read_results
 
     return list(dict.fromkeys(r["example"].get("dataset") for d in run_dirs for r in read_results(d)
                               if r["example"].get("dataset")))

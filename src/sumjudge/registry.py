@@ -15,9 +15,10 @@ entry, the plug-ins' included.
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable, Generic, TypeVar
 
-from .errors import UnknownName
+from sumjudge.errors import UnknownName
 
 T = TypeVar("T")
 
@@ -66,7 +67,6 @@ _discovered: list[str] = []
 def discover() -> None:
     """Import every plug-in package not imported yet (each once; marked before its import, so that a package that
     looks something up while it loads does not import itself again)."""
-    import importlib
 
     for package in PLUGIN_PACKAGES:
         if package not in _discovered:

@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .profiles.paper_setting import paper_results, session_is_papers_setting
-from .paths import figures_dir
+from sumjudge.notebook import current_session
+from sumjudge.paths import figures_dir
+from sumjudge.profiles.paper_setting import paper_results, session_is_papers_setting
 
 
 def paper_value(paper: str, table: str, row: str, column: str) -> Any:
@@ -32,7 +33,6 @@ def comparison(rows: Iterable[dict[str, Any]], papers_setting: bool | None = Non
                          "95% CI", "n") if c in df.columns]
     df = df[front + [c for c in df.columns if c not in front]]
     if papers_setting is None:
-        from .notebook import current_session
 
         papers_setting = session_is_papers_setting(current_session())
     if papers_setting and {"paper", "reproduced"} <= set(df.columns):

@@ -1,14 +1,14 @@
 """The judge arena on the tiny model: every judge of a dataset sees the same examples, each cell has BAcc with a
 CI and its cost, every pair of judges gets a paired test, and a rerun costs no call."""
 
-import sys
 import csv
 import json
+import sys
 
 import pytest
 
-from sumjudge.cli import main as cli
 from sumjudge.arena import Cell, paired_rows, parse_cells
+from sumjudge.cli import main as cli
 
 
 def read(path):
@@ -165,9 +165,8 @@ def test_cell_rows_of_a_score_judge_and_the_as_printed_pairs():
 def test_a_profile_gives_a_judge_only_the_policy_fields_its_config_has(monkeypatch):
     from dataclasses import dataclass
 
-    from sumjudge.run.methods import METHODS
-    from sumjudge.run.methods import MethodSpec, register
     from sumjudge.notebook import Session
+    from sumjudge.run.methods import METHODS, MethodSpec, register
 
     @dataclass
     class Mine:

@@ -155,7 +155,7 @@ def test_a_value_error_that_is_no_refusal_of_ours_is_a_bug_with_its_traceback(mo
     def bug(*args, **kwargs):
         raise ValueError("an internal mistake")
 
-    monkeypatch.setattr("sumjudge.llm.models.build_tiny_model", bug)
+    monkeypatch.setattr("sumjudge.cli.tiny_model_command.build_tiny_model", bug)
     with pytest.raises(ValueError, match="an internal mistake"):
         cli.main(["tiny-model", str(tmp_path / "m")])
 

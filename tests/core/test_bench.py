@@ -8,8 +8,8 @@ from argparse import Namespace
 import pytest
 import torch
 
-from sumjudge.perf import bench
 from sumjudge.llm.decode import BatchDecoder
+from sumjudge.perf import bench
 
 
 def _args(dtype: str) -> Namespace:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from openai_server import LocalOpenAIServer
+
 from sumjudge.classroom import server as class_server
 from sumjudge.errors import ConfigError
 from sumjudge.llm.openai import served_models

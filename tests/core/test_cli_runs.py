@@ -396,7 +396,7 @@ def test_factax_wd_runs_end_to_end_on_the_tiny_model_with_per_type_predictions(t
 
 def test_run_dtype_reaches_the_hf_backend_only(monkeypatch, tmp_path):
     from sumjudge.cli import main as cli
-    from sumjudge.run import runs
+    from sumjudge.cli import run_command
 
     seen = []
 
@@ -404,7 +404,7 @@ def test_run_dtype_reaches_the_hf_backend_only(monkeypatch, tmp_path):
         seen.append(backend_options)
         return {"wall_s": 0.0, "engine": {"cache_hits": 0, "backend_calls": 0}, "usage_all_processes": {"backend_calls": 0}}
 
-    monkeypatch.setattr(runs, "run", fake_run)
+    monkeypatch.setattr(run_command, "run", fake_run)
     args = ["run", "zero-shot", "--dataset", "sample-mediasum", "--out", str(tmp_path / "r")]
     assert cli.main([*args, "--dtype", "bfloat16"]) == 0
     assert cli.main([*args, "--backend", "scripted", "--dtype", "bfloat16"]) == 2  # not ignored: refused

@@ -9,8 +9,8 @@ import pytest
 from conftest import needs_mirror
 
 from sumjudge import metrics
-from sumjudge.classroom import lab
 from sumjudge.classroom import answer_key as lab_answers
+from sumjudge.classroom import lab
 from sumjudge.errors import ConfigError
 from sumjudge.run.notebooks import notebook_defaults
 

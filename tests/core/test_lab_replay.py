@@ -11,16 +11,16 @@ import re
 
 import nbformat
 import pytest
-
 from conftest import needs_mirror
+
 from sumjudge.errors import ConfigError
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.recording import Recorder, Recording, ReplayMiss
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.llm.types import ChatRequest
 from sumjudge.paths import project_root
-from sumjudge.run.replay import Ask, replay_llm
 from sumjudge.reproduce.check import notebook_differences
+from sumjudge.run.replay import Ask, replay_llm
 
 PAGE = "figures/results-smoke"  # as a user names it: relative to the project root, the notebook runs in notebooks/
 

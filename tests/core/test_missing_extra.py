@@ -89,11 +89,11 @@ def test_the_command_line_says_an_extras_module_no_guard_asked_for_as_the_extra(
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return build
 
-    monkeypatch.setattr("sumjudge.llm.models.build_tiny_model", imports("peft"))
+    monkeypatch.setattr("sumjudge.cli.tiny_model_command.build_tiny_model", imports("peft"))
     assert cli.main(["tiny-model", "x"]) == 2
     assert capsys.readouterr().err == f"sumjudge: error: sumjudge tiny-model needs peft (not installed): {INSTALL} " \
                                       "adds it (the local models; the plain install talks to a server only)\n"
-    monkeypatch.setattr("sumjudge.llm.models.build_tiny_model", imports("yaml"))
+    monkeypatch.setattr("sumjudge.cli.tiny_model_command.build_tiny_model", imports("yaml"))
     with pytest.raises(ModuleNotFoundError):  # no extra's: a broken install, with its traceback
         cli.main(["tiny-model", "x"])
 

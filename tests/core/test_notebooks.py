@@ -12,9 +12,9 @@ import nbformat
 import pytest
 from conftest import needs_mirror
 
-from sumjudge.reproduce import record as reproduce
 from sumjudge.data import sources
 from sumjudge.paths import project_root
+from sumjudge.reproduce import record as reproduce
 
 NOTEBOOKS = reproduce.notebooks()
 COMMON_PARAMETERS = ("profile", "backend", "model", "base_url", "n", "seed")

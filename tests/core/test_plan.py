@@ -102,8 +102,8 @@ def test_a_planned_notebook_runs_on_the_planner_in_its_own_folders(tmp_path, mon
     import dataclasses
 
     from sumjudge import notebook, paths
-    from sumjudge.perf import plan
     from sumjudge.llm.types import ChatRequest
+    from sumjudge.perf import plan
 
     monkeypatch.setattr(notebook, "project_root", lambda: tmp_path)
     monkeypatch.setattr(paths, "project_root", lambda: tmp_path)  # where paths.runs_dir() puts the run folders
@@ -179,8 +179,8 @@ def test_a_notebook_is_planned_with_the_context_its_profile_gives_it(monkeypatch
     --context-length, each notebook's prompts are cut as its run cuts them; a given context wins; a profile with
     none plans with 131,072."""
 
-    from sumjudge.run import notebooks as notebook_jobs
     from sumjudge.perf.plan import plan_notebooks
+    from sumjudge.run import notebooks as notebook_jobs
 
     seen: list[int] = []
     monkeypatch.setattr(notebook_jobs, "execute", lambda nb, profile, out, n=None, plan=None: seen.append(

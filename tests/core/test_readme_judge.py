@@ -15,10 +15,10 @@ def _block() -> str:
 def test_the_readme_judge_registers_and_judges(monkeypatch):
     from sumjudge.data.records import FaithExample
     from sumjudge.judges.settings import make_config
-    from sumjudge.run.methods import METHODS, get_method
     from sumjudge.llm import NullCache, run_sync
     from sumjudge.llm.engine import LLM
     from sumjudge.llm.scripted import Rule, ScriptedBackend
+    from sumjudge.run.methods import METHODS, get_method
 
     monkeypatch.setitem(METHODS, "two-readers", None)  # removed again after the test
     exec(compile(_block(), str(README), "exec"), {})

@@ -13,8 +13,8 @@ from sumjudge.llm.cache import ResponseCache
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.hf import HFBackend
 from sumjudge.llm.recording import Recorder
-from sumjudge.results.model_files import weights_sha256
 from sumjudge.reproduce.reuse import reuse_recorded_answers
+from sumjudge.results.model_files import weights_sha256
 
 SAMPLED = ChatRequest(messages=[{"role": "user", "content": "Is the summary faithful? Answer 0 or 1."}],
                       temperature=1.0, top_p=0.9, max_new_tokens=6, seed=7, tag="ex-1/zero-shot")

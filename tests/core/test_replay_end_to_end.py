@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import needs_mirror
+
 from sumjudge.data import sources
 from sumjudge.paths import project_root
 

@@ -8,11 +8,11 @@ import json
 import httpx
 import pytest
 
-from sumjudge.perf.local_replicas import Fleet
-from sumjudge.run.serving import serving_from_log
 from sumjudge.llm.openai import CONCURRENCY_PER_SERVER, OpenAIBackend
+from sumjudge.perf.local_replicas import Fleet
 from sumjudge.perf.scale import merged_timeline
 from sumjudge.perf.standin_server import PREFIX_BLOCK, PrefixStore, StandinServer
+from sumjudge.run.serving import serving_from_log
 
 
 def chat(url: str, content: str) -> dict:

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import needs_mirror
+
 from sumjudge.data import sources
 from sumjudge.paths import project_root
 
@@ -70,10 +70,9 @@ def test_workers_take_the_longest_notebooks_first(tmp_path, monkeypatch):
 
 def test_a_cpu_without_native_bf16_is_told_before_a_long_run(monkeypatch):
     from sumjudge.reproduce import record as reproduce
-    from sumjudge.llm import hf
 
-    monkeypatch.setattr(hf, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(reproduce, "cpu_has_native_bf16", lambda: False)
     assert "runs in float32" in reproduce.cpu_speed_note("cpu-native")
     assert reproduce.cpu_speed_note("float32") is None and reproduce.cpu_speed_note(None) is None
-    monkeypatch.setattr(hf, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(reproduce, "cpu_has_native_bf16", lambda: True)
     assert reproduce.cpu_speed_note("cpu-native") is None

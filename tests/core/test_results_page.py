@@ -3,15 +3,15 @@ they plot) and recorded answers, an index with each notebook's provenance; a run
 others; the check that compares a replay with the page, and its stale marks."""
 
 import hashlib
-import os
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
 
-from sumjudge.reproduce import record as reproduce
 from sumjudge.reproduce import check as results_check
+from sumjudge.reproduce import record as reproduce
 from sumjudge.results.page import load_provenance, weights_sha256, write_results_page
 
 

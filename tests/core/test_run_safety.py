@@ -3,22 +3,22 @@ usage totals over every process that worked on a run (issue: parsers, settings a
 guess)."""
 
 import json
-from pathlib import Path
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import needs_mirror
 
 from sumjudge.cli import main as cli
 from sumjudge.data import registry
-from sumjudge.llm import ConfigError
 from sumjudge.judges.settings import make_config
-from sumjudge.run.methods import get_method
+from sumjudge.llm import ConfigError
 from sumjudge.run.folder import RunLock
+from sumjudge.run.methods import get_method
 
 pytestmark = needs_mirror
 

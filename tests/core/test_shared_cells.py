@@ -13,7 +13,6 @@ import itertools
 import re
 from pathlib import Path
 
-
 from sumjudge.metrics import bacc_cell, balanced_accuracy_ci
 
 PAGE = Path(__file__).resolve().parents[2] / "figures" / "results-smoke"

@@ -12,9 +12,9 @@ from argparse import Namespace
 import pytest
 import torch
 
-from sumjudge.perf import bench
 from sumjudge.llm import LLM, OptionRequest
 from sumjudge.llm.hf import HFBackend
+from sumjudge.perf import bench
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 

@@ -10,7 +10,6 @@ from sumjudge.cli import main as cli
 from sumjudge.llm import ChatRequest, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.openai import OpenAIBackend
-
 from tests_live.llamacpp.conftest import CONTEXT
 
 

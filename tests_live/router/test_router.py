@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from sumjudge.perf.local_replicas import CHOSEN_POLICY, Fleet
+from sumjudge.perf.scale import paper_runs, paper_settings
 from sumjudge.run.folder import RunConfig
 from sumjudge.run.runs import run
-from sumjudge.perf.scale import paper_runs, paper_settings
 
 # (scale.yaml's run, examples): MADISSE's four agents, rounds and adjudicators on TofuEval MeetingBank sentences;
 # MESA's eight error types in three steps on QMSum meetings

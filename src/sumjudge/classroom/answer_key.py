@@ -13,9 +13,13 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from . import lab
-from ..report import markdown_rows
-from ..run.metrics import SAID_COLUMN
+from sumjudge.arena import pareto_front
+from sumjudge.classroom import lab
+from sumjudge.paths import project_root
+from sumjudge.report import markdown_rows
+from sumjudge.reproduce.check import replay_notebooks
+from sumjudge.run.metrics import SAID_COLUMN
+from sumjudge.run.notebooks import notebook_defaults
 
 LAB_NOTEBOOK = "02_lab_llm_judges"
 OWN_JUDGE = "my-judge"  # the name the lab's example judge has in its tables
@@ -24,8 +28,6 @@ ANSWERS_DOC = Path("docs") / "lab-answers.md"
 
 def replay_lab(profile: str = "smoke", page: Path | None = None) -> dict[str, list[dict[str, str]]]:
     """The lab notebook executed against its recorded answers (no model): its saved tables, by name."""
-    from ..paths import project_root
-    from ..reproduce.check import replay_notebooks
 
     page = page or lab.results_page(profile)
     nb = lab.notebook_path(LAB_NOTEBOOK)
@@ -154,14 +156,12 @@ def how_many(rivals: lab.ArenaResult, paired: list[dict[str, str]], rival: str) 
 
 def lab_parameters() -> dict[str, Any]:
     """The lab notebook's parameters (which judges and prompts its exercises read)."""
-    from ..run.notebooks import notebook_defaults
 
     return notebook_defaults(lab.notebook_path(LAB_NOTEBOOK))
 
 
 def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> str:
     """The answers, from the replayed arena (``rivals``) and the lab's replayed tables."""
-    from ..arena import pareto_front
 
     params = lab_parameters()
     bacc_judge = params["bacc_judge"]
@@ -305,7 +305,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="smoke")
     ap.add_argument("--write", action="store_true", help=f"rewrite {ANSWERS_DOC}")
     a = ap.parse_args(argv)
-    from ..paths import project_root
 
     text = render(lab.replay_arena(a.profile), replay_lab(a.profile))
     if a.write:

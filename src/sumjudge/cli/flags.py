@@ -5,6 +5,13 @@ none of it)."""
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from sumjudge.errors import ConfigError
+from sumjudge.llm.backend_registry import BACKENDS, backend_names
+from sumjudge.llm.budget import Budget
+from sumjudge.llm.models import check_tokenizer_folder
+from sumjudge.run.folder import RunConfig
 
 EXIT_USAGE, EXIT_DATA, EXIT_BACKEND, EXIT_RUN, EXIT_BUDGET, EXIT_INTERRUPTED = 2, 3, 4, 5, 6, 130
 
@@ -14,7 +21,6 @@ def parse_sets(sets: list[str] | None) -> dict[str, str]:
     out = {}
     for s in sets or []:
         if "=" not in s:
-            from ..errors import ConfigError
 
             raise ConfigError(f"--set {s!r}: expected key=value")
         k, v = s.split("=", 1)
@@ -27,7 +33,6 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 def masked_url(url: str, mask: str = "***@") -> str:
     """``url`` with any user and password in it replaced by ``mask`` (``""``: left out): what a message may print."""
-    from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(url)
     if "@" not in parts.netloc:
@@ -38,9 +43,7 @@ def masked_url(url: str, mask: str = "***@") -> str:
 def check_engine_flags(a) -> None:
     """Engine flags that do not apply to the backend, contradict each other or are out of range: one
     ``ConfigError`` naming the flag (exit 2), before anything is loaded or written."""
-    from urllib.parse import urlsplit
 
-    from ..errors import ConfigError
 
     backend = getattr(a, "backend", None)
     given = {flag: getattr(a, attr, None) for flag, attr in (("--token-budget", "token_budget"), ("--dtype", "dtype"),
@@ -68,7 +71,6 @@ def check_engine_flags(a) -> None:
         if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
             raise ConfigError(f"--base-url {url!r}: expected an http(s) URL such as http://host:8000/v1")
     if given["--tokenizer"] is not None:
-        from ..llm.models import check_tokenizer_folder
 
         check_tokenizer_folder(given["--tokenizer"])
     cache = getattr(a, "cache", None)
@@ -88,7 +90,6 @@ def check_engine_flags(a) -> None:
 def add_engine_flags(p, *, model_help: str = "tiny | smoke | gemma-270m | a local model folder | a Hugging Face "
                      "repo id | a served model name") -> None:
     """``--backend`` (the registered backends), ``--model`` and ``--base-url``: every command that runs a model."""
-    from ..llm.backend_registry import BACKENDS, backend_names
 
     p.add_argument("--backend", default="hf", choices=backend_names(),
                    help="; ".join(f"{b.name}: {b.about}" for b in BACKENDS.values()))
@@ -119,7 +120,6 @@ def add_run_flags(p, *, dataset: str | None = None, split: str | None = None, le
 
 def run_config_of(a, method: str, **extra):
     """The ``folder.RunConfig`` of a command's flags (``add_run_flags``) for ``method``."""
-    from ..run.folder import RunConfig
 
     return RunConfig(method=method, dataset=a.dataset, split=a.split, level=getattr(a, "level", None), limit=a.limit,
                      backend=a.backend, model=a.model, base_url=a.base_url, seed=a.seed, settings=parse_sets(a.set),
@@ -128,7 +128,6 @@ def run_config_of(a, method: str, **extra):
 
 def budget_of(a):
     """The cost guard of ``--max-calls`` / ``--max-tokens`` (None when neither is given)."""
-    from ..llm.budget import Budget
 
     return Budget(a.max_calls, a.max_tokens) if a.max_calls is not None or a.max_tokens is not None else None
 

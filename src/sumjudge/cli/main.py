@@ -5,11 +5,25 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import (arena_command, bench_command, cache_command, data_command, paper_commands, plan_command,
-               run_command, scale_command, tiny_model_command)
-from .flags import EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE  # noqa: F401
-from .parser import OneLineParser
-from .subcommand import Subcommand
+from sumjudge.cli import (
+    arena_command,
+    bench_command,
+    cache_command,
+    data_command,
+    paper_commands,
+    plan_command,
+    run_command,
+    scale_command,
+    tiny_model_command,
+)
+from sumjudge.cli.flags import EXIT_BACKEND, EXIT_BUDGET, EXIT_DATA, EXIT_INTERRUPTED, EXIT_RUN, EXIT_USAGE  # noqa: F401
+from sumjudge.cli.parser import OneLineParser
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.data.sources import DataFormatError, DataMissingError
+from sumjudge.errors import ConfigError, SumjudgeError
+from sumjudge.llm.budget import BudgetExhausted
+from sumjudge.llm.errors import BackendUnavailableError
+from sumjudge.llm.extras import missing_extra
 
 
 def subcommands() -> list[Subcommand]:
@@ -32,10 +46,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv``, run the subcommand and return its exit status; the project's errors become the exit codes
     that docs/command-line.md lists (``flags.EXIT_*``), with a one-line message."""
-    from ..data.sources import DataFormatError, DataMissingError
-    from ..llm.budget import BudgetExhausted
-    from ..llm.errors import BackendUnavailableError
-    from ..errors import ConfigError, SumjudgeError
 
     args = build_parser().parse_args([str(a) for a in argv] if argv is not None else None)
     try:
@@ -51,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sumjudge: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except ModuleNotFoundError as e:  # a module of the hf extra that no guard asked for first (llm/extras.py)
-        from ..llm.extras import missing_extra
 
         if (said := missing_extra(e, f"sumjudge {getattr(args, 'cmd', '')}".strip())) is None:
             raise

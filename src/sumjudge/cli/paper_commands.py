@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from functools import partial
 
-from .flags import add_run_flags, budget_of, check_engine_flags, run_config_of
-from .subcommand import Subcommand
+from sumjudge.cli.flags import add_run_flags, budget_of, check_engine_flags, run_config_of
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.run.commands import COMMANDS
+from sumjudge.run.runs import Procedure, run
 
 
 def subcommands() -> list[Subcommand]:
     """Each paper's own subcommands (``run.commands.COMMANDS``, registered by the papers): the shared run flags with
     the command's defaults, then its own flags."""
-    from ..run.commands import COMMANDS
 
     return [Subcommand(command.name, command.help, partial(add_arguments, command), partial(main, command))
             for command in COMMANDS.all().values()]
@@ -28,7 +29,6 @@ def main(command, a) -> int:
     """A paper's command run as every method runs (``runs.run``: a run folder, its lock, the cache, the budget),
     its procedure given its own flags' values; prints what the command shows."""
     check_engine_flags(a)
-    from ..run.runs import Procedure, run
 
     options = {name: getattr(a, name) for name in command.option_names()}
     m = run(run_config_of(a, command.method), a.out, no_cache=a.no_cache, cache=a.cache, budget=budget_of(a),

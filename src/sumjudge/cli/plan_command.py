@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
-from .flags import add_paper_runs_flags
-from .subcommand import Subcommand
+from sumjudge.cli.flags import add_paper_runs_flags
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.errors import ConfigError
+from sumjudge.perf.plan import Rates, plan, plan_notebooks
+from sumjudge.perf.scale import check_runs
 
 
 def add_arguments(p) -> None:
@@ -33,9 +36,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-    from ..errors import ConfigError
-    from ..perf.plan import Rates, plan, plan_notebooks
-    from ..perf.scale import check_runs
 
     rates = Rates(tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s, price_in=a.price_in,
                   price_out=a.price_out, replicas=a.replicas, prefix_hit_share=a.prefix_hit_share)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from .flags import EXIT_RUN, add_run_flags, budget_of, check_engine_flags, run_config_of
-from .subcommand import Subcommand
+from sumjudge.cli.flags import EXIT_RUN, add_run_flags, budget_of, check_engine_flags, run_config_of
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.run.runs import clean_nan, run
 
 
 def add_arguments(p) -> None:
@@ -30,7 +31,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-    from ..run.runs import clean_nan, run
 
     check_engine_flags(a)
     rc = run_config_of(a, a.method)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..perf.local_replicas import CHOSEN_POLICY, ROUTER_POLICIES
-from .flags import add_paper_runs_flags
-from .subcommand import Subcommand
+from sumjudge.cli.flags import add_paper_runs_flags
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.errors import ConfigError
+from sumjudge.perf.local_replicas import CHOSEN_POLICY, ROUTER_POLICIES, router_from_environment
+from sumjudge.perf.scale import check_runs, scale, scale_file
 
 
 def add_arguments(p) -> None:
@@ -35,15 +37,12 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-    from ..perf.scale import check_runs, scale, scale_file
 
     runs = check_runs(a.runs)
     latency_run = scale_file()["latency_run"] if a.latency_run is None else a.latency_run
     check_runs([latency_run] if latency_run else [])
     routed = None
     if a.replicas:
-        from ..errors import ConfigError
-        from ..perf.local_replicas import router_from_environment
 
         router = a.router or router_from_environment()
         if max(a.replicas) > 1 and not router:

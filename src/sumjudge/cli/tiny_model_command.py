@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .subcommand import Subcommand
+from sumjudge.cli.subcommand import Subcommand
+from sumjudge.llm.models import TINY_SHAPE, TINY_SHAPE_HEAD32, build_tiny_model
 
 
 def add_arguments(p) -> None:
@@ -15,7 +16,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-    from ..llm.models import TINY_SHAPE, TINY_SHAPE_HEAD32, build_tiny_model
 
     print(build_tiny_model(a.dir, seed=a.seed, shape=TINY_SHAPE_HEAD32 if a.head_dim == 32 else TINY_SHAPE))
     return 0

@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..environment import read
-from ..paths import raw_dir
-from .user_files import load_table
-from .records import FaithExample
-from . import sources
-from .sources import DataMissingError
+from sumjudge.data import sources
+from sumjudge.data.records import FaithExample
+from sumjudge.data.sources import DataMissingError
+from sumjudge.data.user_files import load_table
+from sumjudge.environment import read
+from sumjudge.paths import raw_dir
 
 LLM_AGGREFACT_HF = "lytang/LLM-AggreFact"
 # The revision to download: a commit pins it (SUMJUDGE_LLM_AGGREFACT_REVISION); by default the current main is

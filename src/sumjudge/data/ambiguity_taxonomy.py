@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .sources import DataFormatError
+from sumjudge.data.sources import DataFormatError
 
 
 @dataclass(frozen=True)

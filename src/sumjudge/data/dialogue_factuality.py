@@ -7,10 +7,10 @@ its ``w/ Error`` flag is set (FacEval).
 
 from __future__ import annotations
 
-from . import taxonomies
-from .readers import field, read_csv, read_json, yes_no
-from .records import FaithExample
-from .sources import DataFormatError, resolve
+from sumjudge.data import taxonomies
+from sumjudge.data.readers import field, read_csv, read_json, yes_no
+from sumjudge.data.records import FaithExample
+from sumjudge.data.sources import DataFormatError, resolve
 
 DIASUMFACT_FILE = "diasumfact/annotations.json"
 FACEVAL_FILE = "faceval/FacEval_human_result.csv"

@@ -34,11 +34,11 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..paths import raw_dir
-from .readers import field, number, read_csv, read_json, read_jsonl
-from .records import FaithExample
-from . import sources, taxonomies
-from .sources import DataFormatError, DataMissingError, fetch, resolve
+from sumjudge.data import sources, taxonomies
+from sumjudge.data.readers import field, number, read_csv, read_json, read_jsonl
+from sumjudge.data.records import FaithExample
+from sumjudge.data.sources import DataFormatError, DataMissingError, fetch, resolve
+from sumjudge.paths import raw_dir
 
 GOVREPORT_ANNOTATIONS = "govreport/robust_long_abstractive_human_annotation_dataset.jsonl"
 GOVREPORT_ERROR_TYPES = "govreport/annotation_data.jsonl"

@@ -26,14 +26,16 @@ A Likert score > 0 counts as "error present" for the binary metrics.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import hashlib
+import json
+from collections import Counter
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
-from .readers import YES_NO, read_csv, text, yes_no
-from .records import MeetingErrorExample, meeting_key
-from .sources import DataFormatError, DataMissingError, resolve
+from sumjudge.data.readers import YES_NO, read_csv, text, yes_no
+from sumjudge.data.records import MeetingErrorExample, meeting_key
+from sumjudge.data.sources import RESOURCES, DataFormatError, DataMissingError, resolve
+from sumjudge.data.user_files import _rows
 
 MODELS = ("LED", "DialogLED", "PEGASUSX", "GPT35", "Zephyr")
 FILE = "meeting_errors/{model}_summaries.csv"
@@ -82,7 +84,6 @@ def read_meeting_errors() -> tuple[list[MeetingErrorExample], dict[str, int]]:
 
 def qmsum_transcript(rel: str) -> str:
     """A QMSum meeting as the meeting-errors files write transcripts: one ``speaker : text`` line per turn."""
-    import json
 
     path = resolve(rel)
     try:
@@ -95,9 +96,7 @@ def qmsum_transcript(rel: str) -> str:
 def restore_transcripts(examples: list[MeetingErrorExample]) -> list[MeetingErrorExample]:
     """The full QMSum transcript of every example whose published transcript is the start of one (matched on
     the text, whitespace-normalised); examples stay as published, flagged, when no QMSum file is present."""
-    from dataclasses import replace as dc_replace
 
-    from .sources import RESOURCES
 
     meetings: dict[str, str] = {}
     for rel in RESOURCES["qmsum"]:
@@ -144,7 +143,6 @@ def split_by_meeting(examples: list[MeetingErrorExample], split: str, seed: int 
 
 def load_meeting_table(path: str | Path) -> list[MeetingErrorExample]:
     """Your own meeting-summary annotations (see the module docstring for the columns)."""
-    from .user_files import _rows
 
     path = Path(path)
     if not path.exists():

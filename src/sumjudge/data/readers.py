@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from .sources import DataFormatError
+from sumjudge.data.sources import DataFormatError
 
 YES_NO = {"yes": 1, "no": 0}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
@@ -11,7 +12,6 @@ FAITHFUL, UNFAITHFUL = 1, 0
 
 def meeting_key(transcript: str) -> str:
     """A stable name for a transcript (its opening 2000 characters, whitespace-normalised, hashed)."""
-    import hashlib
 
     return hashlib.sha1(" ".join(transcript[:2000].split()).encode("utf-8")).hexdigest()[:12]
 

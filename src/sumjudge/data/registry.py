@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import (
+from sumjudge.data import (
     aggrefact,
     dialogue_factuality,
     long_factuality,
@@ -17,10 +18,10 @@ from . import (
     unieval,
     user_files,
 )
-from .records import Example, FaithExample, MeetingErrorExample, RatedExample, of_kind
-from ..errors import ConfigError, UnknownName
-from ..registry import Registry
-from .sources import DataFormatError
+from sumjudge.data.records import Example, FaithExample, MeetingErrorExample, RatedExample, of_kind
+from sumjudge.data.sources import DataFormatError, DataMissingError, resolve
+from sumjudge.errors import ConfigError, UnknownName
+from sumjudge.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,6 @@ def get(name: str) -> DatasetSpec:
 
 def is_present(name: str) -> bool:
     """Whether the dataset's files are here (data/raw or the mirror), without trying a download."""
-    from .sources import DataMissingError, resolve
 
     spec = get(name)
     try:
@@ -237,7 +237,6 @@ def subset(examples: Sequence[Example], limit: int | None, seed: int = 0) -> lis
     - otherwise: a random sample.
     ``limit`` None or >= the dataset size returns everything unchanged.
     """
-    import random
 
     if limit is None or limit >= len(examples):
         return list(examples)

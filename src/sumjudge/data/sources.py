@@ -9,6 +9,7 @@ and where it comes from.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -16,8 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..environment import read
-from ..paths import project_root, raw_dir
+from sumjudge.environment import read
+from sumjudge.paths import project_root, raw_dir
 
 
 class DataMissingError(FileNotFoundError):
@@ -264,14 +265,12 @@ def provenance_path(dest: Path) -> Path:
 
 def write_provenance(dest: Path, repo: str, requested: str | None, commit: str | None) -> None:
     """Beside a file built from a Hugging Face dataset: which repository and commit it came from."""
-    import json
 
     provenance_path(dest).write_text(json.dumps({"repo": repo, "requested_revision": requested or "main",
                                                  "commit": commit}, indent=2), encoding="utf-8")
 
 
 def read_provenance(dest: Path | None) -> dict | None:
-    import json
 
     p = provenance_path(dest) if dest else None
     return json.loads(p.read_text(encoding="utf-8")) if p and p.exists() else None

@@ -6,9 +6,10 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from . import registry, taxonomies
-from .records import FaithExample, MeetingErrorExample, RatedExample, of_kind
-from .sources import DataFormatError
+from sumjudge.data import registry, taxonomies
+from sumjudge.data.meeting_errors import read_meeting_errors, restore_transcripts
+from sumjudge.data.records import FaithExample, MeetingErrorExample, RatedExample, of_kind
+from sumjudge.data.sources import DataFormatError
 
 
 def _words(text: str) -> int:
@@ -102,7 +103,6 @@ def dataset_stats(name: str, level: str | None = None) -> dict[str, Any]:
     (``mistek-qmsum``, ``meeting-file:PATH``) shares its kind, not its files."""
     spec = registry.get(name)
     if name == "meeting-errors":
-        from .meeting_errors import read_meeting_errors, restore_transcripts
 
         examples, dropped = read_meeting_errors()
         examples = restore_transcripts(examples)  # as every run reads them

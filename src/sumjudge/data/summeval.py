@@ -12,8 +12,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from .records import FaithExample, RatedExample
-from .sources import DataFormatError, resolve
+from sumjudge.data.records import FaithExample, RatedExample
+from sumjudge.data.sources import DataFormatError, resolve
 
 SUMMEVAL = "summeval/bartscore_SUM_SummEval_data.pkl"
 SUMMEVAL_ASPECTS = ("coherence", "consistency", "fluency", "relevance")

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..registry import Registry
-from .ambiguity_taxonomy import AMBIGUITY_TAXONOMY, AmbiguityTaxonomy
-from .error_taxonomy import ERROR_TAXONOMY, ErrorTaxonomy
+from sumjudge.data.ambiguity_taxonomy import AMBIGUITY_TAXONOMY, AmbiguityTaxonomy
+from sumjudge.data.error_taxonomy import ERROR_TAXONOMY, ErrorTaxonomy
+from sumjudge.registry import Registry
 
 __all__ = ["AMBIGUITY", "ERRORS", "AmbiguityTaxonomy", "ErrorTaxonomy", "get", "register"]
 

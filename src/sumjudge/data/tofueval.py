@@ -18,10 +18,11 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from . import taxonomies
-from .readers import read_jsonl
-from .records import Ambiguity, FaithExample
-from .sources import DataFormatError, DataMissingError, resolve
+from sumjudge.data import taxonomies
+from sumjudge.data.readers import read_jsonl
+from sumjudge.data.records import Ambiguity, FaithExample
+from sumjudge.data.sources import DataFormatError, DataMissingError, resolve
+from sumjudge.paths import raw_dir
 
 TOFU_CSV = "tofueval/factual_consistency/{domain}_factual_eval_{split}.csv"
 AMBIGUITY_JSON = "madisse/MeetingBank_ambiguity_annotated.json"
@@ -166,7 +167,6 @@ def load_mediasum(split: str = "test", level: str = "summary") -> list[FaithExam
 
 def mediasum_documents(ids: list[str]) -> dict[str, str]:
     """Transcripts ("SPEAKER: utterance" lines) for MediaSum ``ids``, from the extracted file or the full dump."""
-    from ..paths import raw_dir
 
     try:
         small = resolve(MEDIASUM_DOCS)
@@ -228,7 +228,7 @@ def extract_mediasum(full: Path, ids: set[str], dest: Path) -> int:
 
 def load_sample_mediasum() -> list[FaithExample]:
     """The ambiguity release's sample data: one NPR interview with five summary sentences (label, error types)."""
-    from .readers import field, read_jsonl
+    from sumjudge.data.readers import field, read_jsonl
 
     path = resolve(SAMPLE_JSON)
     out = []

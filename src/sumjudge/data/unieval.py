@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .readers import field, read_json
-from .records import FaithExample, RatedExample
-from .sources import DataFormatError, resolve
+from sumjudge.data.readers import field, read_json
+from sumjudge.data.records import FaithExample, RatedExample
+from sumjudge.data.sources import DataFormatError, resolve
 
 QAGS_FILES = {"cnndm": "unieval/qags_cnndm.json", "xsum": "unieval/qags_xsum.json"}
 TOPICAL_CHAT = "unieval/topical_chat.json"

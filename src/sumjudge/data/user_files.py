@@ -26,16 +26,20 @@ faithful), its unified types converted, ``cut`` as the split, and ``dataset``, `
 
 from __future__ import annotations
 
+import ast
+import csv
 import hashlib
+import io
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import parse_qsl
 
-from . import taxonomies
-from .readers import field, read_csv, read_json, read_jsonl, text
-from .records import FaithExample
-from .sources import DataFormatError, DataMissingError
+from sumjudge.data import taxonomies
+from sumjudge.data.readers import field, read_csv, read_json, read_jsonl, text
+from sumjudge.data.records import FaithExample
+from sumjudge.data.sources import DataFormatError, DataMissingError
 
 DEFAULT_LABELS = {"1": 1, "0": 0, "1.0": 1, "0.0": 0, "true": 1, "false": 0, "faithful": 1, "unfaithful": 0,
                   "consistent": 1, "inconsistent": 0, "yes": 1, "no": 0}
@@ -104,8 +108,6 @@ def load_table(path: str | Path, *, dataset: str, document: str = "document", su
 
 def _listed(v, path: Path, i: int, column: str):
     """A cell holding a list: JSON, or a Python literal (AggreFact writes ``['intrinsic-NP']``)."""
-    import ast
-    import json
 
     try:
         return json.loads(v)
@@ -157,8 +159,6 @@ DOMAINS = ("CNN/DM", "XSum", "Dialogues", "Reports", "Stories")
 
 def _pairs(text: str) -> list[tuple[str, str]]:
     """``a:1,"b, c":0`` -> [("a", "1"), ("b, c", "0")]: commas inside double quotes belong to the value."""
-    import csv
-    import io
 
     items = next(csv.reader(io.StringIO(text), skipinitialspace=True), [])
     out = []

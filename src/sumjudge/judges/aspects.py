@@ -12,11 +12,11 @@ import asyncio
 from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable
 
-from ..data.records import RatedExample
-from ..errors import ConfigError
-from ..prompts import load as load_template
-from ..registry import Registry
-from .base import Judgement
+from sumjudge.data.records import RatedExample
+from sumjudge.errors import ConfigError
+from sumjudge.judges.base import Judgement
+from sumjudge.prompts import load as load_template
+from sumjudge.registry import Registry
 
 # dataset -> its aspects' templates (aspect -> template, in the order of the paper's table), as the papers register
 # them (``register_templates``); a dataset not there yet is looked for in the plug-in packages first

@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..llm import ChatRequest, PromptTooLongError
-from ..errors import ConfigError
-from ..llm.engine import Calls
-from ..llm.fitting import fit_to_context
-from ..prompts import load as load_template
+from sumjudge.errors import ConfigError
+from sumjudge.llm import ChatRequest, PromptTooLongError
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.fitting import fit_to_context
+from sumjudge.prompts import load as load_template
 
 
 @dataclass
@@ -106,7 +107,6 @@ def derive_seed(*parts: object) -> int:
     """A sampling seed from the parts that name one call (run seed, example id, session, round, agent, ...):
     reproducible across reruns, distinct for every agent, round and session, so that sampled calls never
     share a cache entry by accident."""
-    import hashlib
 
     return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:4], "big") % (2 ** 31)
 

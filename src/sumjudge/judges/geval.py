@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..data.records import RatedExample
-from ..llm import ChatRequest, OptionScoringError
-from ..llm.engine import Calls
-from ..llm.parsing import ParseError, scale_score
-from .aspects import Aspect, score_aspects
-from .base import fit_prompt, user
-from .settings import Generation
+from sumjudge.data.records import RatedExample
+from sumjudge.judges.aspects import Aspect, score_aspects
+from sumjudge.judges.base import fit_prompt, user
+from sumjudge.judges.settings import Generation
+from sumjudge.llm import ChatRequest, OptionScoringError
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.parsing import ParseError, scale_score
 
 # protocol -> (temperature, max_new_tokens, the prompt's message role, what an unreadable sample counts as)
 PROTOCOLS: dict[str, tuple[float, int, str, float | None]] = {

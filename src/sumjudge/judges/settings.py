@@ -25,7 +25,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from sumjudge.errors import ConfigError
 
 
 @dataclass(frozen=True)

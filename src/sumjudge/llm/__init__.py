@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .cache import NullCache, ResponseCache
-from .engine import LLM, CallLog, Parsed, run_sync
-from .errors import (
+from sumjudge.llm.backend_registry import BACKENDS, make_backend
+from sumjudge.llm.cache import NullCache, ResponseCache
+from sumjudge.llm.engine import LLM, CallLog, Parsed, run_sync
+from sumjudge.llm.errors import (
     BackendRequestError,
     BackendUnavailableError,
     ConfigError,
@@ -14,10 +15,8 @@ from .errors import (
     PromptTooLongError,
     SumjudgeError,
 )
-from .parsing import ParseError
-from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores
-
-from .backend_registry import BACKENDS, make_backend
+from sumjudge.llm.parsing import ParseError
+from sumjudge.llm.types import ChatRequest, ChatResponse, OptionRequest, OptionScores
 
 
 def make_llm(backend, model: str | None = None, *, base_url: str | None = None, cache: str | Path | None = None,

@@ -26,6 +26,8 @@ memory-efficient kernels take the same masks and are launched like any other ker
 
 from __future__ import annotations
 
+import contextlib
+
 NAME = "sumjudge_gqa_sdpa"
 ROW_CALL_COLUMNS = 512  # what one more SDPA call costs, in cached columns read (measured on a CPU: 350-450)
 
@@ -64,7 +66,6 @@ def gqa_decode_sdpa(module, query, key, value, attention_mask, dropout: float = 
 def attention_backends(device):
     """The context a forward pass of the engine runs in: on a CUDA device, SDPA without the cuDNN backend (flash,
     memory-efficient, math: PyTorch picks among them as usual); elsewhere nothing changes."""
-    import contextlib
 
     if getattr(device, "type", str(device).split(":")[0]) != "cuda":
         return contextlib.nullcontext()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Literal, Protocol, runtime_checkable
 
-from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
+from sumjudge.llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
 
 OptionScoring = Literal["exact", "top_logprobs", "none"]
 Tokenizer = Literal["local", "remote", "none"]

@@ -6,8 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import ConfigError
-from ..registry import Registry
+from sumjudge.errors import ConfigError
+from sumjudge.llm.hf import HFBackend
+from sumjudge.llm.openai import OpenAIBackend
+from sumjudge.llm.scripted import ScriptedBackend
+from sumjudge.llm.shared_engine import shared_engine_for
+from sumjudge.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,6 @@ def backend_names(*, serving: bool = False) -> tuple[str, ...]:
 
 @register_backend("hf", "a local Hugging Face transformers model (device_map=auto across GPUs, or the CPU)")
 def _hf(model, *, base_url=None, **options):
-    from .hf import HFBackend
-    from .shared_engine import shared_engine_for
 
     # a shared engine (SUMJUDGE_SHARED_ENGINE) already holding this model answers as the local backend would
     return shared_engine_for(model or "tiny", options) or HFBackend(model or "tiny", **options)
@@ -45,7 +47,6 @@ def _hf(model, *, base_url=None, **options):
 
 @register_backend("openai", "any OpenAI-compatible server (vLLM, llama.cpp, ollama, the OpenAI API) at --base-url")
 def _openai(model, *, base_url=None, **options):
-    from .openai import OpenAIBackend
 
     if not model:
         raise ConfigError("the openai backend needs --model (the name the server knows the model by)")
@@ -54,7 +55,6 @@ def _openai(model, *, base_url=None, **options):
 
 @register_backend("scripted", "a rule-driven test double for protocol tests (not a model)", serves_a_model=False)
 def _scripted(model, *, base_url=None, **options):
-    from .scripted import ScriptedBackend
 
     return ScriptedBackend(**options)
 

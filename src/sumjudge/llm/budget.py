@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import ConfigError, SumjudgeError
+from sumjudge.llm.errors import ConfigError, SumjudgeError
 
 
 class BudgetExhausted(SumjudgeError):

@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..paths import cache_path
+from sumjudge.errors import ConfigError
+from sumjudge.paths import cache_path
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -137,7 +138,6 @@ class ResponseCache:
         """Copy the entries of one scope (every given field must match; none given: everything) into a new cache file
         ``dest``, e.g. to hand a class the answers of its runs; the number copied. An existing ``dest`` is refused
         (nothing is overwritten)."""
-        from ..errors import ConfigError
 
         dest = Path(dest)
         if dest.exists():
@@ -154,7 +154,6 @@ class ResponseCache:
     def merge(self, src: str | Path) -> dict[str, int]:
         """Add another cache file's entries to this one (a class's cache handed out): an entry whose key is here
         already stays as it is (same key, same request). Returns how many were read, added and already here."""
-        from ..errors import ConfigError
 
         src = Path(src)
         if not src.is_file():

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sumjudge.llm.attention import attention_backends
+from sumjudge.llm.decode_graphs import FixedShapeSteps
 from sumjudge.llm.prefix_store import BLOCK, CAPACITY_MB, PrefixStore
 
 if TYPE_CHECKING:
@@ -227,7 +228,6 @@ class BatchDecoder:
         """Decode steps at fixed shapes from now on (``decode_graphs.FixedShapeSteps``): captured as CUDA graphs
         (``capture``; on one CUDA device, for models whose cache grows in place), or eagerly (any device: the CPU
         tests' way of checking the fixed shapes). True if switched on."""
-        from sumjudge.llm.decode_graphs import FixedShapeSteps
 
         one_device = len({p.device for p in self.model.parameters()}) == 1
         on_cuda = getattr(self.device, "type", str(self.device).split(":")[0]) == "cuda"

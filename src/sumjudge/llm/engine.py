@@ -18,15 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Generic, Sequence, TypeVar, cast
 
-from .backend_protocol import AsyncTokenizer, Backend, Capabilities
-from .budget import Budget
-from .cache import NullCache, ResponseCache
-from .errors import SumjudgeError
-from .fitting import certainly_fits
-from .loops import SingleFlight, run_sync
-from .parsing import ParseError
-from .recording import ReplayMiss
-from .types import ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key, prompt_digest
+from sumjudge.llm.backend_protocol import AsyncTokenizer, Backend, Capabilities
+from sumjudge.llm.backend_registry import make_backend
+from sumjudge.llm.budget import Budget
+from sumjudge.llm.cache import NullCache, ResponseCache
+from sumjudge.llm.errors import SumjudgeError
+from sumjudge.llm.fitting import certainly_fits
+from sumjudge.llm.loops import SingleFlight, run_sync
+from sumjudge.llm.parsing import ParseError
+from sumjudge.llm.recording import ReplayMiss
+from sumjudge.llm.types import ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key, prompt_digest
 
 T = TypeVar("T")
 
@@ -333,7 +334,6 @@ class LLM(Calls):
         "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult several models (a discussion among
         different models). Its calls are batched by its own backend and logged in the caller's context."""
         if spec not in self.companions:
-            from .backend_registry import make_backend
 
             backend, _, rest = spec.partition(":")
             model, _, url = rest.partition("@")

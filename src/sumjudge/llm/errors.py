@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..errors import ConfigError, SumjudgeError
+from sumjudge.errors import ConfigError, SumjudgeError
 
 
 class PromptTooLongError(SumjudgeError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from importlib.util import find_spec
 
-from ..errors import ConfigError
+from sumjudge.errors import ConfigError
 
 # the import names of the hf extra's packages (pyproject.toml's ``hf``)
 HF_MODULES = ("torch", "transformers", "accelerate", "safetensors", "tokenizers", "peft", "gguf")

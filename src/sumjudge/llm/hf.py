@@ -28,16 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .attention import NAME, attention_backends, use_gqa_decode_attention
-from .backend_protocol import SOURCE_COUNTERS, Capabilities
-from .cpu_linear import use_onednn_linear
-from .decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
-from .errors import PromptTooLongError
-from .extras import require
-from .loops import on_loop_close
-from .models import LLAMA3_EOS_TOKENS, local_revision, resolve_model, split_revision, template_text
-from .prefix_store import BLOCK, CAPACITY_MB
-from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs
+from sumjudge.llm.attention import NAME, attention_backends, use_gqa_decode_attention
+from sumjudge.llm.backend_protocol import SOURCE_COUNTERS, Capabilities
+from sumjudge.llm.cpu_linear import use_onednn_linear
+from sumjudge.llm.decode import MIN_SHARED_PREFIX, PREFILL_BUDGET, BatchDecoder, DecodeResult, DecodeRow, shared_prefix
+from sumjudge.llm.errors import ConfigError, PromptTooLongError
+from sumjudge.llm.extras import require
+from sumjudge.llm.loops import on_loop_close
+from sumjudge.llm.models import LLAMA3_EOS_TOKENS, local_revision, resolve_model, split_revision, template_text
+from sumjudge.llm.prefix_store import BLOCK, CAPACITY_MB
+from sumjudge.llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, normalise_logprobs
 
 
 def _answer_tokens(row: "_Row") -> int:
@@ -92,7 +92,6 @@ def cpu_has_native_bf16() -> bool:
 def resolve_dtype(dtype: str | None, device: str) -> str:
     """The dtype a model loads in. None: bfloat16 on a GPU, float32 on a CPU. ``cpu-native``: bfloat16 on a GPU
     or on a CPU that computes it natively (about twice float32's speed there), float32 on other CPUs."""
-    from .errors import ConfigError
 
     if dtype not in (None, *DTYPES):
         raise ConfigError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")

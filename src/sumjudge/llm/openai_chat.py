@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .errors import PromptTooLongError
-from .fitting import certainly_fits
-from .openai_http import MalformedAnswer
-from .openai_tokens import OpenAITokens
-from .types import ChatRequest, ChatResponse
+from sumjudge.llm.errors import PromptTooLongError
+from sumjudge.llm.fitting import certainly_fits
+from sumjudge.llm.openai_http import MalformedAnswer
+from sumjudge.llm.openai_tokens import OpenAITokens
+from sumjudge.llm.types import ChatRequest, ChatResponse
 
 # A short finish_reason=length from a server that states no context counts as a real cut once asked again this many
 # times with the same seed and cut the same way each time (a fault's retry gives the fault-free answer)

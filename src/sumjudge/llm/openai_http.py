@@ -11,10 +11,11 @@ import functools
 import random
 import time
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
-from .errors import BackendRequestError, BackendUnavailableError
-from .loops import on_loop_close
+from sumjudge.llm.errors import BackendRequestError, BackendUnavailableError
+from sumjudge.llm.loops import on_loop_close
 
 if TYPE_CHECKING:
     import httpx
@@ -44,7 +45,6 @@ def asked_wait(value: str | None) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        from email.utils import parsedate_to_datetime
 
         try:
             return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())

@@ -7,9 +7,9 @@ import asyncio
 import math
 import time
 
-from .errors import OptionScoringError
-from .openai_chat import OpenAIChat
-from .types import OptionRequest, OptionScores, normalise_logprobs
+from sumjudge.llm.errors import OptionScoringError
+from sumjudge.llm.openai_chat import OpenAIChat
+from sumjudge.llm.types import OptionRequest, OptionScores, normalise_logprobs
 
 OPTION_SCORING = ("auto", "prompt_logprobs", "top_logprobs")
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from typing import Any, TypedDict
 
-from .errors import BackendRequestError, BackendUnavailableError, ConfigError
-from .openai_tokens import OpenAITokens
-from .types import BackendInfo
+from sumjudge.llm.errors import BackendRequestError, BackendUnavailableError, ConfigError
+from sumjudge.llm.openai_tokens import OpenAITokens
+from sumjudge.llm.types import BackendInfo, server_identity
 
 # Requests in flight per server (vLLM's default batch: --max-num-seqs 256); behind a router, per replica
 CONCURRENCY_PER_SERVER = 256
@@ -36,8 +37,7 @@ def served_models(base_url: str, api_key: str | None = None, timeout: float = 10
     naming the address (its credentials masked), never the key."""
     import httpx
 
-    from ..errors import ConfigError
-    from .types import server_identity
+    from sumjudge.errors import ConfigError
 
     key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
     where = server_identity(base_url)
@@ -182,7 +182,6 @@ class OpenAIDiscovery(OpenAITokens):
         """Once, on stderr and in the run's record (``backend_info.extra.serving_notes``): what this endpoint does
         not offer that the run would use, and what the run does without it. Said behind a router, where a route
         the replicas serve may not be passed on; a plain server's own routes are described in docs/serving.md."""
-        import sys
 
         notes = list(self._router_notes)
         if not self.served.get("max_model_len") and not self.served.get("n_ctx") and not self._asked["context_length"]:

@@ -9,10 +9,10 @@ from array import array
 from collections import OrderedDict
 from typing import Any
 
-from .errors import BackendRequestError, ConfigError
-from .loops import SingleFlight
-from .openai_http import OpenAIHTTP
-from .types import prompt_digest
+from sumjudge.llm.errors import BackendRequestError, ConfigError
+from sumjudge.llm.loops import SingleFlight
+from sumjudge.llm.openai_http import OpenAIHTTP
+from sumjudge.llm.types import prompt_digest
 
 # Token ids kept for recent prompts (counts are kept apart): a few long meetings' prompts, not thousands
 TOKEN_CACHE_IDS = 1_000_000
@@ -53,7 +53,6 @@ class OpenAITokens(OpenAIHTTP):
     def _cached_tokens(self, key: dict, compute) -> list[int]:
         """Token ids, kept for the most recent prompts up to ``TOKEN_CACHE_IDS`` ids in all (option scoring reads
         one prompt's ids several times); their counts are kept apart (``_counts``), for longer."""
-        from array import array
 
         k = prompt_digest(key)
         hit = self._token_cache.get(k)

@@ -28,9 +28,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .backend_protocol import Capabilities
-from .errors import ConfigError, SumjudgeError
-from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key, prompt_digest
+from sumjudge.llm.backend_protocol import Capabilities
+from sumjudge.llm.errors import ConfigError, SumjudgeError
+from sumjudge.llm.types import (
+    BackendInfo,
+    ChatRequest,
+    ChatResponse,
+    OptionRequest,
+    OptionScores,
+    cache_key,
+    prompt_digest,
+)
 
 FORMAT = 1
 RERECORD = "Re-record the notebook with a real run (`make reproduce NOTEBOOKS=...`), or mark its page stale"

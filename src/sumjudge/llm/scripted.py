@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import SumjudgeError
-from .backend_protocol import Capabilities
-from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
+from sumjudge.errors import SumjudgeError
+from sumjudge.llm.backend_protocol import Capabilities
+from sumjudge.llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores
 
 
 @dataclass

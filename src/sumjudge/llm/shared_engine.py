@@ -23,20 +23,27 @@ and both ends are this package: exceptions are pickled.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
+import ctypes
 import json
 import os
 import pickle
+import signal
+import sys
+import threading
+import time
 import weakref
 from dataclasses import asdict, replace
 from typing import Any
 
-from ..environment import read
-from .backend_protocol import SOURCE_COUNTERS, Capabilities
-from .errors import BackendUnavailableError
-from .loops import on_loop_close
-from .types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key
+from sumjudge.environment import read
+from sumjudge.llm.backend_protocol import SOURCE_COUNTERS, Capabilities
+from sumjudge.llm.errors import BackendUnavailableError
+from sumjudge.llm.hf import HFBackend
+from sumjudge.llm.loops import on_loop_close
+from sumjudge.llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, cache_key
 
 ENV = "SUMJUDGE_SHARED_ENGINE"  # the base URL of a running shared engine (http://127.0.0.1:PORT)
 MAX_INFLIGHT = 1 << 20
@@ -170,7 +177,6 @@ def serve(model: str, *, host: str = "127.0.0.1", port: int = 0, ready_file: str
     base URL is printed (and written to ``ready_file``) once the model is loaded and the port is open."""
     from aiohttp import web
 
-    from .hf import HFBackend
 
     backend = HFBackend(model, **options)
     server = EngineServer(backend, {"model": model, **{k: v for k, v in options.items() if k in MATCHED}})
@@ -343,14 +349,9 @@ def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
     killed with SIGKILL cannot stop its engine, which would otherwise keep the model (and a GPU's memory). On Linux
     the kernel sends SIGTERM at the parent's death (``PR_SET_PDEATHSIG``); everywhere a daemon thread checks every
     ``poll_s`` seconds that the parent is still this process's parent."""
-    import signal
-    import sys
-    import threading
-    import time
 
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
 
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
@@ -365,7 +366,6 @@ def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
 
     p = argparse.ArgumentParser(prog="python -m sumjudge.llm.shared_engine", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True)

@@ -7,6 +7,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
+from urllib.parse import urlsplit
 
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": str}
 
@@ -172,7 +173,6 @@ class BackendInfo:
 def server_identity(base_url: str | None) -> str:
     """A server's identity for the cache and the run record: scheme, host, port and path, lower-cased host, no
     user:password, query or trailing slash (a key in the URL is never stored)."""
-    from urllib.parse import urlsplit
 
     if not base_url:
         return ""

@@ -3,9 +3,9 @@ what the paper leaves open (its ``README.md``). A paper imports the core and the
 another paper; it names another paper's methods, templates or aspects only as ``USES`` declares. Importing this
 package registers every paper's judges."""
 
-from . import debate, factax, llm_aggrefact, madisse, mesa  # noqa: F401
-from .madisse import cli as madisse_cli  # noqa: F401 (registers its command)
-from .mesa import cli as mesa_cli  # noqa: F401 (registers its command)
+from sumjudge.papers import debate, factax, llm_aggrefact, madisse, mesa  # noqa: F401
+from sumjudge.papers.madisse import cli as madisse_cli  # noqa: F401 (registers its command)
+from sumjudge.papers.mesa import cli as mesa_cli  # noqa: F401 (registers its command)
 
 PAPERS = ("madisse", "debate", "mesa", "factax")
 # public leaderboards whose judge the arena runs beside the papers' (their prompt, their published numbers)

@@ -17,9 +17,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
+
+from sumjudge.data.registry import load
+from sumjudge.errors import ConfigError
+from sumjudge.llm import ChatRequest, NullCache, OptionRequest
+from sumjudge.llm.decode import PREFILL_BUDGET
+from sumjudge.llm.engine import LLM, run_sync
+from sumjudge.llm.extras import require
+from sumjudge.llm.hf import HFBackend
+from sumjudge.llm.models import LLAMA3_8B_SHAPE, llama3_tokenizer, resolve_model
+from sumjudge.llm.openai import OpenAIBackend
+from sumjudge.prompts import render
+from sumjudge.run.methods import get_method
+from sumjudge.run.runs import server_stats
 
 T = TypeVar("T")
 STANCES = ("The summary is faithful.", "The summary is unfaithful.")
@@ -46,7 +60,6 @@ def _documents(k: int, doc_tokens: int, cut, long_docs: int = 0, long_doc_tokens
     k = len(lengths)
     docs: list[tuple[str, str]] = []
     try:
-        from ..data.registry import load
 
         for ex in load("tofueval-meetingbank", level="summary"):
             if len(docs) == k:
@@ -90,9 +103,6 @@ def build_requests(cut, k: int, doc_tokens: int, max_new_tokens: int, salt: str 
     """4 agents per document, as a round of a stance-initialised debate; ``salt`` starts every prompt (a
     benchmark pass of its own against a server's prefix cache, with the same token count in every pass);
     ``long_docs`` more documents of ``long_doc_tokens`` (a batch of short rows beside long ones)."""
-    from ..run.methods import get_method
-    from ..llm import ChatRequest
-    from ..prompts import render
 
     zero_shot = get_method("zero-shot").config_cls.template  # the zero-shot judge's prompt
     reqs = []
@@ -107,7 +117,6 @@ def build_requests(cut, k: int, doc_tokens: int, max_new_tokens: int, salt: str 
 
 def _model_for_shape(shape: str, device: str, dtype: str):
     """tiny: built on disk once (data/models/tiny-llama3); llama3-8b: random weights in memory."""
-    from ..llm.models import LLAMA3_8B_SHAPE, llama3_tokenizer, resolve_model
 
     if shape == "tiny":
         return resolve_model("tiny"), None
@@ -144,7 +153,6 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
 
 def ulp(value: float, dtype) -> float:
     """Spacing of ``dtype`` numbers at ``|value|`` (one unit in the last place)."""
-    import math
 
     import torch
 
@@ -223,7 +231,6 @@ def check_outputs(be, reqs, seq_texts: list[str], eng_texts: list[str], max_new_
 def bench_backend(args, dtype: str, *, name: str, **options):
     """The hf backend a benchmark decodes with: ``--model`` loaded by the backend, or the ``--shape`` model built
     here (named ``name``); every answer decoded to its ``max_new_tokens`` (no eos)."""
-    from ..llm.hf import HFBackend
 
     model = getattr(args, "model", None)
     model_or_path, tok = (model, None) if model else _model_for_shape(args.shape, args.device, dtype)
@@ -275,7 +282,6 @@ def setup_run(args) -> BenchSetup:
     """The backend (``bench_backend``), the workload and the baselines' settings."""
     import torch
 
-    from ..llm.decode import PREFILL_BUDGET
 
     dtype = resolve_dtype(args.dtype, args.device)
     args.prefill_budget = getattr(args, "prefill_budget", None) or PREFILL_BUDGET
@@ -322,7 +328,6 @@ def sequential(s: BenchSetup) -> list[str]:
 
 def engine_pass(s: BenchSetup) -> EnginePass:
     """(b) the engine, no cache: every request is computed."""
-    from ..llm.engine import LLM
 
     be = s.be
     forget_prefixes(be)
@@ -545,8 +550,6 @@ def gpu_table(runs: list[tuple[str, dict]]) -> str:
 def score_option_sets(be, reqs, n: int) -> tuple[int, list[str]]:
     """G-Eval-style option scoring: ``n`` prompts (the workload's, cycled; each the n-th with its own tag so none
     repeats another's key) each scored over the 1-5 scale through the engine, no cache. Returns (sets, methods)."""
-    from ..llm import OptionRequest
-    from ..llm.engine import LLM
 
     prompts = [reqs[i % len(reqs)] for i in range(n)]
     opts = []
@@ -568,10 +571,6 @@ def run_openai(args) -> dict:
     server batches them). Each pass starts its prompts with its own short marker, so neither reuses the other's
     prefix cache; within a pass the 4 agents of a document share its prefix as in a debate round. vLLM is
     asked to ignore end-of-sequence tokens so that both passes decode exactly ``max_new_tokens`` per request."""
-    from ..llm import NullCache
-    from ..llm.engine import LLM, run_sync
-    from ..llm.openai import OpenAIBackend
-    from ..run.runs import server_stats
 
     be = OpenAIBackend.connect(args.model, base_url=args.base_url, concurrency=args.concurrency, extra_body={"ignore_eos": True})
     cut = counted_cut(be.count_tokens) if be.tokenizes else (lambda t, n: " ".join(t.split()[: int(n * 0.75)]))
@@ -653,12 +652,10 @@ def passed(result: dict) -> bool:
 def main(args) -> int:
     if getattr(args, "backend", "hf") == "openai":
         if not args.model or not args.base_url:
-            from ..errors import ConfigError
 
             raise ConfigError("bench --backend openai needs --base-url and --model (the name the server serves)")
         print(json.dumps(run_openai(args), indent=2))
         return 0
-    from ..llm.extras import require
 
     require("sumjudge bench on the hf backend (`bench --backend openai` needs no extra)")
     if getattr(args, "turns", 0):

@@ -20,6 +20,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from sumjudge.environment import read
+from sumjudge.errors import ConfigError
+from sumjudge.llm.openai import REPLICA_ROUTES, replicas_listed
+
 # vLLM's router's policies (``vllm-router --policy``); cache_aware is its default. consistent_hash hashes a request's
 # session key (the client sends its example's) to a replica; sticky_least_loaded sends a key it has not seen to the
 # least-loaded replica, as the router counts load, and every later request with that key to the same one
@@ -61,7 +65,6 @@ class Fleet:
     _router: subprocess.Popen | None = None
 
     def __post_init__(self) -> None:
-        from ..errors import ConfigError
 
         if self.replicas < 1:
             raise ConfigError(f"replicas={self.replicas}: at least one")
@@ -157,7 +160,6 @@ def listed_replicas(root: str) -> list[str]:
     """The replicas the router at ``root`` names (``llm.openai.REPLICA_ROUTES``, as the client asks them)."""
     import httpx
 
-    from ..llm.openai import REPLICA_ROUTES, replicas_listed
 
     for route in REPLICA_ROUTES:
         r = httpx.get(root + route, timeout=5)
@@ -168,7 +170,6 @@ def listed_replicas(root: str) -> list[str]:
 
 def router_from_environment() -> str | None:
     """The router executable ``make router-env`` installed, where the Makefile says (``SUMJUDGE_ROUTER``)."""
-    from ..environment import read
 
     path = read("SUMJUDGE_ROUTER")
     return path if path and os.access(path, os.X_OK) else None

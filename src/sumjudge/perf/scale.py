@@ -11,18 +11,25 @@ server in another, both on this machine's cores. Nothing here calls a model.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import platform
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from .local_replicas import CACHE_AWARE_SETTINGS, CHOSEN_POLICY
+from sumjudge.errors import ConfigError
+from sumjudge.perf.local_replicas import CACHE_AWARE_SETTINGS, CHOSEN_POLICY, Fleet, router_from_environment
+from sumjudge.profiles import load
+from sumjudge.run.folder import RunConfig
+from sumjudge.run.methods import settings_from
 
 
 def paper_runs() -> dict[str, dict[str, Any]]:
@@ -35,7 +42,6 @@ def check_runs(names: list[str] | None) -> list[str]:
     known = paper_runs()
     unknown = [r for r in names or [] if r not in known]
     if unknown:
-        from ..errors import ConfigError
 
         raise ConfigError(f"unknown run(s) {unknown}; known (profiles/scale.yaml): {', '.join(known)}")
     return list(known) if names is None else list(names)
@@ -43,7 +49,6 @@ def check_runs(names: list[str] | None) -> list[str]:
 
 def scale_file() -> dict[str, Any]:
     import yaml
-    from importlib.resources import files
 
     return yaml.safe_load(files("sumjudge.profiles").joinpath("scale.yaml").read_text(encoding="utf-8"))
 
@@ -80,8 +85,6 @@ class Measured:
 
 
 def paper_settings(method: str) -> dict[str, Any]:
-    from ..profiles import load
-    from ..run.methods import settings_from
 
     return settings_from(load("paper"), method)
 
@@ -91,7 +94,6 @@ def measure(name: str, limit: int | None, latency_s: float = 0.0, slots: int = 1
             policy: str = "cache_aware") -> Measured:
     """One run of ``paper_runs()[name]`` in a fresh process against fresh stand-in servers: one addressed directly,
     or ``replicas`` behind ``router`` routing by ``policy`` (``local_replicas.Fleet``)."""
-    from .local_replicas import Fleet
 
     context = paper_runs()[name].get("context_length", 131072)
     with Fleet(replicas=replicas, router=router if replicas > 1 else None, policy=policy, latency_s=latency_s,
@@ -150,8 +152,7 @@ def thin(timeline: list[tuple[float, int]], most: int) -> list[tuple[float, int]
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """In the measured process: the run, its wall and CPU time, peak memory and file sizes."""
-    from ..run.folder import RunConfig
-    from ..run.runs import run
+    from sumjudge.run.runs import run
 
     spec = paper_runs()[job["name"]]
     folder = Path(job["folder"])
@@ -266,12 +267,10 @@ def routing_curve(out: Path, docs: Path | None = None, router: str | None = None
     (or ``policies``), written to ``out/routed-RUNS-LIMIT.json`` with the curve of requests
     per second against one replica's over the share of examples wholly on one replica (``routing-curve.png``), and
     its table quoted in ``docs`` between its markers (``quote_routing``). Returns the JSON's path."""
-    from .local_replicas import router_from_environment
 
     runs = check_runs(runs or scale_file()["routed_runs"])
     router = router or router_from_environment()
     if not router:
-        from ..errors import ConfigError
 
         raise ConfigError("the routing curve needs vllm-router: `make router-env` installs it (SUMJUDGE_ROUTER)")
     name = f"routed-{'-'.join(runs)}-{limit}.json"
@@ -343,7 +342,6 @@ def quote_routing(docs: Path, report: dict[str, Any] | None, name: str) -> None:
     start, end = f"<!-- routing: {name} -->", "<!-- /routing -->"
     text = docs.read_text(encoding="utf-8")
     if start not in text or end not in text.split(start, 1)[1]:
-        from ..errors import ConfigError
 
         raise ConfigError(f"{docs} has no {start} ... {end} to quote the routing curve in")
     if report is None:
@@ -357,7 +355,6 @@ def quote_routing(docs: Path, report: dict[str, Any] | None, name: str) -> None:
 
 def machine() -> dict[str, Any]:
     """The machine the figures were measured on: CPU model (``/proc/cpuinfo`` where there is one), cores."""
-    import platform
 
     cpu = ""
     try:
@@ -372,7 +369,6 @@ def machine() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     """The measured process (``--one JOB``; the command is ``sumjudge scale``), or ``make scale``'s routing curve
     (``--routing OUT --docs PAGE``: ``routing_curve``)."""
-    import argparse
 
     p = argparse.ArgumentParser(prog="python -m sumjudge.perf.scale", description="one measured run of sumjudge scale, "
                                 "or make scale's routing curve")

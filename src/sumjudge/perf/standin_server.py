@@ -39,6 +39,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from sumjudge.errors import ConfigError
+
 TOKEN = re.compile(r"\w+|[^\w\s]")
 PREFIX_BLOCK = 16  # tokens per block of the prefix store (vLLM's default block size)
 
@@ -131,7 +133,6 @@ class StandinServer:
                  lifetime_s: float = 24 * 3600.0, port: int = 0, tokenize: bool = True, replica: str = "standin",
                  prefix_blocks: int = 1_000_000):
         if latency_s < 0 or slots < 1 or (tokens_per_s is not None and tokens_per_s <= 0):
-            from ..errors import ConfigError
 
             raise ConfigError("latency_s >= 0, slots >= 1 and tokens_per_s > 0 (or None)")
         self.model, self.latency_s, self.tokens_per_s = model, latency_s, tokens_per_s

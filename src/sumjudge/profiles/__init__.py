@@ -3,12 +3,14 @@ a notebook runs in a paper's own setting is ``paper_setting``."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, fields, replace
 from importlib.resources import files
-from collections.abc import Collection
 from typing import Any
 
 import yaml
+
+from sumjudge.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,6 @@ def available() -> list[str]:
 
 def load(name: str, notebook: str | None = None, **overrides: Any) -> Profile:
     """The profile ``name`` (as ``notebook`` runs it, when given), with the set ``overrides`` applied last."""
-    from ..errors import ConfigError
 
     f = files("sumjudge.profiles").joinpath(f"{name}.yaml")
     if not f.is_file():

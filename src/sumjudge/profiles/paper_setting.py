@@ -13,6 +13,8 @@ from functools import lru_cache
 from importlib.resources import files
 from typing import Any, Iterable
 
+from sumjudge.paths import project_root
+
 PAPER_PROFILE = "paper"  # the profile that runs the papers' whole datasets
 
 
@@ -41,7 +43,6 @@ def paper_of(notebook: str) -> str | None:
     """The paper whose numbers a notebook's tables print beside its own: the paper its name carries
     (``10_<paper>_main``), else the one paper whose tables it imports (the quickstart's); None for a notebook of
     several papers or of none (the datasets, the arena, the lab)."""
-    from ..paths import project_root
 
     named = [p for p in papers() if p in notebook.split("_")]
     if named:

@@ -2,6 +2,6 @@
 
 import sys
 
-from .record import main
+from sumjudge.reproduce.record import main
 
 sys.exit(main())

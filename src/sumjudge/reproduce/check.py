@@ -12,17 +12,36 @@ so, on a stale mark whose differences are not the current ones, and on a page wh
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import math
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from ..paths import figures_dir, project_root
-from ..report import TABLE_DIGITS
+from sumjudge.paths import figures_dir, project_root
+from sumjudge.report import TABLE_DIGITS
+from sumjudge.results.banner import notebook_banner
+from sumjudge.results.notes import LABEL_COLUMNS, notes
+from sumjudge.results.page import (
+    PAPER_ONLY,
+    commit,
+    cpu_name,
+    load_provenance,
+    page_body,
+    page_profile,
+    render_notebook_page,
+    rewrite_state,
+    state_lines,
+    write_index,
+)
+from sumjudge.run.notebooks import notebooks, run_workers
+from sumjudge.run.replay import REPLAY_ENV
 
 TIME_COLUMN = re.compile(r"(^|_)(wall|latency|seconds)(_|$)|_s$|_per_s$|^wall s$")
 
@@ -67,7 +86,6 @@ def rounding_unit(*texts: str) -> float | None:
     drops trailing zeros, so "0.5" stands for 0.500), or the last decimal a text shows where that is coarser than
     its value's third digit is not (a "0.21" of a "%.2f"); None where every text is a whole number with neither a
     point nor an exponent (a count, shown exactly)."""
-    import math
 
     if not any("." in t or "e" in t.lower() for t in texts):
         return None
@@ -125,9 +143,7 @@ def numbers_close(a: Any, b: Any, rel: float = 1.01e-5) -> bool:
 def raw_rows(regenerated: Path, name: str) -> list[dict[str, str]] | None:
     """The unrounded rows of a regenerated table (its CSV), as the page shows them: the paper-only rows left out;
     None where the table has no CSV."""
-    import csv
 
-    from ..results.page import PAPER_ONLY
 
     f = regenerated / f"{name.replace(' ', '_')}.csv"
     if not f.exists():
@@ -160,7 +176,6 @@ def table_difference(name: str, committed: str, regenerated: str,
         return None
     a, b, e = diffs[0]
     col = next(i for i, (h, x, y) in enumerate(zip(h1, a, b)) if not same_as_shown(x, y, e.get(h)))
-    from ..results.notes import LABEL_COLUMNS
 
     label = " / ".join(x for h, x in zip(h1, a) if h in LABEL_COLUMNS and x) or a[0]
     return (f"`{name}`: {len(diffs)} of {len(r1)} rows differ (first: {label}: {h1[col]} {a[col] or '(empty)'} "
@@ -169,8 +184,6 @@ def table_difference(name: str, committed: str, regenerated: str,
 
 def notebook_differences(nb: Path, page: Path, regenerated: Path, record: dict[str, Any]) -> list[str]:
     """What differs between a notebook's committed page and its regenerated tables and figures."""
-    from ..results.notes import notes
-    from ..results.page import page_body
 
     committed = parse_sections((page / f"{nb.stem}.md").read_text(encoding="utf-8").splitlines())
     committed = {k: v for k, v in committed.items() if k != "What these tables cannot show"}
@@ -220,7 +233,6 @@ def lower_kernels() -> dict[str, str]:
 def kernels() -> str:
     """This process's CPU and the kernels its libraries dispatch to (NumPy's SIMD, the BLAS's core type, torch's
     capability), with the settings that held them, in one line."""
-    from ..results.page import cpu_name
 
     parts = [f"{cpu_name()}, {os.cpu_count()} cores"]
     try:
@@ -248,7 +260,6 @@ def kernels() -> str:
 
 def replay_kernels(env: dict[str, str]) -> str:
     """``kernels()`` as the replay's notebooks see them (their environment)."""
-    import subprocess
 
     res = subprocess.run([sys.executable, "-c", "import numpy\nfrom sumjudge.reproduce.check import kernels\n"
                           "print(kernels())"], env=env, capture_output=True, text=True)
@@ -258,8 +269,6 @@ def replay_kernels(env: dict[str, str]) -> str:
 def banner_difference(nb: Path, page: Path, regenerated: Path, record: dict[str, Any]) -> list[str]:
     """The page's banner (``page_banner``: the model beside the paper's, the n its tables rest on) against the one its
     record and its replayed tables give: [] where the page holds it."""
-    from ..results.banner import notebook_banner
-    from ..results.page import page_body, page_profile
 
     banner = notebook_banner(nb.stem, page_profile(page), record, page, page_body(nb, regenerated, None))
     text = (page / f"{nb.stem}.md").read_text(encoding="utf-8")
@@ -269,8 +278,6 @@ def banner_difference(nb: Path, page: Path, regenerated: Path, record: dict[str,
 def replay_notebooks(nbs: list[Path], profile: str, page: Path, regenerated: Path, jobs: int) -> dict[str, str]:
     """Each notebook executed against the page's recorded answers (a worker process each, ``jobs`` at a time);
     its status (``ok`` or why it stopped)."""
-    from ..run.notebooks import run_workers
-    from ..run.replay import REPLAY_ENV
 
     if regenerated.exists():
         shutil.rmtree(regenerated)
@@ -296,8 +303,6 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
     notebook whose replay stops (a request its answers do not hold) is marked stale instead. ``held``: settings
     that hold the replay's kernels (``lower_kernels``); the first report line names the CPU and the kernels."""
     os.environ.update(held or {})
-    from ..run.notebooks import notebooks
-    from ..results.page import commit, load_provenance, render_notebook_page, rewrite_state, state_lines, write_index
 
     mark = mark or render
 

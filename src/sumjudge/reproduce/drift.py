@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from .check import parse_sections, table_rows
-from ..results.notes import LABEL_COLUMNS, VALUE_COLUMNS, number
-from ..results.page import DRIFT_FILE
+from sumjudge.llm.recording import Recording
+from sumjudge.paths import figures_dir, project_root
+from sumjudge.reproduce.check import parse_sections, table_rows
+from sumjudge.reproduce.record import notebooks as find
+from sumjudge.results.notes import LABEL_COLUMNS, VALUE_COLUMNS, number
+from sumjudge.results.page import DRIFT_FILE
 
 HEADLINE = set(VALUE_COLUMNS) | {"k_alpha", "fpr", "fnr", "accuracy", "r", "rho", "tau"}
 TOP = 3  # largest moves shown per notebook
@@ -40,7 +48,6 @@ def answer_text(response: dict[str, Any]) -> str:
 
 def answers(path: Path) -> dict[str, list[str]]:
     """A recorded answers file's answers (``answer_text``, each the backend gave, in order) by request key."""
-    from ..llm.recording import Recording
 
     return {k: [answer_text(r) for r in a.responses] for k, a in Recording.load(path, missing_ok=True).answers.items()}
 
@@ -110,11 +117,6 @@ def record(page: Path, entry: dict[str, Any]) -> Path:
 def fresh_run(profile: str, notebooks: list[str], jobs: int, where: Path) -> float:
     """``make reproduce`` of ``notebooks`` from nothing: an empty response cache, no finished run to resume, its
     tables and page under ``where/figures`` (the committed page untouched); its elapsed seconds."""
-    import os
-    import shutil
-    import subprocess
-    import sys
-    import time
 
     if where.exists():
         shutil.rmtree(where)
@@ -131,7 +133,6 @@ def fresh_run(profile: str, notebooks: list[str], jobs: int, where: Path) -> flo
 def rerun(profile: str, notebooks: list[str], jobs: int, page: Path, work: Path) -> list[dict[str, Any]]:
     """Reruns of ``notebooks`` compared with ``page``: with ``jobs`` = 1 each alone (a run of its own), else all
     together ``jobs`` at a time on one shared engine, as ``make reproduce`` runs them; each recorded under its label."""
-    from .record import notebooks as find
 
     stems = [nb.stem for nb in find(" ".join(notebooks))]
     label = "alone" if jobs == 1 else f"{jobs} at a time"
@@ -156,7 +157,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", help="compare an existing fresh run's results page instead of running (with --label)")
     p.add_argument("--label", help="with --fresh: what the rerun was, e.g. 'alone' or '3 at a time'")
     a = p.parse_args(argv)
-    from ..paths import figures_dir, project_root
 
     page = Path(a.page) if a.page else figures_dir() / f"results-{a.profile}"
     if a.fresh:

@@ -10,13 +10,15 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ..paths import project_root
+from sumjudge.paths import project_root
+from sumjudge.reproduce.check import parse_sections, table_rows
+from sumjudge.results.notes import number as num
+from sumjudge.results.page import load_provenance, state_word
 
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 
 def _page_table(page: Path, notebook: str, section: str) -> tuple[list[str], list[list[str]]]:
-    from .check import parse_sections, table_rows
 
     f = page / f"{notebook}.md"
     if not f.exists():
@@ -25,7 +27,6 @@ def _page_table(page: Path, notebook: str, section: str) -> tuple[list[str], lis
 
 
 def _record(page: Path, notebook: str) -> dict:
-    from ..results.page import load_provenance
 
     return load_provenance(page)["notebooks"].get(notebook, {})
 
@@ -33,7 +34,6 @@ def _record(page: Path, notebook: str) -> dict:
 def arena(page: Path) -> str:
     """The judge arena's table as the page has it: each judge's mean BAcc over the datasets, its interval on each
     dataset, n, prompt tokens per example; with the page's commit and state."""
-    from ..results.notes import number as num
 
     head, rows = _page_table(page, "50_judge_arena", "arena")
     if not rows:
@@ -75,7 +75,6 @@ def arena(page: Path) -> str:
 
 def states(page: Path) -> str:
     """Each notebook's state on the page (recorded at a commit, stale, not recorded)."""
-    from ..results.page import load_provenance, state_word
 
     prov = load_provenance(page)
     out = []

@@ -14,13 +14,27 @@ notebook still writes its own runs, cache entries and tables, and resumes on its
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-from ..run.notebooks import execute, notebook_parameters, notebooks, recording_order, run_workers  # noqa: F401
-from ..paths import project_root, runs_dir
-
+from sumjudge import profiles
+from sumjudge.errors import ConfigError
+from sumjudge.llm.cache import ResponseCache
+from sumjudge.llm.hf import cpu_has_native_bf16
+from sumjudge.llm.models import resolve_model
+from sumjudge.llm.shared_engine import get_json
+from sumjudge.paths import figures_dir, project_root, runs_dir
+from sumjudge.report import markdown_rows
+from sumjudge.reproduce.check import main as check_main
+from sumjudge.reproduce.reuse import reuse_recorded_answers
+from sumjudge.results.page import commit, write_results_page
+from sumjudge.results.parse_rates import write_parse_rates
+from sumjudge.run.notebooks import execute, notebook_parameters, notebooks, recording_order, run_workers  # noqa: F401
 
 TIME_COLUMNS = ("notebook", "wall_s", "model", "calls", "cache_hits", "backend_calls", "waves", "rows_per_wave",
                 "own_prompt_tokens", "own_prefill_s", "own_answers", "own_decode_tokens", "own_decode_s",
@@ -32,7 +46,6 @@ TIME_COLUMNS = ("notebook", "wall_s", "model", "calls", "cache_hits", "backend_c
 def notebook_time_profile(notebook: str, wall_s: float, since: float) -> list[dict]:
     """The engines' time profiles a notebook wrote during this execution (``Session.write_time_profile``): a row
     per engine with the notebook's wall time."""
-    import json
 
     rows = []
     for f in sorted((runs_dir() / notebook).glob("*/time_profile.json")):
@@ -58,7 +71,6 @@ def write_time_profile(rows: list[dict], profile: str, out_dir: Path, totals: di
     prefill and decode seconds, the share of decode time with an under-filled micro-batch); with a shared
     engine (``totals``: its counters at the end) the decoder columns are the engine's over each notebook's
     span, every notebook then running included, and the engine's totals close the page."""
-    from ..report import markdown_rows
 
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = markdown_rows(rows, TIME_COLUMNS)
@@ -96,10 +108,7 @@ ENGINE_START_S = 1800  # the shared engine's first start may convert the smoke m
 def start_shared_engine(profile: str, model: str, work: Path):
     """(process, base URL) of a shared engine holding the profile's hf model (``model``: another one), started
     once its model is loaded. Its log is ``work/shared_engine.log``."""
-    import os
-    import subprocess
 
-    from .. import profiles
 
     prof = profiles.load(profile)
     model = model or prof.model
@@ -125,7 +134,6 @@ def start_shared_engine(profile: str, model: str, work: Path):
 
 def engine_totals(url: str) -> dict:
     """The shared engine's decoder counters (all notebooks together) and the requests it decoded once for two."""
-    from ..llm.shared_engine import get_json
 
     try:
         return get_json(url, "/stats")
@@ -138,9 +146,7 @@ def longest_first(nbs: list[Path], hint: list[str] | None = None) -> list[Path]:
     alone. By this machine's last time profile of a run that asked the model more than it read from the cache (a
     replay's times say what was cached, not what a run costs); else by the profile's measured ``hint`` (notebook
     numbers, longest first); the numbered order for notebooks neither knows."""
-    import re
 
-    from ..paths import figures_dir
 
     seen: dict[str, float] = {}
     for f in figures_dir().glob("time_profile_*.md"):
@@ -162,7 +168,6 @@ def cpu_speed_note(dtype: str | None) -> str | None:
     """A word before a long run where the profile asks for the CPU's native dtype and this CPU has no native
     bfloat16 (no AVX512-BF16 or AMX): the model then runs in float32, several times slower than the README's
     measured run. None elsewhere (a GPU, another dtype, a CPU with native bfloat16)."""
-    from ..llm.hf import cpu_has_native_bf16
 
     if dtype != "cpu-native" or cpu_has_native_bf16():
         return None
@@ -194,11 +199,6 @@ def main(argv: list[str] | None = None) -> int:
 def reuse_page_answers(profile: str, model: str, backend: str) -> str:
     """``--reuse-answers``: the profile's results page's recorded answers of ``model``'s weights put in the response
     cache (``recorded_reuse``); one line saying what was taken, or why nothing was."""
-    from ..errors import ConfigError
-    from ..llm.cache import ResponseCache
-    from ..llm.models import resolve_model
-    from ..paths import figures_dir
-    from .reuse import reuse_recorded_answers
 
     page = figures_dir() / f"results-{profile}"
     folder = Path(resolve_model(model)) if backend == "hf" else None
@@ -215,7 +215,6 @@ def reuse_page_answers(profile: str, model: str, backend: str) -> str:
 
 
 def record(argv: list[str] | None = None) -> int:
-    import os
 
     p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce.record")
     p.add_argument("--profile", default="smoke")
@@ -238,14 +237,12 @@ def record(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     a = p.parse_args(args)
     if a.replay and not a.worker:
-        from .check import main as check_main
 
         return check_main(["--profile", a.profile, "--notebooks", a.notebooks] + (["--jobs", a.jobs] if a.jobs else []))
     params = {"model": a.model, "backend": a.backend, "base_url": a.base_url,
               "n": int(a.n) if a.n else None, "seed": int(a.seed) if a.seed else None}
     out_dir = project_root() / "build" / "notebooks" / a.profile
     t_all = time.time()
-    from ..results.page import commit
 
     started_at = commit()  # the page names the code the run started with (the checkout may change while it runs)
     failed = []
@@ -261,7 +258,6 @@ def record(argv: list[str] | None = None) -> int:
                 status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
             print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
         return 1 if failed else 0
-    from .. import profiles
 
     prof = profiles.load(a.profile)
     shared = a.shared_engine == "auto" and (a.backend or prof.backend) == "hf"
@@ -295,8 +291,6 @@ def record(argv: list[str] | None = None) -> int:
             failed.append(nb.name)
         walls.append({k: w[k] for k in ("notebook", "wall_s", "status", "start")})
         profile_rows += notebook_time_profile(nb.stem, w["wall_s"], since=w["start"])
-    from ..results.parse_rates import write_parse_rates
-    from ..paths import figures_dir
 
     if profile_rows:
         print(f"time profile per notebook: {write_time_profile(profile_rows, a.profile, figures_dir(), totals, jobs)}")
@@ -307,7 +301,6 @@ def record(argv: list[str] | None = None) -> int:
     table = write_parse_rates(runs_dir(), a.profile, figures_dir(), since=t_all)
     if table:
         print(f"parse rates per method: {table.with_suffix('.md')}")
-    from ..results.page import write_results_page
 
     page = write_results_page(a.profile, notebooks(a.notebooks), walls, figures_dir(),
                               model=a.model or prof.model, time_rows=profile_rows,

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..llm.recording import Recording
-from ..llm.types import BackendInfo, ChatRequest, OptionRequest, cache_key
-from ..results.model_files import weights_sha256
+from sumjudge.llm.models import local_revision
+from sumjudge.llm.recording import Recording
+from sumjudge.llm.types import BackendInfo, ChatRequest, OptionRequest, cache_key
+from sumjudge.results.model_files import weights_sha256
 
 
 def reusable_answers(page: Path, model_dir: Path, revision: str) -> tuple[list[tuple], dict[str, str]]:
@@ -52,7 +53,6 @@ def reusable_answers(page: Path, model_dir: Path, revision: str) -> tuple[list[t
 def reuse_recorded_answers(page: Path, model_dir: Path, cache) -> str:
     """Put the answers ``page`` recorded of ``model_dir``'s weights in ``cache`` (a ``ResponseCache``); one line
     saying how many, from which notebooks."""
-    from ..llm.models import local_revision
 
     revision = local_revision(str(model_dir))
     rows, said = reusable_answers(page, model_dir, revision)

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..profiles.paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
+from sumjudge.profiles.paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
 
 
 def parameters_text(n: Any) -> str:

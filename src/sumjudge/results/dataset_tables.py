@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..data import registry
-from ..data.sources import DataMissingError
-from ..data.stats import dataset_stats
+from sumjudge.data import registry
+from sumjudge.data.sources import DataMissingError
+from sumjudge.data.stats import dataset_stats
 
 
 def paper_rows(table: dict) -> dict:

@@ -9,6 +9,8 @@ import struct
 from functools import lru_cache
 from pathlib import Path
 
+from sumjudge.paths import models_dir
+
 
 def weights_sha256(model_dir: Path) -> dict[str, str]:
     """sha256 of each weights file of a local model folder (``*.safetensors``, ``*.bin``, ``*.gguf``)."""
@@ -53,7 +55,6 @@ def _parameters_if_weights(folder: str, weights: str) -> int | None:
 def local_parameters(label: str | None, weights: dict[str, str] | None) -> int | None:
     """The parameter count of a recorded model from its folder on this machine (``data/models/<label>``), only
     where that folder's weights are the recorded ones (their sha256); else None: a count is never guessed."""
-    from ..paths import models_dir
 
     if not label or not weights or "/" in label:
         return None

@@ -30,8 +30,8 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from ..run.metrics import GOLD_COLUMN, SAID_COLUMN, one_label_said
-from ..report import TABLE_DIGITS
+from sumjudge.report import TABLE_DIGITS
+from sumjudge.run.metrics import GOLD_COLUMN, SAID_COLUMN, one_label_said
 
 LABEL_COLUMNS = ("experiment", "evaluator", "judge", "detector", "method", "setting", "stances", "prompts", "subset",
                  "dataset", "level", "aspect", "bucket", "rounds", "sessions", "vote", "metric", "protocol")

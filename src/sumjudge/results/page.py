@@ -20,8 +20,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .model_files import safetensors_parameters, weights_sha256
-from ..paths import project_root, runs_dir
+from sumjudge.llm.models import resolve_model
+from sumjudge.llm.recording import compress
+from sumjudge.paths import project_root, runs_dir
+from sumjudge.results.banner import index_banner, notebook_banner
+from sumjudge.results.model_files import local_parameters, safetensors_parameters, weights_sha256
+from sumjudge.results.notes import notes
+from sumjudge.run.replay import ANSWERS, ANSWERS_PLAIN
 
 
 def commit() -> str:
@@ -68,7 +73,6 @@ def engines(runs: Path, profile: str) -> list[dict[str, Any]]:
 def provenance(profile: str, model: str | None) -> dict[str, Any]:
     """What a run's notebook records share: the commit, the model and its weights, the engines, the machine, the
     date."""
-    from ..llm.models import resolve_model
 
     weights: dict[str, str] = {}
     local = None
@@ -203,7 +207,6 @@ def page_profile(out: Path) -> str:
 def write_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any], since: float | None = None) -> Path:
     """``out/<notebook>.md`` from the notebook's saved tables and figures (``src``) and its provenance record: its
     banner (``page_banner``: the model beside the paper's, the n its tables rest on), its state, its sections."""
-    from .banner import notebook_banner
 
     body = page_body(nb, src, out, since)
     lines = [f"# {notebook_title(nb)}", ""] + notebook_banner(nb.stem, page_profile(out), record, out,
@@ -222,7 +225,6 @@ def render_notebook_page(nb: Path, src: Path, out: Path, record: dict[str, Any],
     from the answers it recorded: the answers and their provenance (commit, machine, date, wall time, calls) stay;
     the tables, figures and what they cannot show are the replay's. For a change of how tables are computed or
     laid out, which needs no model; a changed prompt is a request the answers do not hold, and needs a real run."""
-    from .notes import notes
 
     keep = out / nb.stem
     for old in keep.glob("*"):  # the figures go; the answers stay
@@ -238,7 +240,6 @@ def with_parameters(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The record's engines, each with its parameter count where the record lacks one and this machine holds the
     recorded weights (their sha256: ``model_files.local_parameters``): counted once, then kept in the record, so
     that every page written from it says the same on every machine."""
-    from .model_files import local_parameters
 
     return [{**e, "parameters": e.get("parameters") or local_parameters(e.get("model"), record.get("weights_sha256"))}
             if e.get("model") else e for e in record.get("engines") or []]
@@ -281,9 +282,6 @@ def write_results_page(profile: str, notebooks: list[Path], walls: list[dict[str
     and backend calls: a notebook replayed from the cache says so. ``run``: the whole command's wall time
     (``wall_s``) and notebooks at a time (``jobs``). ``recorded_commit``: the commit the run started at (a run
     outlives edits to the checkout), else the commit now."""
-    from ..llm.recording import compress
-    from ..run.replay import ANSWERS, ANSWERS_PLAIN
-    from .notes import notes
 
     out = figures / f"results-{profile}"
     out.mkdir(parents=True, exist_ok=True)
@@ -376,7 +374,6 @@ def write_index(out: Path, profile: str) -> Path:
     the n the tables rest on), every notebook's state, commit, machine and counts, each recording run's elapsed
     time and what the tables cannot show (the parse rates are each page's own `parsed_%` columns; a run's time profile
     and parse rates per method stay in ``figures/``, beside the run, not on the page)."""
-    from .banner import index_banner
 
     prov = load_provenance(out)
     records = [prov["notebooks"][k] for k in sorted(prov["notebooks"])]

@@ -13,6 +13,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from sumjudge.run.methods import methods
+
 COUNTS = ("parse_calls", "parsed_first_try", "parsed_after_retries", "unreadable", "fallback_calls",
           "examples_with_fallback", "n_examples")
 
@@ -33,7 +35,6 @@ def run_folders(runs_root: Path, profile: str, since: float | None = None) -> li
 
 def role_events(run: Path, method: str) -> dict[str, list[tuple[bool, int]]]:
     """(ok, attempts) of the parse events of the run's last process, by role (the method's ``roles``)."""
-    from ..run.methods import methods
 
     out: dict[str, list[tuple[bool, int]]] = defaultdict(list)
     calls = run / "calls.jsonl"

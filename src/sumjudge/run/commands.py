@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from ..registry import Registry
+from sumjudge.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from .serving import ServingTally
+from sumjudge.errors import ConfigError
+from sumjudge.run.serving import ServingTally
 
 
 @dataclass
@@ -39,7 +39,7 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         """The record of the run; a base URL is kept without credentials (user:password, query). ``held_out_of``
         appears only when set (the records of other runs stay as they were)."""
-        from ..llm.types import server_identity
+        from sumjudge.llm.types import server_identity
 
         d = dataclasses.asdict(self)
         d["base_url"] = server_identity(self.base_url) or None

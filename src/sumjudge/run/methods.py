@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from ..registry import Registry
+from sumjudge.registry import Registry
 
 if TYPE_CHECKING:
-    from ..judges.base import Judgement
-    from ..llm.engine import LLM
-    from ..profiles import Profile
+    from sumjudge.judges.base import Judgement
+    from sumjudge.llm.engine import LLM
+    from sumjudge.profiles import Profile
 
 JudgeFn = Callable[[Any, "LLM", Any], Awaitable["Judgement"]]
 

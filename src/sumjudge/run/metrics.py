@@ -5,12 +5,26 @@ distributions); a paper registers the kinds of its own tasks. A method may bring
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..data import registry as data_registry
-from ..judges.base import Judgement
-from ..registry import Registry
+from sumjudge.data import registry as data_registry
+from sumjudge.judges.aspects import aspect
+from sumjudge.judges.base import Judgement
+from sumjudge.metrics import (
+    bacc_cell,
+    binary_alpha_ci,
+    binary_report,
+    correlation_test,
+    error_rate_cis,
+    grouped_correlation,
+    krippendorff_alpha,
+    labels_said,
+    mean_of_grouped_ci,
+    score_distribution,
+)
+from sumjudge.registry import Registry
 
 
 def faithfulness_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
@@ -28,7 +42,6 @@ def score_metrics(human: list[float | None], judgements: list[Judgement]) -> dic
     examples where both exist. A method that gives only a verdict (zero-shot, CoT) is scored by its label
     (1 faithful / 0 not: the correlation is then point-biserial), counted as ``score_from_label``; examples
     with neither (unreadable verdicts) are counted, not guessed. ``bacc`` is None: there is no binary label."""
-    from ..metrics import correlation_test
 
     method_scores = [j.score if j.score is not None else j.label for j in judgements]
     pairs = [(h, s) for h, s in zip(human, method_scores) if h is not None and s is not None]
@@ -45,7 +58,6 @@ def score_metrics(human: list[float | None], judgements: list[Judgement]) -> dic
 def binary_scores(y: list[int], p: list[int | None]) -> dict[str, Any]:
     """BAcc, K-alpha, FPR, FNR of predicted labels ``p`` (None: unreadable) against gold ``y``, each with its 95%
     interval, the labels said, the gold labels of the same (readable) examples and the confusion counts."""
-    from ..metrics import bacc_cell, binary_alpha_ci, binary_report, error_rate_cis, krippendorff_alpha, labels_said
 
     rep, cell = binary_report(y, p), bacc_cell(y, p)  # the BAcc cell every table shows (value, n, interval)
     alpha_ci = binary_alpha_ci(y, p)
@@ -82,8 +94,6 @@ def rated_metrics(examples, judgements: list[Judgement],
     (Table 2, each on its own scale: the method's scale is the one its judgements record), and what the
     method's details show (``protocol_stats``: G-Eval's coverage; a protocol's own ``details_stats``);
     ``average``: the mean over aspects, as Table 1's Average column."""
-    from ..judges.aspects import aspect
-    from ..metrics import grouped_correlation, mean_of_grouped_ci, score_distribution
 
     methods = data_registry.get(examples[0].dataset).correlations if examples else ()
     names = list(dict.fromkeys(k for j in judgements for k in j.scores))
@@ -188,7 +198,6 @@ def cell_sizes(metrics: dict[str, Any], n_examples: int | None) -> dict[str, int
 def one_label_said(cell: str | None) -> str | None:
     """The label ("1" or "0") a ``said_column`` cell shows given to every readable example; None where both were
     said, or nothing."""
-    import re
 
     m = re.match(r"^(\d+) × 1, (\d+) × 0$", (cell or "").strip())
     if not m or (int(m.group(1)) == 0) == (int(m.group(2)) == 0):

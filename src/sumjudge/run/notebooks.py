@@ -4,11 +4,16 @@
 
 from __future__ import annotations
 
+import ast
+import json
+import re
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-from ..paths import project_root
+from sumjudge import profiles
+from sumjudge.paths import project_root
 
 
 def notebooks(selection: str = "") -> list[Path]:
@@ -21,7 +26,6 @@ def notebooks(selection: str = "") -> list[Path]:
 
 def notebook_parameters(nb: Path) -> set[str]:
     """Names assigned in the notebook's ``parameters`` cell."""
-    import re
 
     import nbformat
 
@@ -34,7 +38,6 @@ def execute(nb: Path, profile: str, out_dir: Path, **params) -> Path:
     import papermill as pm
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    from .. import profiles
 
     out = out_dir / nb.name
     declared = notebook_parameters(nb)
@@ -52,7 +55,6 @@ def notebook_after(nb: Path) -> tuple[str, ...]:
     """The notebooks ``nb`` starts after when both are in one run (its metadata ``sumjudge.after``): it asks
     requests they ask too, which are then answers in the response cache, not asked again (a sampled answer asked
     twice, in two batches, can differ, and the two pages would show two numbers for one judgement)."""
-    import json
 
     meta = json.loads(nb.read_text(encoding="utf-8")).get("metadata", {}).get("sumjudge", {})
     return tuple(meta.get(AFTER_KEY, ()))
@@ -73,7 +75,6 @@ def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Pa
     """Each notebook in a worker process (``--worker``, its output in ``logs/<notebook>.log``), ``jobs`` at a
     time, in the given order, each after the notebooks ``after`` names (a recording: ``recording_order``; a replay reads
     recorded answers and needs no order); one wall record per notebook, in the given order."""
-    import subprocess
 
     logs.mkdir(parents=True, exist_ok=True)
     queue, running, done = list(nbs), {}, {}
@@ -108,7 +109,6 @@ def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Pa
 def notebook_defaults(nb: Path) -> dict:
     """The values the notebook's ``parameters`` cell assigns (literals only: a name assigned anything else is left
     out), what it runs with when nothing is injected."""
-    import ast
 
     import nbformat
 

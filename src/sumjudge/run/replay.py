@@ -13,12 +13,18 @@ changed prompt or parameter) is asked of a real engine (``Ask``), only that requ
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from pathlib import Path
 from typing import Any
 
-from ..environment import read
-from ..errors import ConfigError
+from sumjudge.environment import read
+from sumjudge.errors import ConfigError
+from sumjudge.llm import BACKENDS, make_llm
+from sumjudge.llm.engine import LLM
+from sumjudge.llm.recording import MemoryCache
+from sumjudge.paths import project_root
+from sumjudge.run.notebooks import notebook_parameters
 
 ANSWERS = "answers.jsonl.xz"  # beside a notebook's results page
 ANSWERS_PLAIN = "answers.jsonl"  # what a notebook writes under figures/<notebook>/ as it runs
@@ -47,8 +53,6 @@ def replay_llm(recording, backend: str, model: str | None, base_url: str | None,
                ask: "Ask | None" = None):
     """An engine answering from ``recording`` as its recorded engine (backend, model and options as now) did; what
     the recording does not hold is asked of ``ask`` where given, else stops the notebook (``ReplayMiss``)."""
-    from ..llm.engine import LLM
-    from ..llm.recording import MemoryCache
 
     engine = recording.engine_for(backend, model_label(model), base_url, options)
     return LLM(recording.backend(engine, ask), cache=MemoryCache(), parse_retries=options.get("parse_retries", 2))
@@ -65,7 +69,6 @@ class Ask:
         if spec == ASK_PROFILE:
             self.args = (backend, model, base_url, dict(options))
         else:
-            from ..llm import BACKENDS
 
             b, _, rest = spec.partition(":")
             m, _, url = rest.partition("@")
@@ -81,7 +84,6 @@ class Ask:
 
     def engine(self):
         if self._llm is None:
-            from ..llm import make_llm
 
             backend, model, base_url, options = self.args
             self._llm = make_llm(backend, model, base_url=base_url, **options)
@@ -89,7 +91,6 @@ class Ask:
 
     async def answer(self, kind: str, reqs: list) -> list:
         """The engine's answers to ``reqs`` (or each one's exception), batched together."""
-        import asyncio
 
         llm = self.engine()
         calls = [llm.chat(r) if kind == "chat" else llm.score_options(r.messages, r.options, prefix=r.prefix, tag=r.tag)
@@ -129,7 +130,6 @@ def ask_from_env(backend: str, model: str | None, base_url: str | None, options:
 
 def page_path(page: str | Path) -> Path:
     """A results page named relative to the project root (``figures/results-smoke``) from a notebook's folder too."""
-    from ..paths import project_root
 
     p = Path(page)
     return p if p.is_absolute() or p.exists() else project_root() / p
@@ -149,8 +149,6 @@ def set_recorded_parameters(notebook: str, parameters: dict[str, Any]) -> dict[s
     ns = shell.user_ns
     if any(str(src).startswith(INJECTED) for src in ns.get("In", ())):  # papermill set them: as it says
         return {}
-    from .notebooks import notebook_parameters
-    from ..paths import project_root
 
     nb = project_root() / "notebooks" / f"{notebook}.ipynb"
     declared = notebook_parameters(nb) if nb.exists() else set()

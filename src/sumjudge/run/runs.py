@@ -11,6 +11,7 @@ partial is ever presented as a result.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import json
@@ -23,19 +24,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..data import registry as data_registry
-from ..llm import BackendRequestError, OptionScoringError, PromptTooLongError, make_llm
-from ..errors import ConfigError, SumjudgeError
-from ..llm.engine import LLM, Calls
-from .folder import (FolderState, RunConfig, RunLock, check_run_folder, claim_folder, remove_stale_temps,
-                     usage_from_log, write_atomic, write_jsonl_atomic)
-from .serving import ServingTally
-from ..judges.settings import make_config
-from .methods import get_method
-from ..judges.base import Judgement
-from .metrics import KINDS
-
+from sumjudge import __version__
+from sumjudge.data import registry as data_registry
+from sumjudge.errors import ConfigError, SumjudgeError
+from sumjudge.judges.base import Judgement
+from sumjudge.judges.settings import make_config
+from sumjudge.llm import BackendRequestError, CallLog, OptionScoringError, PromptTooLongError, make_llm
+from sumjudge.llm.engine import LLM, Calls, RunContext, run_sync
+from sumjudge.run.folder import (
+    FolderState,
+    RunConfig,
+    RunLock,
+    check_run_folder,
+    claim_folder,
+    remove_stale_temps,
+    usage_from_log,
+    write_atomic,
+    write_jsonl_atomic,
+)
+from sumjudge.run.methods import get_method
+from sumjudge.run.metrics import KINDS
+from sumjudge.run.serving import ServingTally
 
 # An example whose request the server refused (4xx) or whose options could not be scored fails alone: it is
 # recorded with the message and counted in metrics.json. Once at least FAIL_STOP_MIN examples have failed and
@@ -243,7 +252,6 @@ def run(rc: RunConfig, out: str | Path, *, no_cache: bool = False, cache: str | 
 def execute(r: Run, llm: LLM, *, progress: bool = True) -> dict[str, Any]:
     """Judge every example of ``r`` on the run's own context of ``llm`` (its calls logged to the folder's
     ``calls.jsonl``, counted apart from other runs on the same engine); write results and metrics."""
-    from ..llm.engine import run_sync
 
     view = open_run(r, llm)
     try:
@@ -254,8 +262,6 @@ def execute(r: Run, llm: LLM, *, progress: bool = True) -> dict[str, Any]:
 
 def open_run(r: Run, llm: LLM) -> Calls:
     """The run's own context on ``llm``: its calls logged to the folder's ``calls.jsonl``, counted apart."""
-    from ..llm import CallLog
-    from ..llm.engine import RunContext
 
     return llm.for_run(RunContext(log=CallLog(r.out / "calls.jsonl")))
 
@@ -301,9 +307,7 @@ def run_many(jobs: list[Job], *, progress: bool = True,
     functions awaited in the same event loop (work that is not a run, e.g. a method's training, or runs that can
     only be configured once it is done: ``run_many_async``), their results not returned. When a run (or one of
     those) fails the others still finish; the first failure is raised after them."""
-    import contextlib
 
-    from ..llm.engine import run_sync
 
     async def everything_in(after_loop: contextlib.ExitStack) -> list:
         _AFTER_LOOP.set(after_loop)  # in the loop's own context (run_sync may run it in another thread)
@@ -324,7 +328,6 @@ async def run_many_async(jobs: list[Job], *, progress: bool = True
     learned their configuration): these runs join the batches of whatever else the loop is running. Their logs
     close when the outermost ``run_many`` ends, else when they finish. The first failure is raised after every
     run finished."""
-    import contextlib
 
     with contextlib.ExitStack() as own:
         token = None if _AFTER_LOOP.get() is not None else _AFTER_LOOP.set(own)
@@ -344,7 +347,6 @@ async def _gather(jobs: list[Job], progress: bool,
     """The runs (locked and claimed, each on its own view of its engine) and the work alongside, awaited together;
     results and exceptions in order. The views' logs close with ``_AFTER_LOOP``'s stack, after the event loop
     (see ``execute``)."""
-    import contextlib
 
     runs = [prepare(rc, out, target=target[0] if target else None) for rc, out, _, *target in jobs]
     folders = [r.out.resolve() for r in runs]

@@ -162,8 +162,8 @@ def test_llm_aggrefact_download_is_pinned_to_a_commit_recorded_beside_the_file_a
     assert aggrefact.llm_aggrefact_provenance("test") == {"repo": "lytang/LLM-AggreFact", "requested_revision": "main",
                                                           "commit": "c0ffee"}
     assert path.exists()
-    from sumjudge.llm.scripted import ScriptedBackend
     from sumjudge.llm import make_llm
+    from sumjudge.llm.scripted import ScriptedBackend
 
     llm = make_llm(ScriptedBackend().add(".", "<label>1</label>"), no_cache=True)
     run(RunConfig(method="zero-shot", dataset="llm-aggrefact-cnn", backend="scripted"), tmp_path / "r", llm=llm,
@@ -245,10 +245,10 @@ def test_tofueval_mediasum_route(raw):
 
 @needs_mirror
 def test_paper_tables_put_the_papers_numbers_beside_ours():
-    from sumjudge.results import dataset_tables
     from sumjudge.papers.factax import dataset_tables as factax_t
     from sumjudge.papers.madisse import dataset_tables as madisse_t
     from sumjudge.papers.mesa import dataset_tables as mesa_t
+    from sumjudge.results import dataset_tables
 
     t2 = madisse_t.madisse_table2().set_index("statistic")
     assert (t2.loc["annotated_sentences", "paper"], t2.loc["annotated_sentences", "ours"]) == (770, 770)

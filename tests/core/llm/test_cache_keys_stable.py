@@ -9,11 +9,11 @@ from conftest import needs_mirror
 
 from sumjudge.data import registry
 from sumjudge.judges.settings import make_config
-from sumjudge.run.methods import get_method
 from sumjudge.llm import NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import Rule, ScriptedBackend
 from sumjudge.llm.types import cache_key
+from sumjudge.run.methods import get_method
 
 CASES = [("zero-shot", "tofueval-meetingbank", {}), ("cot", "tofueval-meetingbank", {}),
          ("madisse", "tofueval-meetingbank", {"rounds": "2"}), ("factax", "qags-xsum", {}), ("factax-wd", "diasumfact", {}),

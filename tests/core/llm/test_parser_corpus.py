@@ -12,8 +12,8 @@ import yaml
 import sumjudge.llm.parsing as parsing
 from sumjudge.papers.factax.protocol import parse_factax
 from sumjudge.papers.factax.sft.inference import parse_binary
-from sumjudge.papers.mesa.protocol import parse_instances, parse_rated, parse_score
 from sumjudge.papers.mesa.feedback import parse_quality, parse_report
+from sumjudge.papers.mesa.protocol import parse_instances, parse_rated, parse_score
 
 CORPUS = Path(parsing.__file__).parent / "parser_corpus"
 UNREADABLE = "unreadable"

@@ -3,13 +3,13 @@
 import pytest
 
 from sumjudge.data.records import RatedExample
+from sumjudge.judges.settings import make_config
 from sumjudge.llm import ConfigError, NullCache, OptionScoringError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.judges.settings import make_config
-from sumjudge.run.methods import get_method
 from sumjudge.papers.debate.protocol import CRITICS, says_no_issue
 from sumjudge.prompts import load as load_template
+from sumjudge.run.methods import get_method
 
 EX = RatedExample(id="d1|m1", dataset="summeval", group_id="d1", source="The council voted 5 to 2 on Monday.",
                   output="The council voted.", scores={"coherence": 4.0, "consistency": 5.0, "fluency": 5.0,
@@ -216,8 +216,8 @@ def told_to_stop(req) -> bool:
 def test_critic_stop_instructed_lets_the_devils_advocate_end_the_debate_and_tables_report_it():
     """A Critic that says NO_ISSUES only when its system message tells it how: the Section 2 prompt as printed
     runs every debate to the cap, the instructed one (default) ends it; the metrics report both facts."""
-    from sumjudge.papers.debate.tables import correlation_rows
     from sumjudge.papers.debate.metrics import debate_metrics
+    from sumjudge.papers.debate.tables import correlation_rows
 
     rules = ScriptedBackend().add(is_("scorer"), rescoring_scorer()).add(
         is_("critic"), lambda r: "NO_ISSUES" if told_to_stop(r) else "The score is too high.").rules

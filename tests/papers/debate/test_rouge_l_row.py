@@ -5,8 +5,8 @@ import pytest
 from conftest import needs_mirror
 
 from sumjudge.data.summeval import load_summeval
-from sumjudge.papers.debate.tables import rouge_l_scores
 from sumjudge.judges.base import Judgement
+from sumjudge.papers.debate.tables import rouge_l_scores
 from sumjudge.report import paper_value
 from sumjudge.run.metrics import rated_metrics
 

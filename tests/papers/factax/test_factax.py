@@ -5,15 +5,15 @@ import pytest
 
 from sumjudge.data.error_taxonomy import ADDITION, ENTITY, PREDICATE
 from sumjudge.data.records import FaithExample
+from sumjudge.judges.settings import make_config
 from sumjudge.llm import NullCache, ParseError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.judges.settings import make_config
-from sumjudge.run.methods import get_method
+from sumjudge.metrics import error_type_criteria, error_type_f1, length_buckets, pooled_balanced_accuracy
 from sumjudge.papers.factax.alignment import align, sentence_scores
 from sumjudge.papers.factax.protocol import parse_factax
 from sumjudge.papers.factax.windows import sentences, windows
-from sumjudge.metrics import (error_type_criteria, error_type_f1, length_buckets, pooled_balanced_accuracy)
+from sumjudge.run.methods import get_method
 
 
 def test_sentences_respect_abbreviations_initials_and_numbers():

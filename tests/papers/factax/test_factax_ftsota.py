@@ -6,10 +6,10 @@ import csv
 import json
 
 import pytest
-
 from conftest import needs_mirror
-from sumjudge.papers.factax import tables as factax_tables
+
 from sumjudge.data import registry
+from sumjudge.papers.factax import tables as factax_tables
 
 SOTA_COLUMNS = ["dataset", "origin", "id", "doc", "summary", "model_name", "label", "cut"]
 
@@ -157,10 +157,10 @@ def test_repeated_runs_get_seeds_and_greedy_methods_sample():
 
 def test_luo_baselines_send_the_papers_prompts_and_read_yes_no():
     from sumjudge.data.records import FaithExample
+    from sumjudge.judges.settings import make_config
     from sumjudge.llm import NullCache, run_sync
     from sumjudge.llm.engine import LLM
     from sumjudge.llm.scripted import Rule, ScriptedBackend
-    from sumjudge.judges.settings import make_config
     from sumjudge.run.methods import get_method
 
     backend = ScriptedBackend([Rule(r"Answer \(yes or no\):", "No."),

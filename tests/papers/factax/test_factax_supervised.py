@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from sumjudge.papers.factax.sft import pairs as factax_pairs
 from sumjudge.data.error_taxonomy import ADDITION, ENTITY, UNMAPPED
 from sumjudge.data.records import FaithExample
 from sumjudge.llm import ConfigError
+from sumjudge.papers.factax.sft import pairs as factax_pairs
 
 
 def ex(i, label, types=(), dataset="one", doc=None):
@@ -165,11 +165,11 @@ def test_training_sets_from_files_docnli_format_and_typed_set_one(tmp_path):
 
 @pytest.mark.slow
 def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_model_dir, tmp_path):
-    from sumjudge.papers.factax.sft.train import train
-    from sumjudge.llm import NullCache, run_sync
-    from sumjudge.llm.hf import HFBackend
-    from sumjudge.llm.engine import LLM
     from sumjudge.judges.settings import make_config
+    from sumjudge.llm import NullCache, run_sync
+    from sumjudge.llm.engine import LLM
+    from sumjudge.llm.hf import HFBackend
+    from sumjudge.papers.factax.sft.train import train
     from sumjudge.run.methods import get_method
 
     pairs = factax_pairs.build("I-Taxonomy", SET_I, TEST).pairs[:4]

@@ -11,9 +11,9 @@ from sumjudge.judges.settings import make_config
 from sumjudge.llm import NullCache, PromptTooLongError, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.run.methods import get_method
 from sumjudge.papers.llm_aggrefact import published
 from sumjudge.prompts import load
+from sumjudge.run.methods import get_method
 
 EX = FaithExample(id="s1", dataset="tofueval-meetingbank", document="The council approved the budget on Monday.",
                   summary="The council rejected the budget.", label=0)

@@ -13,10 +13,9 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from conftest import REFERENCE, needs_reference
-from sumjudge.prompts import AS_RUN, available, load
-from sumjudge.prompts import variant
+
+from sumjudge.prompts import AS_RUN, available, load, variant
 
 REF = REFERENCE / "madisse"
 

@@ -6,13 +6,13 @@ prompts (answers in <argument>/<label>), the mediator text from round 3, ties ad
 import re
 
 import pytest
-
 from conftest import needs_mirror
+
 from sumjudge.data.records import FaithExample
+from sumjudge.judges.settings import make_config
 from sumjudge.llm import ConfigError, NullCache, ResponseCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.judges.settings import make_config
 from sumjudge.papers.madisse.baselines import SelfConsistencyConfig, majority, self_consistency
 from sumjudge.papers.madisse.protocol import MadisseConfig, madisse
 
@@ -332,10 +332,10 @@ from sumjudge.papers.madisse.ambiguity import (  # noqa: E402
     AmbiguitySCConfig,
     AmbiguityTaxonomyConfig,
     ambiguity_debate,
+    ambiguity_metrics,  # noqa: E402
     ambiguity_sc,
     ambiguity_taxonomy,
 )
-from sumjudge.papers.madisse.ambiguity import ambiguity_metrics  # noqa: E402
 
 
 def test_self_consistency_variation_threshold():

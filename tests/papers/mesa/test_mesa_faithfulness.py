@@ -6,11 +6,11 @@ import json
 from sumjudge.arena import Cell, printed_twin
 from sumjudge.data.records import FaithExample
 from sumjudge.judges.settings import make_config
-from sumjudge.run.methods import get_method
 from sumjudge.llm import NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
 from sumjudge.papers.mesa.protocol import error_types
+from sumjudge.run.methods import get_method
 
 DOC, SUMMARY = "A: the council voted five to two on Monday. B: the motion passed.", "The council voted on Tuesday."
 EX = FaithExample(id="f1", dataset="tofueval-meetingbank", document=DOC, summary=SUMMARY, label=0)

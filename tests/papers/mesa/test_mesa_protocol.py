@@ -6,12 +6,12 @@ import json
 import pytest
 
 from sumjudge.data.records import MeetingErrorExample
+from sumjudge.judges.settings import make_config
 from sumjudge.llm import ConfigError, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.judges.settings import make_config
-from sumjudge.run.methods import get_method
 from sumjudge.papers.mesa.protocol import TypeAssessment, error_types, overall
+from sumjudge.run.methods import get_method
 
 EX = MeetingErrorExample(id="m1", dataset="meeting-errors", transcript="A: we decide to buy the red chair. B: agreed.",
                          summary="They bought a blue chair. They bought a blue chair.", labels={"RED": 1, "HAL": 1})

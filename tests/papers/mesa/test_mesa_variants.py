@@ -6,21 +6,20 @@ import json
 
 import pytest
 from scipy import stats
+from test_mesa_protocol import EX, FOUND, RATED, STEP1, STEP2, STEP3, three_step_backend
 
 from sumjudge.data import registry
 from sumjudge.data.records import MeetingErrorExample
 from sumjudge.data.sources import DataFormatError
+from sumjudge.judges.settings import make_config
 from sumjudge.llm import ConfigError, NullCache, run_sync
 from sumjudge.llm.engine import LLM
 from sumjudge.llm.scripted import ScriptedBackend
-from sumjudge.judges.settings import make_config
-from sumjudge.run.methods import get_method
-from sumjudge.papers.mesa.protocol import error_types
 from sumjudge.papers.mesa.feedback import DIFFERENCES, difference, save, self_train
 from sumjudge.papers.mesa.madp import PERSPECTIVES
 from sumjudge.papers.mesa.metrics import meeting_error_metrics
-
-from test_mesa_protocol import EX, FOUND, RATED, STEP1, STEP2, STEP3, three_step_backend
+from sumjudge.papers.mesa.protocol import error_types
+from sumjudge.run.methods import get_method
 
 CHALLENGE = "You are one of several reviewers"
 SYNTH = "You are the moderator of an evaluation discussion"

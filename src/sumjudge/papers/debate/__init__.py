@@ -1,3 +1,3 @@
 """DEBATE (Kim et al.): Commander, Scorer and devil's-advocate Critic."""
 
-from . import aspects, protocol  # noqa: F401  (importing registers the judges)
+from sumjudge.papers.debate import aspects, protocol  # noqa: F401  (importing registers the judges)

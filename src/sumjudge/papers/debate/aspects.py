@@ -4,8 +4,8 @@ judges use instead of G-Eval's 1-3 one (Table 2, Appendix H.1)."""
 
 from __future__ import annotations
 
-from ...judges.aspects import register_templates
-from ...registry import Registry
+from sumjudge.judges.aspects import register_templates
+from sumjudge.registry import Registry
 
 register_templates("summeval", {
     "coherence": "debate/g2_summeval_coherence",

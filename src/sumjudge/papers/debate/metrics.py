@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...judges.base import Judgement
-from ...run.metrics import rated_metrics
+from sumjudge.judges.base import Judgement
+from sumjudge.run.metrics import rated_metrics
 
 
 def debate_stats(details: list[dict[str, Any]]) -> dict[str, Any]:

@@ -42,20 +42,20 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...data.records import FaithExample, RatedExample
-from ...errors import ConfigError
-from ...llm.engine import Calls
-from ...llm.parsing import complete_lines, scale_score
-from ...llm.types import ChatRequest
-from ...prompts import load as load_template
-from ...judges.aspects import KIND, Aspect, consistency_aspect, score_aspects, thresholded
-from ...judges.base import fit_fields
-from ...judges.settings import Generation
-from ...run.methods import AsPrinted, MethodSpec, register
-from ...judges.geval import GEvalConfig, g_eval
-from ...llm.fitting import fit_to_context
-from .aspects import DEBATE_TEMPLATES
-from .metrics import debate_metrics
+from sumjudge.data.records import FaithExample, RatedExample
+from sumjudge.errors import ConfigError
+from sumjudge.judges.aspects import KIND, Aspect, consistency_aspect, score_aspects, thresholded
+from sumjudge.judges.base import fit_fields
+from sumjudge.judges.geval import GEvalConfig, g_eval
+from sumjudge.judges.settings import Generation
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.fitting import fit_to_context
+from sumjudge.llm.parsing import complete_lines, scale_score
+from sumjudge.llm.types import ChatRequest
+from sumjudge.papers.debate.aspects import DEBATE_TEMPLATES
+from sumjudge.papers.debate.metrics import debate_metrics
+from sumjudge.prompts import load as load_template
+from sumjudge.run.methods import AsPrinted, MethodSpec, register
 
 CRITICS: dict[str, dict[str, str]] = {
     "strictly-negative": {"original": "debate/s2_devils_advocate",

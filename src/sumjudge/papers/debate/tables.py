@@ -8,15 +8,21 @@ n iterations repeats, call for call, the first n-1 iterations of a longer one (g
 from __future__ import annotations
 
 import html
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-from ...metrics import wilson_ci
-from ...run.folder import run_name
-from ...prompts import load as load_template
-from ...report import paper_results, paper_value, read_results
-from ...run.metrics import parse_columns
+from sumjudge import plots
+from sumjudge.data import registry
+from sumjudge.judges.base import Judgement
+from sumjudge.judges.settings import make_config
+from sumjudge.llm.engine import run_sync
+from sumjudge.metrics import wilson_ci
+from sumjudge.prompts import load as load_template
+from sumjudge.report import ci_text, paper_results, paper_value, read_results
+from sumjudge.run.folder import run_name
+from sumjudge.run.methods import get_method
+from sumjudge.run.metrics import parse_columns, rated_metrics
 
 EVALUATORS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("G-Eval", "g-eval", {}),
@@ -82,10 +88,6 @@ def repeatability_rows(session, dataset: str, aspect: str, *, examples: int, rep
     """Appendix E.1's due-diligence check: DEBATE on ``examples`` texts, ``repeats`` times each, at temperature 0,
     every repeat computed by the backend (the response cache is bypassed: a cached repeat proves nothing).
     Per text: the distinct final scores and whether every transcript was identical."""
-    from ...data import registry
-    from ...llm.engine import run_sync
-    from ...judges.settings import make_config
-    from ...run.methods import get_method
 
     spec = get_method("debate")
     cfg = make_config(spec.config_cls, session.method_settings("debate", aspects=aspect, iterations=iterations),
@@ -204,9 +206,6 @@ def rouge_l_metrics(session, dataset: str, aspects: list[str], limit: int | None
     """ROUGE-L of each SummEval summary (``ROUGE_VARIANTS``; the default reproduces the paper's row),
     correlated with the human scores exactly like the LLM evaluators (same examples: the profile's n and
     seed)."""
-    from ...data import registry
-    from ...judges.base import Judgement
-    from ...run.metrics import rated_metrics
 
     if dataset != "summeval":
         raise ValueError("ROUGE-L needs a reference text: SummEval only (Topical-Chat's reference is one of its "
@@ -307,7 +306,6 @@ def ablation_rows(runs: list[dict[str, Any]], model: str) -> list[dict[str, Any]
 
 def debate_endings(run_dir: Path) -> dict[str, Any]:
     """How the debates of a run ended: share stopped by NO ISSUE, mean Critic reviews."""
-    from ...report import read_results
 
     ds = [d for r in read_results(run_dir) for d in r["judgement"]["details"]["aspects"].values() if "stopped" in d]
     if not ds:  # not a debate (G-Eval)
@@ -322,8 +320,6 @@ def figure2(rows: list[dict[str, Any]]):
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from ... import plots
-    from ...report import ci_text
 
     df = pd.DataFrame([r for r in rows if r["experiment"] == "Figure 2" and r["aspect"] == "average"])
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))

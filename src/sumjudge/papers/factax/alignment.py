@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Callable
 
-from .windows import sentences
+from sumjudge.papers.factax.windows import sentences
 
 
 @lru_cache(maxsize=1)

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...data.records import FaithExample
-from ...llm.engine import Calls
-from ...llm.parsing import complete_lines, star_rating, yes_no
-from ...judges.aspects import consistency_aspect, thresholded
-from ...judges.base import Judgement, fit_prompt, request
-from ...judges.settings import Generation
-from ...run.methods import AsPrinted, MethodSpec, register
-from ...judges.geval import GEvalConfig, geval_aspect
+from sumjudge.data.records import FaithExample
+from sumjudge.judges.aspects import consistency_aspect, thresholded
+from sumjudge.judges.base import Judgement, fit_prompt, request
+from sumjudge.judges.geval import GEvalConfig, geval_aspect
+from sumjudge.judges.settings import Generation
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.parsing import complete_lines, star_rating, yes_no
+from sumjudge.run.methods import AsPrinted, MethodSpec, register
 
 
 def parse_stars(text: str) -> float:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import statistics
 
-from ...data import registry
-from ...results.dataset_tables import paper_rows
-from ...report import paper_results
+from sumjudge.data import registry
+from sumjudge.report import paper_results
+from sumjudge.results.dataset_tables import paper_rows
 
 
 def factax_table1():

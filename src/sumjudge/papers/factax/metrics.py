@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...judges.base import Judgement
-from ...run.metrics import faithfulness_metrics
+from sumjudge.data.error_taxonomy import ERROR_TYPES as FACTAX_TYPES
+from sumjudge.data.error_taxonomy import UNMAPPED_TYPES
+from sumjudge.judges.base import Judgement
+from sumjudge.metrics import error_type_criteria, error_type_f1, error_type_f1_ci
+from sumjudge.run.metrics import faithfulness_metrics
 
 
 def error_type_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
     """FacTax Tables 6-7 on data with (converted) error types: per-type F1 and the four matching criteria,
     over the summaries with a readable verdict. Summaries whose gold types include one FacTax could not
     map (DiaSumFact "Others", FacEval "Other Error": mapped by hand in the paper) are left out and counted."""
-    from ...data.error_taxonomy import ERROR_TYPES as FACTAX_TYPES, UNMAPPED_TYPES
-    from ...metrics import error_type_criteria, error_type_f1, error_type_f1_ci
 
     keep = [(ex.error_types, j.details.get("predicted_types", [])) for ex, j in zip(examples, judgements)
             if j.label is not None and not set(UNMAPPED_TYPES) & set(ex.error_types)]

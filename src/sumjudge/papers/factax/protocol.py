@@ -29,16 +29,16 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...data.error_taxonomy import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
-from ...data.records import FaithExample
-from ...llm.engine import Calls
-from ...llm.parsing import ParseError, complete_lines
-from .alignment import align
-from ...judges.base import Judgement, fit_prompt, request
-from ...judges.settings import Generation
-from ...run.methods import MethodSpec, register
-from .windows import sentences, windows
-from .metrics import factax_metrics
+from sumjudge.data.error_taxonomy import ADDITION, CIRCUMSTANTIAL, COREFERENCE, ENTITY, PREDICATE
+from sumjudge.data.records import FaithExample
+from sumjudge.judges.base import Judgement, fit_prompt, request
+from sumjudge.judges.settings import Generation
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.parsing import ParseError, complete_lines
+from sumjudge.papers.factax.alignment import align
+from sumjudge.papers.factax.metrics import factax_metrics
+from sumjudge.papers.factax.windows import sentences, windows
+from sumjudge.run.methods import MethodSpec, register
 
 TEMPLATE = "factax/fig3_factax"
 CORRECT = "Factually_Correct"

@@ -22,16 +22,35 @@ column with ``&paper=frank``).
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from dataclasses import dataclass, field
+from dataclasses import fields as dc_fields
 from pathlib import Path
 from typing import Any
 
-from ...data.aggrefact import SOTA_SOURCES, sota_source
-from ...run.folder import run_name
-from ...report import paper_results, paper_value, read_results, scaled_ci
-from ...metrics import labels_said
-from ...run.metrics import parse_columns, said_column
+from sumjudge import plots
+from sumjudge.data import registry
+from sumjudge.data.aggrefact import SOTA_SOURCES, sota_source
+from sumjudge.metrics import (
+    bacc_cell,
+    balanced_accuracy_resamples,
+    binary_report,
+    fisher_ci,
+    fisher_resamples,
+    labels_said,
+    length_buckets,
+    percentile_interval,
+    pooled_balanced_accuracy,
+    readable_bacc_ci,
+    readable_pairs,
+    wilson_ci,
+)
+from sumjudge.papers.factax.sft.steps import trained_from
+from sumjudge.report import paper_results, paper_value, read_results, scaled_ci
+from sumjudge.run.folder import run_name
+from sumjudge.run.methods import get_method
+from sumjudge.run.metrics import GOLD_COLUMN, SAID_COLUMN, parse_columns, said_column
 
 ORIGIN_DOMAIN = {"cnndm": "CNN/DM", "xsum": "XSum"}
 DOMAINS: dict[str, str | None] = {
@@ -67,9 +86,7 @@ def run_settings(method: str, settings: dict[str, Any], i: int, runs: int, seed:
     where the method decodes greedily by default, ``temperature`` (greedy runs would repeat each other)."""
     if runs <= 1:
         return dict(settings)
-    from dataclasses import fields as dc_fields
 
-    from ...run.methods import get_method
 
     defaults = {f.name: f.default for f in dc_fields(get_method(method).config_cls)}
     out = {**settings, "seed": seed + i}
@@ -130,14 +147,12 @@ class Part:
     note: str = ""
 
     def value(self) -> float | None:
-        from ...metrics import binary_report
 
         return self.pearson if self.scored else binary_report(self.gold, self.pred).bacc  # nan: a class is missing
 
     def sizes(self, metrics: dict[str, Any] | None = None) -> dict[str, int | None]:
         """``n``: what ``value`` rests on (the readable labels, ``metrics.bacc_cell``; Pearson's pairs), and
         ``n_examples``: the examples judged (``metrics``: the run's, for a score-labelled part's)."""
-        from ...metrics import bacc_cell
 
         if self.scored:
             return {"n": self.pearson_n, "n_examples": (metrics or {}).get("n_examples")}
@@ -147,7 +162,6 @@ class Part:
     def ci(self) -> tuple[float, float] | None:
         """The 95% interval of ``value``: a stratified bootstrap of BAcc (``metrics.bacc_cell``'s), Fisher's z for
         Pearson."""
-        from ...metrics import bacc_cell, fisher_ci
 
         if self.scored:
             return fisher_ci(self.pearson, self.pearson_n)
@@ -158,7 +172,6 @@ def dataset_place(dataset: str) -> tuple[str | None, str | None]:
     """(domain, Table 2 column) of a dataset: the built-in table, else what a user's spec says."""
     if dataset in DOMAINS or dataset in PAPER_COLUMN:
         return DOMAINS.get(dataset), PAPER_COLUMN.get(dataset)
-    from ...data import registry
 
     try:
         spec = registry.get(dataset)
@@ -223,7 +236,6 @@ def by_domain(parts: list[Part]) -> tuple[dict[str, list[Part]], dict[str, Part]
 def domains_of(parts: list[Part]) -> dict[str, float | None]:
     """Domain -> pooled balanced accuracy over its parts; for the score-labelled domains (Reports, Stories: one
     dataset each) the Pearson r of that dataset's run."""
-    from ...metrics import pooled_balanced_accuracy
 
     pooled, scored = by_domain(parts)
     return {**{d: pooled_balanced_accuracy([(q.gold, q.pred) for q in ps]) for d, ps in pooled.items()},
@@ -233,7 +245,6 @@ def domains_of(parts: list[Part]) -> dict[str, float | None]:
 def domain_intervals(parts: list[Part]) -> dict[str, tuple[float, float] | None]:
     """Domain -> the 95% interval of ``domains_of``'s value: a stratified bootstrap over the domain's pooled
     examples, Fisher's z for a score-labelled domain's Pearson."""
-    from ...metrics import readable_bacc_ci
 
     pooled, scored = by_domain(parts)
     return {**{d: readable_bacc_ci([y for q in ps for y in q.gold], [y for q in ps for y in q.pred])
@@ -264,7 +275,6 @@ def macro_interval(parts: list[Part], n_resamples: int = 1000, seed: int = 0) ->
     resample, the percentile interval of those means. None where a domain's value has no interval."""
     import numpy as np
 
-    from ...metrics import balanced_accuracy_resamples, fisher_resamples, percentile_interval, readable_pairs
 
     pooled, scored = by_domain(parts)
     draws = []
@@ -351,7 +361,6 @@ def threshold_note(run_dir: str | Path) -> str | None:
     """How a run that thresholds a score turned it into labels, read from the run's ``config.json`` (its method's
     ``threshold`` setting): a fixed threshold, where the judge arena chooses one for a scoring judge on held-out
     examples (so the two label the same answers differently); None for a run without a threshold."""
-    from ...run.methods import get_method
 
     p = Path(run_dir) / "config.json"
     cfg = json.loads(p.read_text()) if p.is_file() else {}
@@ -379,7 +388,6 @@ def answering_models(grid, base: str) -> dict[str, str]:
     """The model that answered each evaluator's cells, as its runs name it (the engine's model): the base zero-shot
     row's is the base (else ``base``); a fine-tuned model is named as the base plus the adapter (or full
     fine-tune) of its setting, e.g. ``qwen + LoRA adapter I-Binary (sft-I-Binary-lora)``."""
-    from .sft.steps import trained_from
 
     ran = {label: (cell_runs(v)[0][0].get("engine") or {}).get("model") for (label, _), v in grid.items()}
     base = ran.get(ZERO_SHOT_BASE) or base
@@ -463,7 +471,6 @@ def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]
     interval over the bucket's readable judgements, and how many of them the method labelled 1 and 0 (``labels
     said``) and the gold labels call 1 and 0 (``gold labels``): a method that says one label to every example scores
     the share of that gold class, whatever the lengths."""
-    from ...metrics import length_buckets, wilson_ci
 
     rows = []
     for label, run in runs.items():
@@ -482,7 +489,6 @@ def bucket_counts(lengths: list[int], labels: list[int], pred: list[int | None],
                   ) -> list[dict[str, int]]:
     """Per ``length_buckets`` bucket, how many of the examples with a readable ``pred`` have label 1 and 0 in
     ``labels``: the bucket's accuracy of ``labels`` read as predictions of an all-1 gold is their share of 1s."""
-    from ...metrics import length_buckets
 
     ones = [1] * len(labels)
     kept = [lab if p is not None else None for lab, p in zip(labels, pred)]
@@ -495,7 +501,6 @@ def bucket_counts(lengths: list[int], labels: list[int], pred: list[int | None],
 
 def _label_counts(rows: list[dict[str, Any]], column: str) -> dict[str, int]:
     """The ``said_column`` cells of ``rows`` summed: {"1": ..., "0": ...}."""
-    import re
 
     total = {"1": 0, "0": 0}
     for r in rows:
@@ -514,8 +519,6 @@ def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
     a method that said one label to every readable example says so in the legend."""
     import matplotlib.pyplot as plt
 
-    from ... import plots
-    from ...run.metrics import GOLD_COLUMN, SAID_COLUMN
 
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     gold = _label_counts(rows, GOLD_COLUMN)
@@ -552,7 +555,6 @@ def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
 def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[str, Any]]:
     """Tables 6 (per-type F1, a bootstrap interval over summaries) and 7 (four criteria, Wilson's interval) for the
     methods that predict error types."""
-    from ...metrics import wilson_ci
 
     rows = []
     for (label, ds), cell in grid.items():
@@ -578,6 +580,5 @@ def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[
 
 def present(datasets: list[str]) -> list[str]:
     """The datasets among ``datasets`` whose files are here (no download is tried)."""
-    from ...data import registry
 
     return [d for d in datasets if registry.is_present(d)]

@@ -2,4 +2,4 @@
 a judge, read two ways (``judge``), and the leaderboard's published balanced accuracy per model and dataset
 (``published``), which the arena shows beside ours."""
 
-from . import judge  # noqa: F401
+from sumjudge.papers.llm_aggrefact import judge  # noqa: F401

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...data.records import FaithExample
-from ...judges.base import Judgement, fit_prompt, with_system
-from ...judges.settings import Generation
-from ...llm.engine import Calls
-from ...llm.parsing import complete_lines, yes_no
-from ...run.methods import MethodSpec, register
-from ...prompts import load as load_template
-from ...llm import ChatRequest
-from . import published
+from sumjudge.data.records import FaithExample
+from sumjudge.judges.base import Judgement, fit_prompt, with_system
+from sumjudge.judges.settings import Generation
+from sumjudge.llm import ChatRequest
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.parsing import complete_lines, yes_no
+from sumjudge.papers.llm_aggrefact import published
+from sumjudge.prompts import load as load_template
+from sumjudge.run.methods import MethodSpec, register
 
 SYSTEM, USER = "llm_aggrefact/minicheck_system", "llm_aggrefact/minicheck_user"
 OPTIONS = ("Yes", "No")

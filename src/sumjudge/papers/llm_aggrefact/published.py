@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...data import sources
+from sumjudge.data import sources
 
 LEADERBOARD_FILE = "leaderboards/llm-aggrefact-data.tsx"
 GROUP = "llm-aggrefact-leaderboard"  # its name for ``sumjudge data fetch``

@@ -17,17 +17,23 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ...data.records import FaithExample
-from ...llm.engine import Calls
-from ...llm.parsing import tag_bodies
-from ...prompts import load as load_template
-from ...prompts import variant
-from ...judges.base import Judgement, fit_fields
-from ...errors import ConfigError
-from ...run.methods import MethodSpec, register
-from ...run.metrics import MethodKind, binary_metrics, register_kind
-from .baselines import SelfConsistencyConfig, ZeroShotConfig, answer_room, cot_samples, label_with_fallback
-from .protocol import MadisseConfig, Turn, fit_entries, guidelines_text, madisse, madisse_prompts
+from sumjudge.data.records import FaithExample
+from sumjudge.errors import ConfigError
+from sumjudge.judges.base import Judgement, fit_fields
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.parsing import tag_bodies
+from sumjudge.papers.madisse.baselines import (
+    SelfConsistencyConfig,
+    ZeroShotConfig,
+    answer_room,
+    cot_samples,
+    label_with_fallback,
+)
+from sumjudge.papers.madisse.protocol import MadisseConfig, Turn, fit_entries, guidelines_text, madisse, madisse_prompts
+from sumjudge.prompts import load as load_template
+from sumjudge.prompts import variant
+from sumjudge.run.methods import MethodSpec, register
+from sumjudge.run.metrics import MethodKind, binary_metrics, register_kind
 
 
 def taxonomy_text() -> str:

@@ -11,19 +11,19 @@ same samples (cache hits, nothing drawn twice).
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from ...data.records import FaithExample
-from ...llm.engine import Calls
-from ...llm.types import ChatRequest, ChatResponse
-from ...prompts import load as load_template
-from ...llm.parsing import binary_label, tag_bodies
-from ...prompts import variant
-from ...judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_prompt, request
-from ...judges.settings import Generation
-from ...run.methods import AsPrinted, MethodSpec, register
-
+from sumjudge.data.records import FaithExample
+from sumjudge.judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_prompt, request
+from sumjudge.judges.settings import Generation
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.parsing import binary_label, tag_bodies
+from sumjudge.llm.types import ChatRequest, ChatResponse
+from sumjudge.prompts import load as load_template
+from sumjudge.prompts import variant
+from sumjudge.run.methods import AsPrinted, MethodSpec, register
 
 LABEL_RETRIES = ("resample", "follow_up")
 
@@ -159,7 +159,6 @@ def majority(labels: list[int | None]) -> tuple[int | None, dict[int, int]]:
 
 async def cot_samples(example: FaithExample, llm: Calls, config: SelfConsistencyConfig):
     """The ``samples`` chain-of-thought answers of ``example``: [(label, explanation, source, details)], fit."""
-    import asyncio
 
     prompt, fit = await fit_prompt(llm, config.template_name(), {"doc": example.document, "summary": example.summary},
                                    max_new_tokens=answer_room(config.max_new_tokens, config.label_retry),

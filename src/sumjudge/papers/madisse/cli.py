@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from ...run.commands import PaperCommand, register_command
+from sumjudge.papers.madisse.guidelines import learn_guidelines
+from sumjudge.run.commands import PaperCommand, register_command
 
 GUIDELINES_FILE = "guidelines.txt"  # in the run folder: for `sumjudge run madisse --set guidelines=FILE`
 LEARNING_FILE = "learning.json"  # passes, convergence and each added guideline with its example
@@ -14,7 +15,6 @@ LEARNING_FILE = "learning.json"  # passes, convergence and each added guideline 
 
 def learn(options: dict):
     """MADISSE guideline learning phase (Appendix A.1.1) -> a guidelines file for `madisse --set guidelines=FILE`."""
-    from .guidelines import learn_guidelines
 
     async def body(r, llm) -> dict:
         res = await learn_guidelines(r.examples, llm, r.cfg, max_passes=options["max_passes"], start=options["start"])

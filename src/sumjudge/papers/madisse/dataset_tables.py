@@ -3,12 +3,11 @@ where they differ for a known reason."""
 
 from __future__ import annotations
 
-
-from ...data import registry
-from ...data.ambiguity_taxonomy import TAXONOMY
-from ...data.stats import dataset_stats
-from ...results.dataset_tables import paper_rows, stats_if_present
-from ...report import paper_results
+from sumjudge.data import registry
+from sumjudge.data.ambiguity_taxonomy import TAXONOMY
+from sumjudge.data.stats import dataset_stats
+from sumjudge.report import paper_results
+from sumjudge.results.dataset_tables import paper_rows, stats_if_present
 
 
 def madisse_table2():

@@ -18,12 +18,12 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ...data.records import FaithExample
-from ...llm.engine import Calls
-from ...llm.parsing import xml_tag
-from ...prompts import load as load_template
-from ...judges.base import request
-from .protocol import MadisseConfig, guidelines_text, madisse
+from sumjudge.data.records import FaithExample
+from sumjudge.judges.base import request
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.parsing import xml_tag
+from sumjudge.papers.madisse.protocol import MadisseConfig, guidelines_text, madisse
+from sumjudge.prompts import load as load_template
 
 
 @dataclass

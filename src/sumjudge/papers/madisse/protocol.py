@@ -43,17 +43,17 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ...data.records import FaithExample
-from ...errors import ConfigError
-from ...llm.engine import Calls
-from ...llm.parsing import ParseError, xml_tag
-from ...prompts import load as load_template
-from ...prompts import variant
-from ...judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_fields, request, user
-from ...judges.settings import Generation
-from ...run.methods import AsPrinted, MethodSpec, register
-from ...llm.fitting import fit_to_context
-from .baselines import answer_room, label_with_fallback
+from sumjudge.data.records import FaithExample
+from sumjudge.errors import ConfigError
+from sumjudge.judges.base import GREEDY_WARNING, Judgement, derive_seed, fit_fields, request, user
+from sumjudge.judges.settings import Generation
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.fitting import fit_to_context
+from sumjudge.llm.parsing import ParseError, xml_tag
+from sumjudge.papers.madisse.baselines import answer_room, label_with_fallback
+from sumjudge.prompts import load as load_template
+from sumjudge.prompts import variant
+from sumjudge.run.methods import AsPrinted, MethodSpec, register
 
 FAITHFUL, UNFAITHFUL = 1, 0
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import html
 import json
+import random
 from typing import Any
 
-from ...run.folder import run_name
-from ...report import ci_text, paper_results, paper_value, read_results, scaled_ci
-from ...run.metrics import cell_sizes, parse_columns, said_column
+from sumjudge.data import registry
+from sumjudge.metrics import binary_report, labels_said, percentile_interval, stratified_resamples
+from sumjudge.report import ci_text, paper_results, paper_value, read_results, scaled_ci
+from sumjudge.run.folder import run_name
+from sumjudge.run.metrics import binary_scores, cell_sizes, parse_columns, said_column
 
 # (paper row, method, settings, variant of the run's metrics or None)
 EVALUATORS: tuple[tuple[str, str, dict[str, Any], str | None], ...] = (
@@ -131,7 +134,6 @@ def coin_bacc_ci(y: list[int], seed: int, n_resamples: int = 1000) -> tuple[floa
     chance, the coin's expectation). Seeded: the same interval on every run; None with one gold class."""
     import numpy as np
 
-    from ...metrics import percentile_interval, stratified_resamples
 
     rng = np.random.default_rng(seed)
     drawn = stratified_resamples(np.asarray(y), n_resamples, rng)
@@ -147,10 +149,7 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
     """Table 4 rows on meetingbank-ambiguity: BAcc (%) of each detector, paper beside ours. The random
     baseline is a seeded coin per sentence (the paper reports its expectation, 50); its interval is a coin's, not
     this one draw's (``coin_bacc_ci``)."""
-    import random
 
-    from ...data import registry
-    from ...metrics import binary_report, labels_said
 
     debate = {"rounds": rounds, "faithful_agents": faithful_agents, "unfaithful_agents": unfaithful_agents,
               "adjudicators": adjudicators}
@@ -186,7 +185,6 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
 def filtering_rows(results: dict[str, dict[str, Any]]) -> list[dict]:
     """Figure 3 / 6: each evaluator's BAcc, K-alpha, FPR, FNR on all sentences and on those the human
     annotators did not mark ambiguous (the same run, re-scored)."""
-    from ...run.metrics import binary_scores
 
     rows = []
     for row, m in results.items():
@@ -355,7 +353,6 @@ def agent_label_rows(run_dir) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     that label was read (``parsed``; ``carried``: unreadable, so the agent keeps its previous one, its stance after
     round 1) and how often it was asked (2: its first answer contradicted its stance); then the counts of final
     labels by stance and source. A debate whose labels are its stances carried over says nothing about the summary."""
-    from ...report import read_results
 
     rows, counts = [], {}
     for r in read_results(run_dir):

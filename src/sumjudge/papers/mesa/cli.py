@@ -4,14 +4,14 @@ a run folder, its lock, the cache, the budget); the command line builds it from 
 
 from __future__ import annotations
 
-from ...run.commands import PaperCommand, register_command
+from sumjudge.papers.mesa.feedback import save, self_train
+from sumjudge.run.commands import PaperCommand, register_command
 
 FEEDBACK_FILE = "feedback.json"  # in the run folder: for `sumjudge run mesa --set feedback=FILE`
 
 
 def train(options: dict):
     """MESA self-training (Section 2.5) on the train split -> a feedback file for `mesa --set feedback=FILE`."""
-    from .feedback import save, self_train
 
     async def body(r, llm) -> dict:
         fb = await self_train(r.examples, llm, r.cfg, iterations=options["iterations"], judge=options["judge"])

@@ -3,21 +3,21 @@ where they differ for a known reason."""
 
 from __future__ import annotations
 
+import re
 import statistics
 
-from ...results.dataset_tables import paper_rows
-from ...report import paper_results
+from sumjudge.data.meeting_errors import read_meeting_errors, restore_transcripts
+from sumjudge.report import paper_results
+from sumjudge.results.dataset_tables import paper_rows
 
 
 def mesa_table10():
     """Table 10 beside the meeting-errors data: summaries, erroneous ones, and per distinct meeting the turns,
     speakers and words of the transcripts restored from QMSum (``meeting_errors.restore_transcripts``), with
     the published (cut) transcripts' words beside them."""
-    import re
 
     import pandas as pd
 
-    from ...data.meeting_errors import read_meeting_errors, restore_transcripts
 
     paper = paper_rows(paper_results("mesa")["table10"])
     published, dropped = read_meeting_errors()

@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...data.records import FaithExample, MeetingErrorExample
-from ...judges.base import Judgement
-from ...run.methods import AsPrinted, MethodSpec, register
-from ...llm.engine import Calls
-from .protocol import MesaConfig, mesa, preflight, step_role
+from sumjudge.data.records import FaithExample, MeetingErrorExample
+from sumjudge.judges.base import Judgement
+from sumjudge.llm.engine import Calls
+from sumjudge.papers.mesa.protocol import MesaConfig, mesa, preflight, step_role
+from sumjudge.run.methods import AsPrinted, MethodSpec, register
 
 
 @dataclass

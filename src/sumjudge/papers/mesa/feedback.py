@@ -29,12 +29,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...data.records import MeetingErrorExample
-from ...llm import ChatRequest
-from ...llm.engine import Calls
-from ...llm.parsing import ParseError, lenient_json, scale_score
-from ...prompts import render
-from .protocol import MesaConfig, mesa
+from sumjudge.data.records import MeetingErrorExample
+from sumjudge.llm import ChatRequest
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.parsing import ParseError, lenient_json, scale_score
+from sumjudge.papers.mesa.protocol import MesaConfig, mesa
+from sumjudge.prompts import render
 
 DIFFERENCES = ("No Difference", "Minor Difference", "Moderate Difference", "Major Difference",
                "Error Detection Discrepancy", "Presence Agrees")

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from typing import Any
 
-from ...data.records import MeetingErrorExample
-from ...llm.engine import Calls
-from ...judges.aspects import FIELDS, Aspect
-from ...judges.base import Judgement
-from ...run.methods import MethodSpec, register
-from ...judges.geval import GEvalConfig, geval_aspect
-from .metrics import meeting_error_metrics
-from ...llm.fitting import longest_prefix
-from .protocol import MesaConfig, count_words
+from sumjudge.data.records import MeetingErrorExample
+from sumjudge.judges.aspects import FIELDS, Aspect
+from sumjudge.judges.base import Judgement
+from sumjudge.judges.geval import GEvalConfig, geval_aspect
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.fitting import longest_prefix
+from sumjudge.papers.mesa.metrics import meeting_error_metrics
+from sumjudge.papers.mesa.protocol import MesaConfig, count_words
+from sumjudge.run.methods import MethodSpec, register
 
 TEMPLATE = "mesa/s31_geval4"
 

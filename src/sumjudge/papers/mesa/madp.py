@@ -22,10 +22,10 @@ import json
 from dataclasses import replace
 from typing import Any, Callable
 
-from ...llm import ChatRequest
-from ...llm.engine import LLM, Calls, Parsed
-from ...prompts import load as load_template
-from ...prompts import render
+from sumjudge.llm import ChatRequest
+from sumjudge.llm.engine import LLM, Calls, Parsed
+from sumjudge.prompts import load as load_template
+from sumjudge.prompts import render
 
 PERSPECTIVES = (
     "a sceptic who looks for false positives: instances or ratings that are not errors according to the criteria, "

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...judges.base import Judgement
-from ...run.metrics import MethodKind, count_by, register_kind
+from sumjudge.judges.base import Judgement
+from sumjudge.metrics import binary_report, correlation_test, labels_said, mean_ci, point_biserial, readable_bacc_ci
+from sumjudge.run.metrics import MethodKind, count_by, register_kind
 
 
 def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
@@ -20,7 +21,6 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
       the mean human rating over the same summaries (Table 5, signed: positive = the LLM rates the impact
       higher); on yes/no-only data these are reported as unavailable;
     - always: mean impact rating (Table 2's quantity). A type without any human label is unavailable."""
-    from ...metrics import binary_report, labels_said, mean_ci, point_biserial, readable_bacc_ci
 
     types = list(dict.fromkeys(k for j in judgements for k in j.scores))
     per: dict[str, Any] = {}
@@ -64,7 +64,6 @@ def transcript_stats(judgements: list[Judgement]) -> dict[str, Any]:
 
 def likert_metrics(pairs: list[tuple[float | None, float | None]]) -> dict[str, Any]:
     """Tables 4-5 for one error type from (human Likert, LLM rating) pairs."""
-    from ...metrics import correlation_test, mean_ci
 
     if all(h is None for h, _ in pairs):
         return {"available": False, "reason": "no human Likert scores (the dataset has yes/no labels only)"}

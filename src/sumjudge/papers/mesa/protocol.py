@@ -47,20 +47,20 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
-from ...data.records import MeetingErrorExample
-from ...llm import ChatRequest, PromptTooLongError
-from ...errors import ConfigError
-from ...llm.engine import Calls, Parsed
-from ...llm.fitting import certainly_fits, longest_prefix
-from ...llm.parsing import ParseError, json_number, lenient_json
-from ...prompts import load as load_template
-from ...prompts import render
-from ...judges.base import Judgement
-from ...judges.settings import Generation
-from ...run.methods import MethodSpec, register
-from . import madp
-from .metrics import meeting_error_metrics
-
+from sumjudge.data.records import MeetingErrorExample
+from sumjudge.data.sources import resolve
+from sumjudge.errors import ConfigError
+from sumjudge.judges.base import Judgement
+from sumjudge.judges.settings import Generation
+from sumjudge.llm import ChatRequest, PromptTooLongError
+from sumjudge.llm.engine import Calls, Parsed
+from sumjudge.llm.fitting import certainly_fits, longest_prefix
+from sumjudge.llm.parsing import ParseError, json_number, lenient_json
+from sumjudge.papers.mesa import madp
+from sumjudge.papers.mesa.metrics import meeting_error_metrics
+from sumjudge.prompts import load as load_template
+from sumjudge.prompts import render
+from sumjudge.run.methods import MethodSpec, register
 
 FALLBACK_ROOM = 16  # tokens kept free for the option-score fallback's JSON prefix
 
@@ -108,7 +108,6 @@ def _error_types(criteria: str, signature: tuple) -> dict[str, ErrorType]:
     (code -> name, definition, importance) or a folder of the authors' JSON format (``<name>.json`` with a
     ``definition``)."""
     if criteria in ("", "authors"):
-        from ...data.sources import resolve
 
         out = {}
         for code, name in AUTHORS_NAMES.items():

@@ -9,18 +9,25 @@ MADP after n self-training iterations; "single" / "three" in Table 1 = single-st
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import html
 import json
 import statistics
 from pathlib import Path
 from typing import Any
 
-from ...llm.engine import RunContext, run_sync
-from ...run.folder import run_name
-from ...metrics import fisher_ci, sd_interval, t_interval
-from ...report import paper_value, read_results, scaled_ci
-from ...run.metrics import parse_columns, said_column
-from .metrics import transcript_columns
+from sumjudge.data import registry
+from sumjudge.judges.settings import make_config
+from sumjudge.llm import CallLog
+from sumjudge.llm.engine import RunContext, run_sync
+from sumjudge.metrics import fisher_ci, point_biserial, sd_interval, t_interval
+from sumjudge.papers.mesa.feedback import save, self_train
+from sumjudge.papers.mesa.metrics import transcript_columns
+from sumjudge.papers.mesa.protocol import transcript_budget
+from sumjudge.report import paper_value, read_results, scaled_ci
+from sumjudge.run.folder import run_name
+from sumjudge.run.methods import get_method
+from sumjudge.run.metrics import parse_columns, said_column
 
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
 SETUPS = {"Single": {}, "Multi": {"madp": True}}
@@ -53,10 +60,6 @@ def shared_transcript_tokens(session, variants: list[tuple[dict[str, Any], bool]
     its examples, of the transcript tokens every prompt leaves room for. Run with it (``transcript_tokens``), every
     variant (and G-Eval-4) reads the same transcript text, cut once; None when the engine cannot count tokens
     or has no context length (nothing is cut then)."""
-    from ...data import registry
-    from ...judges.settings import make_config
-    from ...run.methods import get_method
-    from .protocol import transcript_budget
 
     llm = session.llm_for("mesa")
     if not llm.context_length or not llm.counts_tokens:
@@ -83,11 +86,7 @@ class FeedbackJob:
 
     def __init__(self, session, settings: dict[str, Any], iterations: int, *, limit: int | None = None,
                  dataset: str = "meeting-errors"):
-        import hashlib
 
-        from ...data import registry
-        from ...judges.settings import make_config
-        from ...run.methods import get_method
 
         self.session, self.iterations = session, iterations
         self.cfg = make_config(get_method("mesa").config_cls, session.method_settings("mesa", **settings),
@@ -99,8 +98,6 @@ class FeedbackJob:
         self.feedback: dict[str, Any] | None = None
 
     async def __call__(self) -> dict[str, Any]:
-        from ...llm import CallLog
-        from .feedback import save, self_train
 
         if (self.out / "feedback.json").exists():
             self.feedback = json.loads((self.out / "feedback.json").read_text(encoding="utf-8"))
@@ -268,8 +265,6 @@ def rouge_rows(session, types: list[str], *, limit: int | None = None, split: st
     a gold summary (your own files without one) are left out."""
     from rouge_score import rouge_scorer
 
-    from ...data import registry
-    from ...metrics import point_biserial
 
     examples = [ex for ex in registry.load(dataset, split=split, limit=session.prof.n if limit is None else limit,
                                            seed=session.prof.seed) if ex.meta.get("gold")]

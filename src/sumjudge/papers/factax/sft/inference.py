@@ -10,15 +10,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ....data.records import FaithExample
-from ....errors import ConfigError
-from ....llm.engine import Calls
-from ....llm.parsing import ParseError, complete_lines
-from ....judges.base import Judgement, fit_prompt, request
-from ....judges.settings import Generation
-from ....run.methods import MethodSpec, register
-from ..metrics import factax_metrics
-from ..protocol import LABELS, NEGATING_PREFIX, parse_factax
+from sumjudge.data.records import FaithExample
+from sumjudge.errors import ConfigError
+from sumjudge.judges.base import Judgement, fit_prompt, request
+from sumjudge.judges.settings import Generation
+from sumjudge.llm.engine import Calls
+from sumjudge.llm.parsing import ParseError, complete_lines
+from sumjudge.papers.factax.metrics import factax_metrics
+from sumjudge.papers.factax.protocol import LABELS, NEGATING_PREFIX, parse_factax
+from sumjudge.run.methods import MethodSpec, register
 
 PROMPTS = {"binary": "factax/s51_binary_completion", "taxonomy": "factax/s51_error_type_completion"}
 

@@ -27,10 +27,11 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from ....data.error_taxonomy import ERROR_TYPES as FACTAX_TYPES, UNMAPPED_TYPES
-from ....data.records import FaithExample
-from ....errors import ConfigError
-from ....prompts import render
+from sumjudge.data.error_taxonomy import ERROR_TYPES as FACTAX_TYPES
+from sumjudge.data.error_taxonomy import UNMAPPED_TYPES
+from sumjudge.data.records import FaithExample
+from sumjudge.errors import ConfigError
+from sumjudge.prompts import render
 
 SETTINGS = ("I-Binary", "I-Taxonomy", "I&II-Taxonomy")
 CORRECT, INCORRECT = "Factually_Correct", "Factually_Incorrect"

@@ -5,11 +5,12 @@ loads nor trains a model; the trained models' answers come from the recording li
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from ....run.replay import model_label
-from .train import base_model_for, train
+from sumjudge.papers.factax.sft.train import base_model_for, train
+from sumjudge.run.replay import model_label
 
 
 def base_model(session, name: str) -> tuple[str, bool]:
@@ -47,7 +48,6 @@ def trained_folder(setting: str, config: str) -> str:
 
 def trained_from(model: str | None) -> tuple[str, str] | None:
     """(setting, config) of a model named by ``trained_folder``; None for any other model."""
-    import re
 
     m = re.fullmatch(r"sft-(.+)-([^-]+)", model or "")
     return (m.group(1), m.group(2)) if m else None

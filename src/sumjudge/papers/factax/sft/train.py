@@ -17,13 +17,22 @@ at inference.
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .pairs import Pair
+from sumjudge.errors import ConfigError
+from sumjudge.llm.engine import run_sync
+from sumjudge.llm.extras import require
+from sumjudge.llm.fitting import largest_fitting
+from sumjudge.llm.hf import cpu_has_native_bf16
+from sumjudge.llm.models import build_tiny_model, local_revision, resolve_model
+from sumjudge.papers.factax.sft.pairs import Pair
+from sumjudge.prompts import render
 
 
 @dataclass
@@ -62,10 +71,6 @@ def fit_pair(tok, pair: Pair, budget: int) -> tuple[list[int], int]:
     """(prompt token ids within ``budget``, document words cut): the longest start of the document, in whole
     words, whose rendered prompt fits. A pair without its template (an old jsonl) or whose prompt does not fit
     even with an empty document is an error, never a prompt cut at its end."""
-    from ....errors import ConfigError
-    from ....llm.engine import run_sync
-    from ....llm.fitting import largest_fitting
-    from ....prompts import render
 
     ids = prompt_ids(tok, pair.prompt)
     if len(ids) <= budget:
@@ -121,7 +126,6 @@ def tokenize_pair(tok, pair: Pair, max_length: int) -> dict[str, list[int]]:
 def accumulation_steps(cfg: SFTConfig, world_size: int) -> int:
     """Gradient accumulation that brings ``per_device_batch_size`` x ``world_size`` devices to the effective
     batch (at least 1; an effective batch the devices cannot divide evenly is an error)."""
-    from ....errors import ConfigError
 
     per_step = cfg.per_device_batch_size * max(1, world_size)
     if cfg.effective_batch_size % per_step and cfg.effective_batch_size > per_step:
@@ -135,8 +139,6 @@ def base_model_for(base_model: str, profile: str, out_dir: str | Path) -> tuple[
     profile refuses (Appendix D fine-tunes Llama3-8B; a tiny random model would be no reproduction); other
     profiles build a tiny random model that shows the path. A name the engine knows (``smoke``, a local folder, a
     hub id) is resolved as the engine resolves it."""
-    from ....errors import ConfigError
-    from ....llm.models import resolve_model
 
     if base_model:
         return resolve_model(base_model), False
@@ -144,7 +146,6 @@ def base_model_for(base_model: str, profile: str, out_dir: str | Path) -> tuple[
         raise ConfigError("the paper profile fine-tunes a real base model: set base_model (the paper's is "
                           "meta-llama/Meta-Llama-3-8B) with sft_config=paper; the tiny stand-in is for the "
                           "smoke and ci profiles")
-    from ....llm.models import build_tiny_model
 
     tiny = Path(out_dir) / "tiny-base"  # built once (seeded): its files, and so what was trained on it, stay
     return str(tiny if (tiny / "config.json").exists() else build_tiny_model(tiny, seed=0)), True
@@ -171,7 +172,6 @@ def training_precision() -> str:
     be slower than float32)."""
     import torch
 
-    from ....llm.hf import cpu_has_native_bf16
 
     return "bf16" if torch.cuda.is_available() or cpu_has_native_bf16() else "fp32"
 
@@ -181,9 +181,7 @@ def training_key(model: str, pairs: list[Pair], cfg: SFTConfig, world_size: int,
     files' names, sizes and times, as the hf backend names a local model), every pair, the config after its
     overrides, the devices the effective batch is spread over, the precision it was trained in and how a pair is
     written (``PAIR_FORMAT``)."""
-    import hashlib
 
-    from ....llm.models import local_revision
 
     base = {"model": str(model), "fingerprint": local_revision(str(model))}
     blob = json.dumps({"base": base, "pairs": [asdict(p) for p in pairs], "config": asdict(cfg),
@@ -222,7 +220,6 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
 
 def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size: int, key: str,
            precision: str) -> dict[str, Any]:
-    from ....llm.extras import require
 
     require("FacTax's fine-tuning", ("torch", "transformers", "accelerate", "peft"))
     import torch
@@ -261,7 +258,6 @@ def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size:
 def main(argv: list[str] | None = None) -> int:
     """``python -m sumjudge.papers.factax.sft.train --model M --pairs pairs.jsonl --config lora --out DIR`` (also under
     ``accelerate launch``)."""
-    import argparse
 
     p = argparse.ArgumentParser(prog="sumjudge.papers.factax.sft.train")
     p.add_argument("--model", required=True)
