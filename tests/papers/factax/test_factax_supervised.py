@@ -196,15 +196,15 @@ def test_a_few_cpu_steps_lower_the_loss_and_the_model_reloads_and_predicts(tiny_
 @pytest.mark.slow
 def test_a_cpu_computing_bfloat16_natively_trains_in_mixed_precision_under_its_own_key(tiny_model_dir, tmp_path,
                                                                                         monkeypatch):
-    from sumjudge.llm import hf
+    from sumjudge.papers.factax.sft import train as training
     from sumjudge.papers.factax.sft.train import train
 
     pairs = factax_pairs.build("I-Binary", SET_I, TEST).pairs[:2]
     opts = dict(max_steps=2, learning_rate=5e-3, epochs=1, effective_batch_size=1)
     out = tmp_path / "sft"
-    monkeypatch.setattr(hf, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(training, "cpu_has_native_bf16", lambda: False)  # where the training reads it
     full = train(str(tiny_model_dir), pairs, out, "lora", **opts)
-    monkeypatch.setattr(hf, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(training, "cpu_has_native_bf16", lambda: True)
     mixed = train(str(tiny_model_dir), pairs, out, "lora", **opts)
     # another precision is another model: trained again, not reused; bf16 autocast moves the losses
     assert (full["precision"], mixed["precision"]) == ("fp32", "bf16") and not mixed["reused"]
