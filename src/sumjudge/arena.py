@@ -49,6 +49,7 @@ from sumjudge.metrics import (
 )
 from sumjudge.run.folder import RunConfig
 from sumjudge.run.methods import get_method
+from sumjudge.run.methods import methods as all_methods
 from sumjudge.run.metrics import SAID_COLUMN, one_label_said, said_column
 from sumjudge.run.runs import Target, run_many
 
@@ -86,9 +87,7 @@ def resolve(cells: list[Cell]) -> list[Any]:
     for c in cells:
         spec = get_method(c.method)
         if spec.kind != "faithfulness":
-            from sumjudge.run.methods import methods
-
-            judges = sorted(n for n, m in methods().items() if m.kind == "faithfulness")
+            judges = sorted(n for n, m in all_methods().items() if m.kind == "faithfulness")
             raise ConfigError(f"arena: {c.method} is a {spec.kind} judge; the arena compares binary faithfulness "
                               f"judges: {', '.join(judges)}")
         ds = registry.get(c.dataset)

@@ -39,6 +39,9 @@ from sumjudge.run.replay import (
     set_recorded_parameters,
 )
 from sumjudge.run.runs import Target
+from sumjudge.run.runs import run as run_one
+from sumjudge.run.runs import run_many as run_jobs
+from sumjudge.run.runs import run_many_async as run_jobs_async
 
 
 def slug(text: str) -> str:
@@ -195,12 +198,10 @@ class Session:
             split: str | None = None, limit: int | None = None, settings: dict[str, Any] | None = None,
             progress: bool = True) -> tuple[dict[str, Any], Path]:
         """Run ``method`` on the profile's first ``n`` examples (or ``limit``); returns (metrics, run folder)."""
-        from sumjudge.run.runs import run
-
         rc, out, llm, target = self.prepare_run(method, dataset, name=name, level=level, split=split, limit=limit,
                                                 settings=settings)
         try:
-            return run(rc, out, llm=llm, progress=progress, target=target), out
+            return run_one(rc, out, llm=llm, progress=progress, target=target), out
         finally:
             self.write_time_profile()
 
@@ -211,11 +212,9 @@ class Session:
         keeps its own folder, log and metrics and resumes on its own; a run asked twice runs once. ``alongside``:
         coroutine functions awaited with the runs (``runs.run_many``). Returns ``run``'s (metrics, folder) for each,
         in order."""
-        from sumjudge.run.runs import run_many
-
         plans, distinct = self._plans(runs)
         try:
-            return self._in_order(plans, distinct, run_many(distinct, progress=progress, alongside=alongside))
+            return self._in_order(plans, distinct, run_jobs(distinct, progress=progress, alongside=alongside))
         finally:
             self.write_time_profile()
 
@@ -223,11 +222,9 @@ class Session:
                              ) -> list[tuple[dict[str, Any], Path]]:
         """``run_many`` from inside a running event loop (``runs.run_many_async``): e.g. work alongside other runs
         that starts runs once it has learned their configuration; they join the batches of what is running."""
-        from sumjudge.run.runs import run_many_async
-
         plans, distinct = self._plans(runs)
         try:
-            return self._in_order(plans, distinct, await run_many_async(distinct, progress=progress))
+            return self._in_order(plans, distinct, await run_jobs_async(distinct, progress=progress))
         finally:
             self.write_time_profile()
 

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from sumjudge.data import taxonomies
-from sumjudge.data.readers import read_jsonl
+from sumjudge.data.readers import field, read_jsonl
 from sumjudge.data.records import Ambiguity, FaithExample
 from sumjudge.data.sources import DataFormatError, DataMissingError, resolve
 from sumjudge.paths import raw_dir
@@ -64,9 +64,9 @@ def read_ambiguity_file(path: Path) -> list[dict]:
     taxonomy = taxonomies.get(taxonomies.AMBIGUITY)
     out = []
     for i, r in read_jsonl(path):
-        for field in ("doc", "summary", "ambiguity", "category", "sub-category", "explanation"):
-            if field not in r:
-                raise DataFormatError(path, i, field, "missing")
+        for key in ("doc", "summary", "ambiguity", "category", "sub-category", "explanation"):
+            if key not in r:
+                raise DataFormatError(path, i, key, "missing")
         doc = r["doc"]
         if isinstance(doc, list):
             doc = "\n".join(str(t) for t in doc)
@@ -228,8 +228,6 @@ def extract_mediasum(full: Path, ids: set[str], dest: Path) -> int:
 
 def load_sample_mediasum() -> list[FaithExample]:
     """The ambiguity release's sample data: one NPR interview with five summary sentences (label, error types)."""
-    from sumjudge.data.readers import field, read_jsonl
-
     path = resolve(SAMPLE_JSON)
     out = []
     for i, r in read_jsonl(path):

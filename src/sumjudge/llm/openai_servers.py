@@ -37,8 +37,6 @@ def served_models(base_url: str, api_key: str | None = None, timeout: float = 10
     naming the address (its credentials masked), never the key."""
     import httpx
 
-    from sumjudge.errors import ConfigError
-
     key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
     where = server_identity(base_url)
     try:

@@ -33,8 +33,10 @@ from sumjudge.paths import project_root
 from sumjudge.perf.scale import paper_runs
 from sumjudge.perf.standin_server import answer
 from sumjudge.profiles import load
+from sumjudge.run import notebooks as notebook_jobs
 from sumjudge.run.folder import RunConfig
 from sumjudge.run.methods import settings_from
+from sumjudge.run.runs import run as execute_run
 
 # an agent told its stance (the stance-initialised debate's first round): answering against it is the longest path
 STANCE = re.compile(r"You \(Agent \d+\): The summary is factually (in)?consistent")
@@ -189,7 +191,6 @@ def planned(name: str, method: str, dataset: str, metrics: dict[str, Any], parse
 
 def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model: str, context_length: int,
              limit: int | None, rates: Rates = Rates(), measured: dict[str, int] | None = None) -> PlannedRun:
-    from sumjudge.run.runs import run
 
     prof = load(profile)
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec.get("level"), limit=limit,
@@ -198,7 +199,7 @@ def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model:
     backend = PlanBackend(tokenizer, model, context_length, measured)
     llm = LLM(backend, cache=NullCache(), parse_retries=prof.parse_retries)
     with tempfile.TemporaryDirectory() as tmp:
-        m = run(rc, Path(tmp) / "run", llm=llm, progress=False)
+        m = execute_run(rc, Path(tmp) / "run", llm=llm, progress=False)
         hits = measured_calls(Path(tmp) / "run")
     return planned(name, spec["method"], spec["dataset"], m, prof.parse_retries, hits, rates)
 
@@ -289,14 +290,11 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
     then the total). A notebook that does more than call the model (notebook 43 trains one) gets a row saying what
     stopped it; the runs it made before that are counted. ``context_length`` None: the context the profile gives
     each notebook (where prompts are cut to fit, as the smoke profile's are), else 131,072."""
-
-    from sumjudge.run.notebooks import execute, notebooks
-
     model = model or load(profile).model
     rows: list[dict] = []
     scratch = project_root() / "build" / "plan"  # inside the project: notebooks print paths relative to it
     scratch.mkdir(parents=True, exist_ok=True)
-    for nb in notebooks(selection):
+    for nb in notebook_jobs.notebooks(selection):
         with tempfile.TemporaryDirectory(dir=scratch) as tmp:
             context = context_length or load(profile, notebook=nb.stem).context_length or 131072
             setting = PlanSetting(tokenizer=tokenizer, model=model, context_length=context,
@@ -305,7 +303,7 @@ def plan_notebooks(selection: str, *, profile: str = "paper", tokenizer: str | N
             os.environ["SUMJUDGE_FIGURES"] = str(Path(tmp) / "figures")
             error = ""
             try:
-                execute(nb, profile, Path(tmp) / "notebooks", n=limit, plan=json.dumps(asdict(setting)))
+                notebook_jobs.execute(nb, profile, Path(tmp) / "notebooks", n=limit, plan=json.dumps(asdict(setting)))
             except Exception as e:  # noqa: BLE001 (reported in the plan: the notebook is not fully planned)
                 error = f"{type(e).__name__}: {str(e).strip().splitlines()[-1] if str(e).strip() else ''}"[:300]
             finally:

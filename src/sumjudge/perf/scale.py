@@ -30,6 +30,7 @@ from sumjudge.perf.local_replicas import CACHE_AWARE_SETTINGS, CHOSEN_POLICY, Fl
 from sumjudge.profiles import load
 from sumjudge.run.folder import RunConfig
 from sumjudge.run.methods import settings_from
+from sumjudge.run.runs import run as execute_run
 
 
 def paper_runs() -> dict[str, dict[str, Any]]:
@@ -152,7 +153,6 @@ def thin(timeline: list[tuple[float, int]], most: int) -> list[tuple[float, int]
 
 def run_one(job: dict[str, Any]) -> dict[str, Any]:
     """In the measured process: the run, its wall and CPU time, peak memory and file sizes."""
-    from sumjudge.run.runs import run
 
     spec = paper_runs()[job["name"]]
     folder = Path(job["folder"])
@@ -160,7 +160,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
                    backend="openai", model="standin", base_url=job["base_url"],
                    settings=paper_settings(spec["method"]))
     cpu0, t0 = time.process_time(), time.time()
-    m = run(rc, folder / "run", cache=folder / "cache.sqlite", progress=False)
+    m = execute_run(rc, folder / "run", cache=folder / "cache.sqlite", progress=False)
     wall, cpu = time.time() - t0, time.process_time() - cpu0
     serving = m.get("serving")
     calls = m["engine"]["backend_calls"]

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from sumjudge.errors import ConfigError
+from sumjudge.profiles.paper_setting import papers
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,8 @@ class Profile:
     # a paper's methods on another model, by paper: {paper: {model, backend, base_url}} (e.g. a long-context
     # model for meeting transcripts an 8k model cannot hold); backend defaults to the profile's
     paper_engines: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # notebook parameters this profile sets (e.g. fewer self-consistency samples on a CPU); explicit
+    # notebook parameters this profile sets (e.g. fewer self-consistency samples on a CPU), in its file under each
+    # paper's key, here one flat mapping (``paper_parameters``); explicit
     # `make reproduce` overrides and the notebooks' own defaults apply otherwise
     parameters: dict[str, Any] = field(default_factory=dict)
     # method settings by method name (e.g. more answer tokens for chain-of-thought), under explicit settings
@@ -112,5 +114,24 @@ def load(name: str, notebook: str | None = None, **overrides: Any) -> Profile:
         if bad or not (engine or {}).get("model"):
             raise ConfigError(f"profile {f.name}: paper_engines.{paper} takes model (required), backend, base_url; "
                               f"got {', '.join(sorted(engine or {})) or 'nothing'}")
-    prof = Profile(**data)
+    prof = Profile(**{**data, "parameters": paper_parameters(f.name, data.get("parameters") or {})})
     return (prof.for_notebook(notebook) if notebook else prof).with_overrides(**overrides)
+
+
+def paper_parameters(source: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A profile file's notebook parameters, which sit under their paper's key (its folder's name): the one flat
+    mapping the notebooks are given (papermill passes a notebook the names it declares). A key that is no paper, or a
+    name two papers both set, is refused naming the file and the key."""
+    known = papers()
+    flat: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for paper, values in parameters.items():
+        if paper not in known or not isinstance(values, dict):
+            raise ConfigError(f"profile {source}: parameters.{paper}: notebook parameters sit under their paper's key "
+                              f"({', '.join(known)}), each a mapping of name: value")
+        for name, value in values.items():
+            if name in owner:
+                raise ConfigError(f"profile {source}: parameter {name!r} is set under both parameters.{owner[name]} "
+                                  f"and parameters.{paper}; a name belongs to one paper")
+            owner[name], flat[name] = paper, value
+    return flat

@@ -29,7 +29,8 @@ def paper_results(paper: str) -> dict[str, Any]:
 @lru_cache(maxsize=None)
 def papers() -> tuple[str, ...]:
     """The papers whose printed values the project holds (their folder names, sorted)."""
-    return tuple(sorted(d.name for d in files("sumjudge.papers").iterdir() if d.joinpath("results.yaml").is_file()))
+    papers_folder = files("sumjudge").joinpath("papers")  # read as files: importing the package would register them all
+    return tuple(sorted(d.name for d in papers_folder.iterdir() if d.joinpath("results.yaml").is_file()))
 
 
 def paper_model(paper: str) -> dict[str, Any]:

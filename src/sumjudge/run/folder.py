@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sumjudge.errors import ConfigError
+from sumjudge.llm.types import server_identity
 from sumjudge.run.serving import ServingTally
 
 
@@ -39,8 +40,6 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         """The record of the run; a base URL is kept without credentials (user:password, query). ``held_out_of``
         appears only when set (the records of other runs stay as they were)."""
-        from sumjudge.llm.types import server_identity
-
         d = dataclasses.asdict(self)
         d["base_url"] = server_identity(self.base_url) or None
         if d["held_out_of"] is None:
