@@ -13,6 +13,8 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sumjudge.arena import pareto_front
 from sumjudge.classroom import lab
 from sumjudge.paths import project_root
@@ -55,7 +57,6 @@ def by_hand_bootstrap(gold: list[int], label: list[int], resamples: int = 1000, 
                       ) -> tuple[float, float, float]:
     """BAcc and a 95% percentile interval, written out as exercise 3 asks: the recall of each gold class, their mean;
     resampled with replacement within each gold class."""
-    import numpy as np
 
     g, y = np.asarray(gold), np.asarray(label)
 

@@ -14,6 +14,8 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
 from sumjudge import arena, profiles, prompts
 from sumjudge.errors import ConfigError
 from sumjudge.metrics import holm, labels_said, mcnemar_exact
@@ -350,7 +352,6 @@ def simulated_power(n: int, difference: float, discordant: float, *, alpha: floa
     """The share of ``trials`` simulated pairs of judges (``n`` examples; each example: only A right with
     probability (psi + delta) / 2, only B right with (psi - delta) / 2, else both alike) whose exact McNemar
     p-value is below ``alpha``: a check of ``mcnemar_sample_size`` with the test the arena runs."""
-    import numpy as np
 
 
     rng = np.random.default_rng(seed)

@@ -17,6 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from sumjudge.environment import read
 from sumjudge.paths import project_root, raw_dir
 
@@ -225,7 +227,6 @@ def fetch(rel: str, *, force: bool = False, progress: bool = True) -> Path:
 
 
 def _download(src: SourceFile, dest: Path, progress: bool) -> Path:
-    from tqdm.auto import tqdm
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".part")

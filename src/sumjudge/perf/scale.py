@@ -25,6 +25,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from sumjudge.errors import ConfigError
 from sumjudge.perf.local_replicas import CACHE_AWARE_SETTINGS, CHOSEN_POLICY, Fleet, router_from_environment
 from sumjudge.profiles import load
@@ -49,7 +51,6 @@ def check_runs(names: list[str] | None) -> list[str]:
 
 
 def scale_file() -> dict[str, Any]:
-    import yaml
 
     return yaml.safe_load(files("sumjudge.profiles").joinpath("scale.yaml").read_text(encoding="utf-8"))
 

@@ -13,6 +13,8 @@ from functools import lru_cache
 from importlib.resources import files
 from typing import Any, Iterable
 
+import yaml
+
 from sumjudge.paths import project_root
 
 PAPER_PROFILE = "paper"  # the profile that runs the papers' whole datasets
@@ -20,7 +22,6 @@ PAPER_PROFILE = "paper"  # the profile that runs the papers' whole datasets
 
 @lru_cache(maxsize=None)
 def paper_results(paper: str) -> dict[str, Any]:
-    import yaml
 
     f = files("sumjudge.papers").joinpath(paper).joinpath("results.yaml")
     return yaml.safe_load(f.read_text())

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm.std import tqdm
+
 from sumjudge import __version__
 from sumjudge.data import registry as data_registry
 from sumjudge.errors import ConfigError, SumjudgeError
@@ -60,7 +62,6 @@ class MostExamplesFailed(SumjudgeError):
 async def judge_all(examples: list, llm: LLM, spec, cfg, *, max_concurrent: int = 512,
                     progress: bool = True) -> list[Judgement]:
     """Run ``spec.judge`` over all examples concurrently (each with its own usage scope)."""
-    from tqdm.std import tqdm
 
     sem = asyncio.Semaphore(max_concurrent)
     bar = tqdm(total=len(examples), desc=spec.name, unit="ex", disable=not progress or len(examples) < 2)

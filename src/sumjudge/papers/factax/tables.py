@@ -29,6 +29,8 @@ from dataclasses import fields as dc_fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sumjudge import plots
 from sumjudge.data import registry
 from sumjudge.data.aggrefact import SOTA_SOURCES, sota_source
@@ -273,7 +275,6 @@ def macro_interval(parts: list[Part], n_resamples: int = 1000, seed: int = 0) ->
     """The 95% interval of MACRO (``macro`` of ``domains_of``): each domain resampled on its own (its pooled examples
     within each gold class; a score-labelled domain's Pearson drawn on Fisher's z), the domains present averaged per
     resample, the percentile interval of those means. None where a domain's value has no interval."""
-    import numpy as np
 
 
     pooled, scored = by_domain(parts)

@@ -12,6 +12,8 @@ import json
 import random
 from typing import Any
 
+import numpy as np
+
 from sumjudge.data import registry
 from sumjudge.metrics import binary_report, labels_said, percentile_interval, stratified_resamples
 from sumjudge.report import ci_text, paper_results, paper_value, read_results, scaled_ci
@@ -132,7 +134,6 @@ def coin_bacc_ci(y: list[int], seed: int, n_resamples: int = 1000) -> tuple[floa
     each gold class (as ``metrics.balanced_accuracy_ci``) and a fresh coin for each, so the interval covers the
     coin's own variance too, not only the examples' (a bootstrap of one draw conditions on that draw and can exclude
     chance, the coin's expectation). Seeded: the same interval on every run; None with one gold class."""
-    import numpy as np
 
 
     rng = np.random.default_rng(seed)

@@ -47,6 +47,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Callable
 
+import yaml
+
 from sumjudge.data.records import MeetingErrorExample
 from sumjudge.data.sources import resolve
 from sumjudge.errors import ConfigError
@@ -138,7 +140,6 @@ def _json_definition(path: Path) -> str:
 
 
 def _yaml_types(criteria: str) -> dict[str, ErrorType]:
-    import yaml
 
     packaged = criteria in PACKAGED
     text = (files("sumjudge.papers").joinpath("mesa/prompts/error_types.yaml").read_text(encoding="utf-8") if packaged
