@@ -1,4 +1,4 @@
-"""``sumjudge run | data | bench | tiny-model | cache``, and the papers' own commands."""
+"""``sumjudge run | arena | plan | scale | data | bench | tiny-model | cache``, and the papers' own commands."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Replicas behind a router, on this machine, without a model: ``Fleet`` starts ``replicas`` stand-in servers
-(``standin``, each a process of its own named ``r0``, ``r1``, ...) and, for more than one or when asked, a real
+(``standin_server``, each a process of its own named ``r0``, ``r1``, ...) and, for more than one or when asked, a real
 router in front of them (vLLM's ``vllm-router``, or SGLang's ``sglang-router``, from PyPI: ``make router-env``
 installs both outside the repository),
 and says where to send requests. It is what ``make test-router`` and ``sumjudge scale --replicas`` run against.

@@ -229,7 +229,7 @@ def record(argv: list[str] | None = None) -> int:
                    help="auto: with the hf backend, load the model once and serve every notebook from it")
     p.add_argument("--replay", action="store_true",
                    help="answer from the results page's recorded answers (no model), then check the page against "
-                        "what they give (results_check)")
+                        "what they give (reproduce.check)")
     p.add_argument("--reuse-answers", action="store_true",
                    help="first take the answers the results page recorded of the same weights into the response "
                         "cache (sumjudge.reproduce.reuse): only new requests are asked of the model")

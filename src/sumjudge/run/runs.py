@@ -165,7 +165,7 @@ class Run:
     """One run as it executes: its configuration, method, method settings, examples and folder."""
 
     rc: RunConfig
-    spec: Any  # method_registry.MethodSpec
+    spec: Any  # methods.MethodSpec
     cfg: Any  # the method's config dataclass
     examples: list
     out: Path
