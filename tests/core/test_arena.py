@@ -255,8 +255,8 @@ def test_the_arena_csv_has_every_rows_columns(tmp_path):
 @pytest.mark.parametrize("method", ["zero-shot", "g-eval-consistency"])  # a score judge runs twice: judged, held out
 def test_an_arena_cell_looks_its_method_and_its_dataset_up_once(method, tmp_path, monkeypatch):
     """The arena resolves a cell's method and dataset at its start (``arena.resolve``) and passes them on: to its
-    runs (``runs.Target``), its threshold, its published number and its as-printed pair. (``data.registry.load``
-    reads the dataset by name inside the data layer; its own lookups are not the arena's and are not counted.)"""
+    runs (``runs.Target``), its threshold, its published number and its as-printed pair; a run loads its examples
+    from the resolved dataset (``data.registry.load`` given the spec looks nothing up)."""
     from collections import Counter
 
     from sumjudge import arena
@@ -267,30 +267,20 @@ def test_an_arena_cell_looks_its_method_and_its_dataset_up_once(method, tmp_path
     from sumjudge.run import methods
 
     lookups: Counter = Counter()
-    in_load = []
-    get_method, get_dataset, load = methods.get_method, registry.get, registry.load
+    get_method, get_dataset = methods.get_method, registry.get
 
     def counted_method(name):
         lookups["method", name] += 1
         return get_method(name)
 
     def counted_dataset(name):
-        if not in_load:
-            lookups["dataset", name] += 1
+        lookups["dataset", name] += 1
         return get_dataset(name)
-
-    def loading(*a, **kw):
-        in_load.append(1)
-        try:
-            return load(*a, **kw)
-        finally:
-            in_load.pop()
 
     for module in [m for name, m in sys.modules.items() if name.startswith("sumjudge")]:  # where it is imported
         if getattr(module, "get_method", None) is get_method:
             monkeypatch.setattr(module, "get_method", counted_method)
     monkeypatch.setattr(registry, "get", counted_dataset)
-    monkeypatch.setattr(registry, "load", loading)
     be = ScriptedBackend(options=lambda r: {o: -float(i) for i, o in enumerate(r.options)}).add(lambda r: True, "Yes")
     res = arena.run_arena([Cell(method, "qags-xsum")], tmp_path, backend="scripted", model="rules", limit=4,
                           held_out=4, llm=LLM(be, cache=NullCache()), progress=False)

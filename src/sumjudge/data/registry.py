@@ -282,14 +282,15 @@ def stratum_quotas(sizes: dict, limit: int) -> dict:
     return quotas
 
 
-def load(name: str, *, split: str | None = None, level: str | None = None, limit: int | None = None,
+def load(dataset: str | DatasetSpec, *, split: str | None = None, level: str | None = None, limit: int | None = None,
          seed: int = 0, outside: int | None = None) -> list[Example]:
-    """The examples of dataset ``name``: ``limit`` of them (a seeded subset, see ``subset``) or all. ``outside``:
-    only from the examples a load with ``limit=outside`` (same seed) leaves out, a held-out set disjoint from
-    it (ConfigError when there are none)."""
+    """The examples of ``dataset`` (its name, or the spec a caller already resolved, which is not looked up again):
+    ``limit`` of them (a seeded subset, see ``subset``) or all. ``outside``: only from the examples a load with
+    ``limit=outside`` (same seed) leaves out, a held-out set disjoint from it (ConfigError when there are none)."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ConfigError(f"--limit {limit!r}: expected a whole number >= 1 (leave it out for every example)")
-    spec = get(name)
+    spec = dataset if isinstance(dataset, DatasetSpec) else get(dataset)
+    name = spec.name
     level = level or spec.levels[0]
     if level not in spec.levels:
         raise ConfigError(f"dataset {name} has levels {spec.levels}, not {level!r}")

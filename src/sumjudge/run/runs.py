@@ -212,7 +212,7 @@ def prepare(rc: RunConfig, out: str | Path, procedure: Procedure | None = None, 
     needs = kind.judges
     if ds.kind != needs:
         raise ConfigError(f"method {rc.method} judges {needs} data; dataset {rc.dataset} is {ds.kind}")
-    examples = data_registry.load(rc.dataset, split=rc.split, level=rc.level, limit=rc.limit, seed=rc.seed,
+    examples = data_registry.load(ds, split=rc.split, level=rc.level, limit=rc.limit, seed=rc.seed,
                                   outside=rc.held_out_of)
     if kind.check is not None:
         kind.check(rc.method, rc.dataset, examples)
