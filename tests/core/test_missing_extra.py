@@ -81,7 +81,7 @@ def test_converting_an_offline_model_names_the_extra_it_lacks(tmp_path, monkeypa
     assert not (tmp_path / "smoke").exists()
 
 
-def test_the_command_line_says_an_extras_module_no_guard_asked_for_as_the_extra(monkeypatch, capsys):
+def test_the_command_line_says_an_extras_module_no_guard_asked_for_as_the_extra(monkeypatch, capsys, tmp_path):
     from sumjudge.cli import main as cli
 
     def imports(name):
@@ -90,12 +90,12 @@ def test_the_command_line_says_an_extras_module_no_guard_asked_for_as_the_extra(
         return build
 
     monkeypatch.setattr("sumjudge.cli.tiny_model_command.build_tiny_model", imports("peft"))
-    assert cli.main(["tiny-model", "x"]) == 2
+    assert cli.main(["tiny-model", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err == f"sumjudge: error: sumjudge tiny-model needs peft (not installed): {INSTALL} " \
                                       "adds it (the local models; the plain install talks to a server only)\n"
     monkeypatch.setattr("sumjudge.cli.tiny_model_command.build_tiny_model", imports("yaml"))
     with pytest.raises(ModuleNotFoundError):  # no extra's: a broken install, with its traceback
-        cli.main(["tiny-model", "x"])
+        cli.main(["tiny-model", str(tmp_path / "x")])
 
 
 def test_only_the_extras_modules_are_said_as_an_extra():

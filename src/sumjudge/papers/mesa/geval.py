@@ -19,7 +19,6 @@ from sumjudge.judges.base import Judgement
 from sumjudge.judges.geval import GEvalConfig, geval_aspect
 from sumjudge.llm.engine import Calls
 from sumjudge.llm.fitting import longest_prefix
-from sumjudge.papers.mesa.metrics import meeting_error_metrics
 from sumjudge.papers.mesa.protocol import MesaConfig, count_words
 from sumjudge.run.methods import MethodSpec, register
 
@@ -66,6 +65,5 @@ async def mesa_g_eval(example: MeetingErrorExample, llm: Calls, config: MeetingG
 
 
 register(MethodSpec(name="mesa-g-eval", paper="mesa", kind="meeting-errors", config_cls=MeetingGEvalConfig,
-                    metrics=meeting_error_metrics,
                     judge=mesa_g_eval, description="MESA's G-Eval-4 baseline: eight error-type criteria, transcript, "
                                                    "0-5 impact, probability-weighted"))

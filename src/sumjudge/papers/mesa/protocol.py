@@ -59,7 +59,6 @@ from sumjudge.llm.engine import Calls, Parsed
 from sumjudge.llm.fitting import certainly_fits, longest_prefix
 from sumjudge.llm.parsing import ParseError, json_number, lenient_json
 from sumjudge.papers.mesa import madp
-from sumjudge.papers.mesa.metrics import meeting_error_metrics
 from sumjudge.prompts import load as load_template
 from sumjudge.prompts import render
 from sumjudge.run.methods import MethodSpec, register
@@ -714,6 +713,6 @@ def step_role(tag: str) -> str | None:
 
 
 register(MethodSpec(name="mesa", paper="mesa", kind="meeting-errors", config_cls=MesaConfig, judge=mesa,
-                    metrics=meeting_error_metrics, roles=step_role,
+                    roles=step_role,
                     description="MESA: per-error-type identify / rate / score, weighted impact and quality",
                     preflight=preflight))
