@@ -73,11 +73,6 @@ class Cell:
         return f"{self.method}[{extra}]" if extra else self.method
 
 
-def scores_judge(method: str) -> bool:
-
-    return get_method(method).scores
-
-
 def resolve(cells: list[Cell]) -> list[Any]:
     """Each cell's method and dataset, looked up once (a ``runs.Target`` per cell, in order) and checked: the arena
     compares binary faithfulness judges on binary faithfulness data. Everything after (the runs, the thresholds, the
@@ -98,14 +93,13 @@ def resolve(cells: list[Cell]) -> list[Any]:
 
 
 def run_configs(cells: list[Cell], out: Path, *, limit: int | None, seed: int, backend: str, model: str,
-         base_url: str | None, level: str | None = None, settings_for=None, held_out: int | None = None,
-         targets: list[Any] | None = None) -> list[tuple[Any, Path]]:
+         base_url: str | None, level: str | None = None, settings_for=None, held_out: int | None = None
+         ) -> list[tuple[Any, Path]]:
     """(run config, folder) per cell; every judge of a dataset gets the same examples (same limit and seed).
     ``settings_for(method)`` gives settings every cell of that method starts from (a profile's answer caps and
     truncation), under the cell's own. A score judge's cell is followed by its held-out run (``held_out``
-    examples, default ``limit``, none of them judged by any cell). ``targets``: the cells' (``resolve``), looked up
-    here where not given."""
-    return [job for c, t in zip(cells, targets or resolve(cells))
+    examples, default ``limit``, none of them judged by any cell)."""
+    return [job for c, t in zip(cells, resolve(cells))
             for job in cell_configs(c, t, out, limit=limit, seed=seed, backend=backend, model=model, base_url=base_url,
                                     level=level, settings_for=settings_for, held_out=held_out)]
 

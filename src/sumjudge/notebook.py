@@ -110,7 +110,6 @@ class Session:
         named = "@" in server and not server.startswith(("http://", "https://"))
         model, url = server.split("@", 1) if named else ("", server)
         if not model:
-
             listed = served_models(url)
             if len(listed) != 1:
                 raise ConfigError(f"SUMJUDGE_SERVER={url} serves {len(listed)} models ({', '.join(listed[:5])}): name "

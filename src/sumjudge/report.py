@@ -33,7 +33,6 @@ def comparison(rows: Iterable[dict[str, Any]], papers_setting: bool | None = Non
                          "95% CI", "n") if c in df.columns]
     df = df[front + [c for c in df.columns if c not in front]]
     if papers_setting is None:
-
         papers_setting = session_is_papers_setting(current_session())
     if papers_setting and {"paper", "reproduced"} <= set(df.columns):
         df["difference"] = [

@@ -23,12 +23,12 @@ def judge_of(evaluator: str) -> str | None:
     """The method a FacTax table's evaluator row runs, where it is a judge of its own labels (not a score judge,
     whose arena cell is thresholded elsewhere); None for the other rows. Table 4's zero-shot base model is FacTax's
     prompt on the profile's model (the smoke profile's base model)."""
-    from sumjudge.arena import scores_judge
     from sumjudge.papers.factax import tables
+    from sumjudge.run.methods import get_method
 
     methods = {label: method for label, method, settings in tables.EVALUATORS if not settings}
     method = {**methods, tables.ZERO_SHOT_BASE: "factax"}.get(evaluator)
-    return None if method is None or scores_judge(method) else method
+    return None if method is None or get_method(method).scores else method
 
 
 def numbers(text: str) -> list[float]:

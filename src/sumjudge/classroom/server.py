@@ -78,7 +78,6 @@ def run_behind_cache(cmd: list[str], key: str, inner: int, host: str, port: int,
 
     def die_with_parent():  # Linux: SIGTERM to the server when this process dies, however it dies
         try:
-
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass

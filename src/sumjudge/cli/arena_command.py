@@ -31,7 +31,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-
     check_engine_flags(a)
     cells = parse_cells(a.methods, a.datasets)
     if a.as_printed:  # each judge run the authors' way gets its printed twin (MethodSpec.as_printed)

@@ -47,7 +47,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-
     return bench_main(a)
 
 

@@ -27,7 +27,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-
     path = a.cache or cache_path()
     if a.action in ("export", "import") and a.file is None:
         raise ConfigError(f"sumjudge cache {a.action} FILE: name the cache file to {a.action}")

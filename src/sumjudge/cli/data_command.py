@@ -19,7 +19,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-
     if a.action == "list":
         for name, spec in sorted(registry.DATASETS.items()):
             status = "ok" if registry.is_present(name) else "missing"

@@ -21,7 +21,6 @@ def parse_sets(sets: list[str] | None) -> dict[str, str]:
     out = {}
     for s in sets or []:
         if "=" not in s:
-
             raise ConfigError(f"--set {s!r}: expected key=value")
         k, v = s.split("=", 1)
         out[k.strip()] = v
@@ -71,7 +70,6 @@ def check_engine_flags(a) -> None:
         if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
             raise ConfigError(f"--base-url {url!r}: expected an http(s) URL such as http://host:8000/v1")
     if given["--tokenizer"] is not None:
-
         check_tokenizer_folder(given["--tokenizer"])
     cache = getattr(a, "cache", None)
     if cache is not None:

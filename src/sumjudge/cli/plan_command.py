@@ -36,7 +36,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-
     rates = Rates(tokens_per_s=a.tokens_per_s, prefill_tokens_per_s=a.prefill_tokens_per_s, price_in=a.price_in,
                   price_out=a.price_out, replicas=a.replicas, prefix_hit_share=a.prefix_hit_share)
     preamble = [f"plan: {a.replicas} server(s) sharing the work evenly, each at {a.prefill_tokens_per_s:g} prompt "

@@ -31,7 +31,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-
     check_engine_flags(a)
     rc = run_config_of(a, a.method)
     opts = {}

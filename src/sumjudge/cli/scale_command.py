@@ -37,13 +37,11 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-
     runs = check_runs(a.runs)
     latency_run = scale_file()["latency_run"] if a.latency_run is None else a.latency_run
     check_runs([latency_run] if latency_run else [])
     routed = None
     if a.replicas:
-
         router = a.router or router_from_environment()
         if max(a.replicas) > 1 and not router:
             raise ConfigError("scale --replicas: more than one replica needs a router: `make router-env` installs "

@@ -16,7 +16,6 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
-
     print(build_tiny_model(a.dir, seed=a.seed, shape=TINY_SHAPE_HEAD32 if a.head_dim == 32 else TINY_SHAPE))
     return 0
 

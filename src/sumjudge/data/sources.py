@@ -227,7 +227,6 @@ def fetch(rel: str, *, force: bool = False, progress: bool = True) -> Path:
 
 
 def _download(src: SourceFile, dest: Path, progress: bool) -> Path:
-
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".part")
     os.close(fd)
@@ -272,6 +271,5 @@ def write_provenance(dest: Path, repo: str, requested: str | None, commit: str |
 
 
 def read_provenance(dest: Path | None) -> dict | None:
-
     p = provenance_path(dest) if dest else None
     return json.loads(p.read_text(encoding="utf-8")) if p and p.exists() else None

@@ -103,7 +103,6 @@ def dataset_stats(name: str, level: str | None = None) -> dict[str, Any]:
     (``mistek-qmsum``, ``meeting-file:PATH``) shares its kind, not its files."""
     spec = registry.get(name)
     if name == "meeting-errors":
-
         examples, dropped = read_meeting_errors()
         examples = restore_transcripts(examples)  # as every run reads them
         registry.check_examples(name, examples)

@@ -3,8 +3,8 @@
 A loader reads the classes its file gives (and keeps them in ``meta``); the types its records carry come from the
 taxonomy registered under a name (``ERRORS``: summary error types, ``error_taxonomy.py``; ``AMBIGUITY``: the
 ambiguity types of summary sentences, ``ambiguity_taxonomy.py``), through that taxonomy's conversion of the file's
-annotation scheme. Both describe the data (the records carry their type names), so both are defined here and
-registered when this module is imported: loading a dataset imports no paper, and the papers import the taxonomies
+annotation scheme. Both describe the data (the records carry their type names), so both are defined in the data
+layer (those two modules) and registered here when this module is imported: loading a dataset imports no paper, and the papers import the taxonomies
 from here. A lookup reads this registry only (a test may put another taxonomy under a name).
 """
 

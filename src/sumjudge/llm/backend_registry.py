@@ -40,14 +40,12 @@ def backend_names(*, serving: bool = False) -> tuple[str, ...]:
 
 @register_backend("hf", "a local Hugging Face transformers model (device_map=auto across GPUs, or the CPU)")
 def _hf(model, *, base_url=None, **options):
-
     # a shared engine (SUMJUDGE_SHARED_ENGINE) already holding this model answers as the local backend would
     return shared_engine_for(model or "tiny", options) or HFBackend(model or "tiny", **options)
 
 
 @register_backend("openai", "any OpenAI-compatible server (vLLM, llama.cpp, ollama, the OpenAI API) at --base-url")
 def _openai(model, *, base_url=None, **options):
-
     if not model:
         raise ConfigError("the openai backend needs --model (the name the server knows the model by)")
     return OpenAIBackend.connect(model, base_url=base_url, **options)
@@ -55,7 +53,6 @@ def _openai(model, *, base_url=None, **options):
 
 @register_backend("scripted", "a rule-driven test double for protocol tests (not a model)", serves_a_model=False)
 def _scripted(model, *, base_url=None, **options):
-
     return ScriptedBackend(**options)
 
 

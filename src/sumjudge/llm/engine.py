@@ -334,7 +334,6 @@ class LLM(Calls):
         "openai:gpt-4o@https://api.openai.com/v1"): for methods that consult several models (a discussion among
         different models). Its calls are batched by its own backend and logged in the caller's context."""
         if spec not in self.companions:
-
             backend, _, rest = spec.partition(":")
             model, _, url = rest.partition("@")
             self.companions[spec] = LLM(make_backend(backend, model or None, base_url=url or None), cache=self.cache,

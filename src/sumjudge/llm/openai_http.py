@@ -45,7 +45,6 @@ def asked_wait(value: str | None) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-
         try:
             return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
         except (TypeError, ValueError):

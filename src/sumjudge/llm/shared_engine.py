@@ -352,7 +352,6 @@ def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
 
     if sys.platform.startswith("linux"):
         try:
-
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass
@@ -366,7 +365,6 @@ def exit_with_parent(parent_pid: int, poll_s: float = PARENT_POLL_S) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-
     p = argparse.ArgumentParser(prog="python -m sumjudge.llm.shared_engine", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True)
     p.add_argument("--dtype", default=None)

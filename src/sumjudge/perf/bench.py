@@ -60,7 +60,6 @@ def _documents(k: int, doc_tokens: int, cut, long_docs: int = 0, long_doc_tokens
     k = len(lengths)
     docs: list[tuple[str, str]] = []
     try:
-
         for ex in load("tofueval-meetingbank", level="summary"):
             if len(docs) == k:
                 break
@@ -652,7 +651,6 @@ def passed(result: dict) -> bool:
 def main(args) -> int:
     if getattr(args, "backend", "hf") == "openai":
         if not args.model or not args.base_url:
-
             raise ConfigError("bench --backend openai needs --base-url and --model (the name the server serves)")
         print(json.dumps(run_openai(args), indent=2))
         return 0

@@ -65,7 +65,6 @@ class Fleet:
     _router: subprocess.Popen | None = None
 
     def __post_init__(self) -> None:
-
         if self.replicas < 1:
             raise ConfigError(f"replicas={self.replicas}: at least one")
         if self.replicas > 1 and not self.router:

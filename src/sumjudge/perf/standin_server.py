@@ -133,7 +133,6 @@ class StandinServer:
                  lifetime_s: float = 24 * 3600.0, port: int = 0, tokenize: bool = True, replica: str = "standin",
                  prefix_blocks: int = 1_000_000):
         if latency_s < 0 or slots < 1 or (tokens_per_s is not None and tokens_per_s <= 0):
-
             raise ConfigError("latency_s >= 0, slots >= 1 and tokens_per_s > 0 (or None)")
         self.model, self.latency_s, self.tokens_per_s = model, latency_s, tokens_per_s
         self.slots, self.max_model_len, self.max_requests, self.lifetime_s = slots, max_model_len, max_requests, lifetime_s

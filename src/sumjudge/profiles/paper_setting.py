@@ -22,8 +22,7 @@ PAPER_PROFILE = "paper"  # the profile that runs the papers' whole datasets
 
 @lru_cache(maxsize=None)
 def paper_results(paper: str) -> dict[str, Any]:
-
-    f = files("sumjudge.papers").joinpath(paper).joinpath("results.yaml")
+    f = files("sumjudge").joinpath("papers", paper, "results.yaml")  # read as a file: no paper imported
     return yaml.safe_load(f.read_text())
 
 

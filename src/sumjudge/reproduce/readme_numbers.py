@@ -19,7 +19,6 @@ BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- 
 
 
 def _page_table(page: Path, notebook: str, section: str) -> tuple[list[str], list[list[str]]]:
-
     f = page / f"{notebook}.md"
     if not f.exists():
         return [], []
@@ -27,7 +26,6 @@ def _page_table(page: Path, notebook: str, section: str) -> tuple[list[str], lis
 
 
 def _record(page: Path, notebook: str) -> dict:
-
     return load_provenance(page)["notebooks"].get(notebook, {})
 
 

@@ -215,7 +215,6 @@ def reuse_page_answers(profile: str, model: str, backend: str) -> str:
 
 
 def record(argv: list[str] | None = None) -> int:
-
     p = argparse.ArgumentParser(prog="python -m sumjudge.reproduce.record")
     p.add_argument("--profile", default="smoke")
     p.add_argument("--model", default="")
@@ -237,7 +236,6 @@ def record(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     a = p.parse_args(args)
     if a.replay and not a.worker:
-
         return check_main(["--profile", a.profile, "--notebooks", a.notebooks] + (["--jobs", a.jobs] if a.jobs else []))
     params = {"model": a.model, "backend": a.backend, "base_url": a.base_url,
               "n": int(a.n) if a.n else None, "seed": int(a.seed) if a.seed else None}

@@ -69,7 +69,6 @@ class Ask:
         if spec == ASK_PROFILE:
             self.args = (backend, model, base_url, dict(options))
         else:
-
             b, _, rest = spec.partition(":")
             m, _, url = rest.partition("@")
             if b not in BACKENDS or not m:
@@ -84,7 +83,6 @@ class Ask:
 
     def engine(self):
         if self._llm is None:
-
             backend, model, base_url, options = self.args
             self._llm = make_llm(backend, model, base_url=base_url, **options)
         return self._llm

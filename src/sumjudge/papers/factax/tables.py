@@ -149,7 +149,6 @@ class Part:
     note: str = ""
 
     def value(self) -> float | None:
-
         return self.pearson if self.scored else binary_report(self.gold, self.pred).bacc  # nan: a class is missing
 
     def sizes(self, metrics: dict[str, Any] | None = None) -> dict[str, int | None]:

@@ -109,7 +109,6 @@ def _error_types(criteria: str, signature: tuple) -> dict[str, ErrorType]:
     (code -> name, definition, importance) or a folder of the authors' JSON format (``<name>.json`` with a
     ``definition``)."""
     if criteria in ("", "authors"):
-
         out = {}
         for code, name in AUTHORS_NAMES.items():
             path = resolve(f"mesa/criteria/{name}.json")
@@ -139,7 +138,6 @@ def _json_definition(path: Path) -> str:
 
 
 def _yaml_types(criteria: str) -> dict[str, ErrorType]:
-
     packaged = criteria in PACKAGED
     text = (files("sumjudge.papers").joinpath("mesa/prompts/error_types.yaml").read_text(encoding="utf-8") if packaged
             else Path(criteria).read_text(encoding="utf-8"))

@@ -86,8 +86,6 @@ class FeedbackJob:
 
     def __init__(self, session, settings: dict[str, Any], iterations: int, *, limit: int | None = None,
                  dataset: str = "meeting-errors"):
-
-
         self.session, self.iterations = session, iterations
         self.cfg = make_config(get_method("mesa").config_cls, session.method_settings("mesa", **settings),
                                seed=session.prof.seed)
@@ -98,7 +96,6 @@ class FeedbackJob:
         self.feedback: dict[str, Any] | None = None
 
     async def __call__(self) -> dict[str, Any]:
-
         if (self.out / "feedback.json").exists():
             self.feedback = json.loads((self.out / "feedback.json").read_text(encoding="utf-8"))
             return self.feedback

@@ -220,7 +220,6 @@ def train(model: str, pairs: list[Pair], out: str | Path, config: SFTConfig | st
 
 def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size: int, key: str,
            precision: str) -> dict[str, Any]:
-
     require("FacTax's fine-tuning", ("torch", "transformers", "accelerate", "peft"))
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
