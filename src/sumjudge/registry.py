@@ -4,8 +4,8 @@ The plug-in packages are every paper's folder. A paper registers what it defines
 of its own tasks, its aspect templates, its commands) when its package is imported, and the package is imported by
 name on the first lookup of any of them (``discover``), as lm-evaluation-harness finds its tasks: nothing below the
 entry points imports a paper, and a paper imports what it builds on without a circle. A registry that nothing
-outside its own module fills is closed (``plugins=False``: the backends, the datasets, the taxonomies, a paper's own
-templates): a lookup there imports no paper, so loading a dataset imports none.
+outside its own module fills is closed (``plugins=False``: the backends, the datasets, the taxonomies): a lookup
+there imports no paper, so loading a dataset imports none.
 
 A ``Registry`` (the methods, the kinds of method, the backends, the datasets, the taxonomies, the aspect templates
 and fields, the papers' commands) is a dict of name -> thing with three more

@@ -5,7 +5,6 @@ judges use instead of G-Eval's 1-3 one (Table 2, Appendix H.1)."""
 from __future__ import annotations
 
 from sumjudge.judges.aspects import register_templates
-from sumjudge.registry import Registry
 
 register_templates("summeval", {
     "coherence": "debate/g2_summeval_coherence",
@@ -21,5 +20,4 @@ register_templates("topical-chat", {
 })
 # DEBATE and MultiAgent score SummEval fluency on 1-5 (DEBATE Table 2, Appendix H.1); G-Eval keeps its 1-3 prompt
 # (dataset -> aspect -> template: the overrides of ``judges.aspects.aspects_for``)
-DEBATE_TEMPLATES: Registry[dict[str, str]] = Registry("dataset with DEBATE's own templates", plugins=False)
-DEBATE_TEMPLATES.add("summeval", {"fluency": "debate/g2_format_summeval_fluency_1to5"})
+DEBATE_TEMPLATES: dict[str, dict[str, str]] = {"summeval": {"fluency": "debate/g2_format_summeval_fluency_1to5"}}
