@@ -169,3 +169,45 @@ def test_the_gpu_table_shows_a_dash_for_what_a_run_did_not_measure():
                              ("b", {"requests": 4})])
     assert "| engine over the loop / batched / compiled | 2.0x / 1.5x / - | - |" in table
     assert "| decode step, ms: eager / graphs | - | - |" in table
+
+
+def test_each_decode_lever_is_timed_against_the_engines_own_steps_and_answers_as_they_do(tiny_models, monkeypatch):
+    """``--levers`` on a CPU: flex attention, the compiled step (here through ``aot_eager``: the CPU's compiler does not
+    take the engine's oneDNN linear layers) and both, each with its step time and its answers against the engine's;
+    a lever that fails is reported by its error, the others still run."""
+    import functools
+
+    from sumjudge.llm import decode_graphs
+
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
+    built = decode_graphs.FixedShapeSteps.__init__
+
+    def no_flex_with_compile(self, forward, *a, flex=False, **kw):
+        if flex and getattr(forward, "__name__", "") == "_compiled_forward":
+            raise RuntimeError("this lever failed")
+        built(self, forward, *a, flex=flex, **kw)
+
+    monkeypatch.setattr(decode_graphs.FixedShapeSteps, "__init__", no_flex_with_compile)
+    args = _args("float32")
+    args.levers = True
+    r = bench.run(args)
+    assert bench.passed(r)
+    for name in ("flex", "compiled"):
+        assert r[f"lever_{name}_identical_to_engine"] == 8, name
+        assert r[f"lever_{name}_decode_step_ms"] > 0 and r[f"lever_{name}_first_pass_s"] > 0
+    assert r["lever_flex_compiled_error"] == "RuntimeError: this lever failed"
+    assert "lever_flex_compiled_decode_step_ms" not in r
+
+
+def test_a_reduced_precision_run_is_judged_by_the_fp32_check_and_its_loop_comparison_is_information(tiny_models,
+                                                                                                   monkeypatch):
+    """bf16: a loop comparison that fails (a margin over the tie tolerance) does not fail the run when the engine
+    reruns alike and the tiny model in fp32 on the same device answers as the loop; a failing fp32 check fails it."""
+    r = bench.run(_args("bfloat16"))
+    assert r["fp32_check"]["dtype"] == "float32" and r["fp32_check"]["requests"] == 8
+    assert r["fp32_check"]["identical_outputs"] and bench.passed(r)
+    r["equivalent_outputs"] = False
+    assert bench.passed(r)
+    r["fp32_check"]["identical_outputs"] = False
+    assert not bench.passed(r)
+    assert not bench.passed({**r, "fp32_check": None})

@@ -69,31 +69,36 @@ def test_engine_on_the_gpu_answers_as_one_generate_per_request(tiny_model_dir, m
     assert r["option_sets"] == 8 and r["option_sets_per_s"] > 0
 
 
+def _graph_rows(be):
+    from sumjudge.llm.decode import DecodeRow
+
+    texts = ("Short prompt.", "A longer prompt about the minutes of a council meeting, and who voted for what.",
+             "Another prompt about a vote.", "Was the budget approved?", "Who chaired the meeting on Tuesday?")
+    ids = [be.encode([{"role": "user", "content": t}]) for t in texts]
+    return [DecodeRow(ids=i, max_new_tokens=n, temperature=t, seed=7, sample_index=j)
+            for j, (i, n, t) in enumerate(zip(ids, (150, 5, 9, 12, 3), (0.0, 0.0, 0.8, 0.0, 0.0)))]
+
+
+def _decode_with_admissions(dec, rows):
+    dec.forget_prefixes()
+    live = dec.start()
+    dec.admit(live, rows[:3], [0, 1, 2])
+    out, steps = {}, 0
+    while live.rows or steps <= 2:
+        if steps == 2:
+            dec.admit(live, rows[3:], [3, 4])
+        for tag, res in dec.step(live):
+            out[tag] = res.tokens
+        steps += 1
+    return out
+
+
 def test_decode_steps_replayed_as_cuda_graphs_answer_as_eager_steps_in_fp32(gpu_backend):
     """Rows of different lengths leaving early, rows admitted while others decode, a sampled row: the decoder's own
     eager steps and its steps replayed as CUDA graphs give the same tokens, and graphs were captured and replayed."""
-    from sumjudge.llm.decode import DecodeRow
-
     dec = gpu_backend.decoder
-    texts = ("Short prompt.", "A longer prompt about the minutes of a council meeting, and who voted for what.",
-             "Another prompt about a vote.", "Was the budget approved?", "Who chaired the meeting on Tuesday?")
-    ids = [gpu_backend.encode([{"role": "user", "content": t}]) for t in texts]
-    rows = [DecodeRow(ids=i, max_new_tokens=n, temperature=t, seed=7, sample_index=j)
-            for j, (i, n, t) in enumerate(zip(ids, (150, 5, 9, 12, 3), (0.0, 0.0, 0.8, 0.0, 0.0)))]
-
-    def decode():
-        dec.forget_prefixes()
-        live = dec.start()
-        dec.admit(live, rows[:3], [0, 1, 2])
-        out, steps = {}, 0
-        while live.rows or steps <= 2:
-            if steps == 2:
-                dec.admit(live, rows[3:], [3, 4])
-            for tag, res in dec.step(live):
-                out[tag] = res.tokens
-            steps += 1
-        return out
-
+    rows = _graph_rows(gpu_backend)
+    decode = lambda: _decode_with_admissions(dec, rows)  # noqa: E731
     graphs = dec.fixed_steps
     assert graphs is not None and graphs.capture
     try:
@@ -105,4 +110,25 @@ def test_decode_steps_replayed_as_cuda_graphs_answer_as_eager_steps_in_fp32(gpu_
         dec.fixed_steps = graphs
     assert "capture_error" not in graphs.stats, graphs.stats
     assert graphs.stats["graphs_captured"] >= 2 and graphs.stats["graph_replays"] > 100
+    assert got == want and len(want[0]) == 150
+
+
+@pytest.mark.parametrize("lever", [{"flex": True}, {"compiled": True}, {"flex": True, "compiled": True}],
+                         ids=["flex", "compiled", "flex_compiled"])
+def test_each_decode_lever_replayed_as_cuda_graphs_answers_as_eager_steps_in_fp32(gpu_backend, lever):
+    """The benchmark's levers (flex attention on a block mask, the step compiled, both), captured as CUDA graphs:
+    the same tokens as the decoder's own eager steps, graphs captured and replayed, no capture error."""
+    dec = gpu_backend.decoder
+    rows = _graph_rows(gpu_backend)
+    graphs = dec.fixed_steps
+    try:
+        dec.fixed_steps = None
+        want = _decode_with_admissions(dec, rows)
+        assert dec.use_fixed_steps(capture=True, **lever)
+        got = _decode_with_admissions(dec, rows)
+        stats = dec.fixed_steps.stats
+    finally:
+        dec.fixed_steps = graphs
+    assert "capture_error" not in stats, stats
+    assert stats["graphs_captured"] >= 2 and stats["graph_replays"] > 100
     assert got == want and len(want[0]) == 150

@@ -213,6 +213,7 @@ class BatchDecoder:
         one_device = len({p.device for p in model.parameters()}) == 1
         self.store = PrefixStore(prefix_store_mb << 20) if prefix_store_mb and self.share and one_device else None
         self.fixed_steps: FixedShapeSteps | None = None  # decode steps at fixed shapes (``decode_graphs``): on one CUDA device, as graphs
+        self._compiled_model: Any = None  # torch.compile of the model, for the ``compiled`` lever (made when first used)
         if decode_graphs:
             self.use_fixed_steps(capture=True)
         # prefill_s: prompts in, first token chosen; decode_s / decode_tokens: every later token (wall clock;
@@ -224,17 +225,20 @@ class BatchDecoder:
                       # the batch has held since it was last empty (rows finished and nothing queued took their place)
                       "decode_steps": 0, "row_steps": 0, "underfilled_s": 0.0}
 
-    def use_fixed_steps(self, capture: bool) -> bool:
+    def use_fixed_steps(self, capture: bool, flex: bool = False, compiled: bool = False) -> bool:
         """Decode steps at fixed shapes from now on (``decode_graphs.FixedShapeSteps``): captured as CUDA graphs
         (``capture``; on one CUDA device, for models whose cache grows in place), or eagerly (any device: the CPU
-        tests' way of checking the fixed shapes). True if switched on."""
+        tests' way of checking the fixed shapes). True if switched on. Two levers (off by default; the benchmark's
+        ``--levers`` times each): ``flex``, the steps' attention on flex attention's block mask; ``compiled``, the
+        steps' forward pass through ``torch.compile`` (compiled at the first step of each shape)."""
 
         one_device = len({p.device for p in self.model.parameters()}) == 1
         on_cuda = getattr(self.device, "type", str(self.device).split(":")[0]) == "cuda"
         if not self.share or not one_device or (capture and not on_cuda):
             self.fixed_steps = None
             return False
-        self.fixed_steps = FixedShapeSteps(self._forward, self.pad, self.device, capture=capture)
+        forward = self._compiled_forward if compiled else self._forward
+        self.fixed_steps = FixedShapeSteps(forward, self.pad, self.device, capture=capture, flex=flex)
         return True
 
     def forget_prefixes(self) -> None:
@@ -312,12 +316,24 @@ class BatchDecoder:
         zeros = states.new_zeros((b, h, pad, d))
         return self.torch.cat([states[:, :, :held], zeros, states[:, :, held:]], dim=2)
 
-    def _forward(self, ids, mask, positions, cache):
+    def _forward(self, ids, mask, positions, cache, model=None, **attention):
+        """The model's last-position logits for ``ids``; ``attention``: keyword arguments its attention functions
+        take (``decode_blocks``)."""
         self.stats["forward_calls"] += 1
         with attention_backends(ids.device):
-            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                             use_cache=True, logits_to_keep=1)
+            out = (self.model if model is None else model)(input_ids=ids, attention_mask=mask, position_ids=positions,
+                                        past_key_values=cache, use_cache=True, logits_to_keep=1, **attention)
         return out.logits[:, -1, :]
+
+    def _compiled_forward(self, ids, mask, positions, cache, **attention):
+        """``_forward`` through ``torch.compile`` of the model (compiled once per decoder, then per new shape). The
+        new column's place is passed as ``cache_position`` (a tensor of the fixed-shape step): else the model reads
+        the cache's length as a number, and every step would be compiled anew."""
+        if self._compiled_model is None:
+            self._compiled_model = self.torch.compile(self.model, dynamic=False)
+        at = cache.layers[0].window[0] if cache.layers and getattr(cache.layers[0], "window", None) else None
+        extra = {"cache_position": at} if at is not None else {}
+        return self._forward(ids, mask, positions, cache, model=self._compiled_model, **extra, **attention)
 
     def start(self) -> "LiveBatch":
         """An empty batch of rows being decoded together (``admit`` rows into it, ``step`` it)."""

@@ -21,6 +21,11 @@ pass reads a value back to the CPU, say) is run eagerly at the same shapes from 
 ``stats["capture_error"]``. Without CUDA (``capture=False``) the same fixed-shape
 step runs eagerly: that is how the CPU tests check it answers as the decoder's own step does.
 
+Two levers change what a step runs, both off by default (``BatchDecoder.use_fixed_steps``): ``flex`` passes the
+step's mask to the model's attention as a flex-attention block mask (``attention.decode_blocks``, built inside the
+captured step from the step's mask), and the decoder's ``compiled`` forward is ``torch.compile``'s (elementwise work
+fused) before the step is captured over it.
+
 A masked column adds an exact zero to a row's attention, but the kernels sum over more columns than the eager step
 does, so in bfloat16 a logit can move by rounding; in float32 the answers are the eager step's (``tests/gpu``).
 """
@@ -29,6 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from sumjudge.llm.attention import block_mask_mod, decode_blocks
 
 COLUMN_BUCKET = 128  # a step reads its cache's columns rounded up to this many: one graph per 128 steps of a row
 
@@ -53,6 +60,7 @@ class _Step:
     at: object
     graph: object = None
     logits: object = None
+    mask_mod: object = None  # flex attention's function over ``mask`` (``flex``), made once
 
 
 class FixedShapeSteps:
@@ -60,14 +68,15 @@ class FixedShapeSteps:
     CUDA device), or eagerly (the same shapes, for checking on a CPU). ``stats``: graphs captured, steps replayed,
     buffer changes that dropped graphs."""
 
-    def __init__(self, forward, pad_id: int, device, capture: bool):
+    def __init__(self, forward, pad_id: int, device, capture: bool, flex: bool = False):
         import torch
 
         self.torch = torch
-        self.forward = forward  # (ids, mask, positions, cache) -> last position's logits
+        self.forward = forward  # (ids, mask, positions, cache, **attention kwargs) -> last position's logits
         self.pad = pad_id
         self.device = device
         self.capture = capture
+        self.flex = flex  # the step's attention on flex attention's block mask (``attention.decode_blocks``)
         self.steps: dict[tuple[int, int], _Step] = {}
         self.buffers: tuple = ()
         # counters, and the message of a capture that failed (capture_error)
@@ -113,12 +122,12 @@ class FixedShapeSteps:
             layer.window = (step.at, padded, width)
         try:
             if not self.capture:
-                logits = self.forward(step.ids, step.mask, step.positions, cache)
+                logits = self._forward(step, cache)
             else:
                 if step.graph is None:
                     self._capture(step, cache)
                 if step.graph is None:  # the capture failed: this and every later step eagerly, at fixed shapes
-                    logits = self.forward(step.ids, step.mask, step.positions, cache)
+                    logits = self._forward(step, cache)
                 else:
                     step.graph.replay()
                     self.stats["graph_replays"] += 1
@@ -130,6 +139,15 @@ class FixedShapeSteps:
             layer.advance(1)
         return logits[:rows].clone()
 
+    def _forward(self, step: _Step, cache):
+        """The step's forward pass over its fixed inputs (with ``flex``, the block mask made from its mask first)."""
+        if not self.flex:
+            return self.forward(step.ids, step.mask, step.positions, cache)
+        if step.mask_mod is None:
+            step.mask_mod = block_mask_mod(step.mask)
+        return self.forward(step.ids, step.mask, step.positions, cache,
+                            decode_blocks=decode_blocks(step.mask, step.mask_mod))
+
     def _capture(self, step: _Step, cache) -> None:
         """One eager warm-up step on a side stream (it writes the column the graph will write again), then the
         capture of the same step."""
@@ -137,12 +155,12 @@ class FixedShapeSteps:
         side = torch.cuda.Stream(device=self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
-            self.forward(step.ids, step.mask, step.positions, cache)
+            self._forward(step, cache)
         torch.cuda.current_stream(self.device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph):  # a memory pool of its own
-                step.logits = self.forward(step.ids, step.mask, step.positions, cache)
+                step.logits = self._forward(step, cache)
         except Exception as e:  # noqa: BLE001 - a model whose step cannot be captured still decodes, eagerly
             self.capture = False
             self.stats["capture_error"] = f"{type(e).__name__}: {e}"[:500]

@@ -93,3 +93,55 @@ def test_a_mask_that_does_not_fit_the_cache_is_refused(tiny_backend, monkeypatch
 def test_graphs_are_asked_for_only_on_a_cuda_device(tiny_backend):
     assert tiny_backend.decoder.fixed_steps is None  # on the CPU the decoder's own steps run
     assert not tiny_backend.decoder.use_fixed_steps(capture=True)
+
+
+@pytest.mark.parametrize("block", [16, 128])
+def test_flex_attention_steps_answer_as_the_decoders_own_steps(tiny_backend, monkeypatch, block):
+    """The ``flex`` lever: each step's attention on a block mask made from the step's mask (blocks no column of which
+    a row reads skipped, blocks read whole read unmasked) answers as the decoder's own steps (fp32, the tiny model)."""
+    from sumjudge.llm import attention
+
+    be = tiny_backend
+    monkeypatch.setattr(attention, "KV_BLOCK", block)
+    monkeypatch.setattr(decode_graphs, "COLUMN_BUCKET", block)
+    ids = _prompts(be)
+    rows = [DecodeRow(ids=i, max_new_tokens=n, temperature=t, seed=7, sample_index=j)
+            for j, (i, n, t) in enumerate(zip(ids, (40, 5, 9, 12, 3), (0.0, 0.0, 0.8, 0.0, 0.7)))]
+    monkeypatch.setattr(be.decoder, "fixed_steps", None)
+    be.decoder.forget_prefixes()
+    want = _decode_with_admissions(be.decoder, rows, join_at=2)
+    calls = []
+    flex = attention.flex_attention_fn
+    monkeypatch.setattr(attention, "flex_attention_fn", lambda device: calls.append(device) or flex(device))
+    assert be.decoder.use_fixed_steps(capture=False, flex=True)
+    be.decoder.forget_prefixes()
+    got = _decode_with_admissions(be.decoder, rows, join_at=2)
+    assert got == want and all(want.values()) and len(want[0]) == 40
+    layers = be.model.config.num_hidden_layers
+    assert len(calls) == layers * be.decoder.stats["decode_steps"] or len(calls) >= 39 * layers
+
+
+def test_a_decode_block_mask_skips_unread_blocks_and_reads_whole_ones_unmasked():
+    import torch
+
+    from sumjudge.llm.attention import decode_blocks
+
+    mask = torch.zeros((2, 1, 1, 8), dtype=torch.bool)
+    mask[0, 0, 0, 2:8] = True  # row 0: block 0 (columns 0-3) in part, block 1 whole
+    mask[1, 0, 0, 0:4] = True  # row 1: block 0 whole, block 1 not at all
+    mask[1, 0, 0, 7] = True  # ... and column 7 of block 1
+    from sumjudge.llm import attention
+
+    old, attention.KV_BLOCK = attention.KV_BLOCK, 4
+    try:
+        bm = decode_blocks(mask)
+    finally:
+        attention.KV_BLOCK = old
+    assert bm.kv_num_blocks.flatten().tolist() == [1, 1] and bm.full_kv_num_blocks.flatten().tolist() == [1, 1]
+    assert bm.kv_indices[:, 0, 0, 0].tolist() == [0, 1] and bm.full_kv_indices[:, 0, 0, 0].tolist() == [1, 0]
+    with pytest.raises(ValueError, match="multiple of 4"):
+        attention.KV_BLOCK = 4
+        try:
+            decode_blocks(mask[:, :, :, :6])
+        finally:
+            attention.KV_BLOCK = old
