@@ -41,9 +41,10 @@ def add_arguments(p) -> None:
                    "transformers' static cache, compiled (torch.compile, its documented fast path; first call apart)")
     p.add_argument("--option-sets", type=int, default=0, help="also time this many G-Eval option sets (1-5) "
                    "scored through the engine: option sets per second")
-    p.add_argument("--levers", action="store_true", help="also time the engine's decode levers, each against its "
-                   "own steps: flex attention on a block mask, the step compiled (torch.compile), both (step times, "
-                   "answers equal to the engine's)")
+    p.add_argument("--levers", nargs="?", const="all", help="also time the engine's decode levers, each against "
+                   "its own steps (step times, answers equal to the engine's): flex (flex attention on a block mask), "
+                   "shared_prefix (each prefix group's shared keys/values read once a step), compiled (the step "
+                   "through torch.compile), flex_compiled; all of them, or a comma-separated list")
     p.add_argument("--max-batch", type=int, default=64, help="rows the engine decodes at once")
     p.add_argument("--tie-ulps", type=float, default=2.0,
                    help="reduced precision: a divergence counts as a numerical near-tie within this many ulps")

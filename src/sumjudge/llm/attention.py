@@ -23,36 +23,32 @@ on an H200 with Llama-3-8B-shaped bf16 weights (64 rows of about 900 tokens, 2 b
 per attention call in cuDNN, 32 calls a step, against 0.9 s of GPU work in 3.6 s of decoding; the flash and
 memory-efficient kernels take the same masks and are launched like any other kernel.
 
-A decode step may instead run on ``flex_attention`` (``decode_blocks``; the decoder's ``flex_attention`` lever, off
-by default): the step's mask becomes a block mask of ``KV_BLOCK``-column blocks, a block no column of which a row reads
-is skipped, a block it reads whole is read without the mask, and the query heads that share a key/value head are
-read together (``enable_gqa``). No dense mask is applied on the GPU's kernel; on a CUDA GPU the function is compiled
-(Triton), elsewhere it runs as PyTorch's reference (the CPU tests' check that it answers as the SDPA path does).
+A decode step may instead run on ``flex_attention`` (``flex_decode``: the decoder's ``flex`` and ``shared_prefix``
+levers, off by default), given the step's block masks as ``decode_blocks``.
 """
 
 from __future__ import annotations
 
 import contextlib
 
+from sumjudge.llm.flex_decode import flex_decode_attention
+
 NAME = "sumjudge_gqa_sdpa"
 ROW_CALL_COLUMNS = 512  # what one more SDPA call costs, in cached columns read (measured on a CPU: 350-450)
-KV_BLOCK = 128  # columns of a flex-attention key/value block (``decode_blocks``)
-_compiled_flex: dict = {}  # the compiled ``flex_attention``, once per process (CUDA only)
 
 
 def gqa_decode_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, is_causal=None,
                     decode_blocks=None, **kwargs):
     """``query`` (batch, heads, q_len, dim), ``key``/``value`` (batch, kv_heads, kv_len, dim); returns
     (batch, q_len, heads, dim) and no weights, like transformers' ``sdpa_attention_forward``. ``decode_blocks`` (a
-    decode step's ``BlockMask``, passed down from the model's call): the step runs on ``flex_attention``."""
+    decode step's block masks, passed down from the model's call): the step runs on ``flex_attention``
+    (``flex_decode``)."""
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     groups = getattr(module, "num_key_value_groups", 1)
     if decode_blocks is not None and query.shape[2] == 1 and not kwargs.get("output_attentions"):
-        out = flex_attention_fn(query.device)(query, key, value, block_mask=decode_blocks, scale=scaling,
-                                              enable_gqa=groups > 1)
-        return out.transpose(1, 2).contiguous(), None
+        return flex_decode_attention(query, key, value, decode_blocks, scaling, groups > 1), None
     if groups == 1 or query.shape[2] != 1 or kwargs.get("output_attentions"):
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       is_causal=is_causal, **kwargs)
@@ -74,58 +70,6 @@ def gqa_decode_sdpa(module, query, key, value, attention_mask, dropout: float = 
                 attn_mask=mask[i:i + 1, :, :, left:] if gaps else None, dropout_p=0.0, scale=scaling)
             for i, (left, gaps) in enumerate(spans)])
     return out.reshape(b, heads, 1, dim).transpose(1, 2).contiguous(), None
-
-
-def flex_attention_fn(device):
-    """``flex_attention`` compiled (on a CUDA device; once per process), or PyTorch's reference elsewhere."""
-    from torch.nn.attention.flex_attention import flex_attention
-
-    if getattr(device, "type", str(device).split(":")[0]) != "cuda":
-        return flex_attention
-    if "fn" not in _compiled_flex:
-        import torch
-
-        _compiled_flex["fn"] = torch.compile(flex_attention, dynamic=False)
-    return _compiled_flex["fn"]
-
-
-def decode_blocks(mask, mask_mod=None):
-    """A decode step's ``BlockMask`` from its mask (rows, 1, 1, width; bool, True where a row reads; ``width`` a
-    multiple of ``KV_BLOCK``): for each row the blocks it reads some of its columns of (the mask applied there) and
-    the blocks it reads whole (no mask), each listed first in column order; the rest are skipped. Tensor operations
-    only, so a CUDA graph captured over a step recomputes it from the step's mask. ``mask_mod``: a function reading
-    ``mask`` (``block_mask_mod``), made once per mask buffer so a compiled kernel sees the same one."""
-    import torch
-    from torch.nn.attention.flex_attention import BlockMask
-
-    reads = mask[:, 0, 0, :]
-    rows, width = reads.shape
-    if width % KV_BLOCK:
-        raise ValueError(f"a decode mask of {width} columns: flex attention's blocks need a multiple of {KV_BLOCK}")
-    blocks = reads.reshape(rows, width // KV_BLOCK, KV_BLOCK)
-    full = blocks.all(-1)
-    partial = blocks.any(-1) & ~full
-
-    def table(chosen):
-        count = chosen.sum(-1, dtype=torch.int32).reshape(rows, 1, 1)
-        order = torch.argsort(chosen.int(), dim=-1, descending=True, stable=True).to(torch.int32)
-        return count, order.reshape(rows, 1, 1, -1)
-
-    kv_num, kv_idx = table(partial)
-    full_num, full_idx = table(full)
-    return BlockMask.from_kv_blocks(kv_num, kv_idx, full_num, full_idx, BLOCK_SIZE=KV_BLOCK,
-                                    mask_mod=mask_mod or block_mask_mod(mask), seq_lengths=(1, width),
-                                    compute_q_blocks=False)
-
-
-def block_mask_mod(mask):
-    """flex attention's ``mask_mod`` over a decode step's mask (rows, 1, 1, width): row ``b`` reads column ``kv``."""
-    reads = mask[:, 0, 0, :]
-
-    def mask_mod(b, h, q_idx, kv_idx):
-        return reads[b, kv_idx]
-
-    return mask_mod
 
 
 def attention_backends(device):

@@ -183,14 +183,22 @@ class LiveBatch:
     last_pos: Any = None
     logits: Any = None
     peak: int = 0
+    # per row: (its prefix group's key, first column, end column) of the prefix it shares with its group (columns of
+    # ``mask``; key None for a row that shares with none): what the ``shared_prefix`` lever reads once per group
+    spans: list = field(default_factory=list)
 
     def clear(self) -> None:
-        self.rows, self.tags, self.tokens, self.gens = [], [], [], []
+        self.rows, self.tags, self.tokens, self.gens, self.spans = [], [], [], [], []
         self.cache = self.mask = self.last_pos = self.logits = None
         self.peak = 0
 
     def width(self) -> int:
         return 0 if self.mask is None else int(self.mask.shape[1])
+
+
+def shift_spans(spans: list, columns: int) -> list:
+    """Prefix spans (``LiveBatch.spans``) after their mask gained ``columns`` columns in front (lost, if negative)."""
+    return [(key, a + columns, b + columns) if key is not None else (key, a, b) for key, a, b in spans]
 
 
 class BatchDecoder:
@@ -214,6 +222,7 @@ class BatchDecoder:
         self.store = PrefixStore(prefix_store_mb << 20) if prefix_store_mb and self.share and one_device else None
         self.fixed_steps: FixedShapeSteps | None = None  # decode steps at fixed shapes (``decode_graphs``): on one CUDA device, as graphs
         self._compiled_model: Any = None  # torch.compile of the model, for the ``compiled`` lever (made when first used)
+        self._admissions = 0  # admissions so far: a prefix group's key is (admission, group)
         if decode_graphs:
             self.use_fixed_steps(capture=True)
         # prefill_s: prompts in, first token chosen; decode_s / decode_tokens: every later token (wall clock;
@@ -225,12 +234,14 @@ class BatchDecoder:
                       # the batch has held since it was last empty (rows finished and nothing queued took their place)
                       "decode_steps": 0, "row_steps": 0, "underfilled_s": 0.0}
 
-    def use_fixed_steps(self, capture: bool, flex: bool = False, compiled: bool = False) -> bool:
+    def use_fixed_steps(self, capture: bool, flex: bool = False, compiled: bool = False,
+                        shared_prefix: bool = False) -> bool:
         """Decode steps at fixed shapes from now on (``decode_graphs.FixedShapeSteps``): captured as CUDA graphs
         (``capture``; on one CUDA device, for models whose cache grows in place), or eagerly (any device: the CPU
-        tests' way of checking the fixed shapes). True if switched on. Two levers (off by default; the benchmark's
-        ``--levers`` times each): ``flex``, the steps' attention on flex attention's block mask; ``compiled``, the
-        steps' forward pass through ``torch.compile`` (compiled at the first step of each shape)."""
+        tests' way of checking the fixed shapes). True if switched on. Three levers (off by default; the benchmark's
+        ``--levers`` times each): ``flex``, the steps' attention on flex attention's block mask; ``shared_prefix``,
+        each prefix group's shared columns read once a step (``flex_decode``; on flex attention too); ``compiled``,
+        the steps' forward pass through ``torch.compile`` (compiled at the first step of each shape)."""
 
         one_device = len({p.device for p in self.model.parameters()}) == 1
         on_cuda = getattr(self.device, "type", str(self.device).split(":")[0]) == "cuda"
@@ -238,7 +249,8 @@ class BatchDecoder:
             self.fixed_steps = None
             return False
         forward = self._compiled_forward if compiled else self._forward
-        self.fixed_steps = FixedShapeSteps(forward, self.pad, self.device, capture=capture, flex=flex)
+        self.fixed_steps = FixedShapeSteps(forward, self.pad, self.device, capture=capture, flex=flex,
+                                           shared_prefix=shared_prefix)
         return True
 
     def forget_prefixes(self) -> None:
@@ -377,7 +389,16 @@ class BatchDecoder:
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -s_ids.shape[1]:]
         cache, logits = self._prefill(s_ids, mask, positions, prior=prefixes, prior_rows=index)
         self._store_prompts(rows, cache, mask)
-        return cache, mask, positions[:, -1], logits
+        return cache, mask, positions[:, -1], logits, self._spans(group_of, p_mask)
+
+    def _spans(self, group_of: list[int], p_mask) -> list[tuple[Any, int, int]]:
+        """Each row's (group key, first, end column) of the prefix its group computed once (``LiveBatch.spans``): the
+        columns of the group's prefix mask from its first read one; key None for a group of one."""
+        self._admissions += 1
+        sizes = [group_of.count(g) for g in range(p_mask.shape[0])]
+        firsts = p_mask.int().argmax(-1).tolist()
+        width = int(p_mask.shape[1])
+        return [((self._admissions, g), firsts[g], width) if sizes[g] > 1 else (None, 0, 0) for g in group_of]
 
     def _stored_prefixes(self, heads: list[list[int]]):
         """The store's keys/values for the leading blocks of each of ``heads`` (at least one token of each left to
@@ -428,12 +449,14 @@ class BatchDecoder:
         torch = self.torch
         t0 = time.perf_counter()
         with torch.inference_mode():
-            cache, mask, last_pos, logits = self._prefill_rows(rows)
+            cache, mask, last_pos, logits, spans = self._prefill_rows(rows)
             if live.rows:
+                width_a, width_b = live.mask.shape[1], mask.shape[1]
                 cache, mask = self._join(live.cache, live.mask, cache, mask)
                 last_pos = torch.cat([live.last_pos, last_pos])
                 logits = torch.cat([live.logits, logits])
-        live.cache, live.mask, live.last_pos, live.logits = cache, mask, last_pos, logits
+                spans = shift_spans(live.spans, mask.shape[1] - width_a) + shift_spans(spans, mask.shape[1] - width_b)
+        live.cache, live.mask, live.last_pos, live.logits, live.spans = cache, mask, last_pos, logits, spans
         live.rows += rows
         live.tags += list(tags)
         live.tokens += [[] for _ in rows]
@@ -501,15 +524,16 @@ class BatchDecoder:
                     live.cache.batch_select_indices(sel)
                     on_device = sel.to(self.device)
                     mask, last_pos, nxt = mask[on_device], last_pos[on_device], nxt[sel.to(nxt.device)]
-                    for name in ("rows", "tags", "tokens", "gens"):
+                    for name in ("rows", "tags", "tokens", "gens", "spans"):
                         setattr(live, name, [getattr(live, name)[b] for b in keep])
                     lead = int(mask.any(0).int().argmax())  # columns no remaining row reads
                     if lead:
                         drop_front(live.cache, lead)
                         mask = mask[:, lead:]
+                        live.spans = shift_spans(live.spans, -lead)
                 mask = torch.cat([mask, torch.ones((len(keep), 1), dtype=mask.dtype, device=self.device)], dim=1)
                 live.mask, live.last_pos = mask, last_pos + 1
-                live.logits = self._decode_forward(nxt[:, None], mask, live.last_pos[:, None], live.cache)
+                live.logits = self._decode_forward(nxt[:, None], mask, live.last_pos[:, None], live.cache, live.spans)
                 self.stats["decode_steps"] += 1
                 self.stats["row_steps"] += len(keep)
         dt = time.perf_counter() - t0
@@ -518,13 +542,13 @@ class BatchDecoder:
             self.stats["underfilled_s"] += dt
         return finished
 
-    def _decode_forward(self, ids, mask, positions, cache):
+    def _decode_forward(self, ids, mask, positions, cache, spans=None):
         """A decode step's forward pass: at fixed shapes (``fixed_steps``) where the cache grows in place, else
         eagerly over the cache's used columns."""
         from sumjudge.llm.kv_cache import grows_in_place
 
         if self.fixed_steps is not None and grows_in_place(cache):
-            return self.fixed_steps.run(cache, ids, mask, positions)
+            return self.fixed_steps.run(cache, ids, mask, positions, spans)
         return self._forward(ids, mask, positions, cache)
 
     def _generator(self, r: DecodeRow):

@@ -21,10 +21,12 @@ pass reads a value back to the CPU, say) is run eagerly at the same shapes from 
 ``stats["capture_error"]``. Without CUDA (``capture=False``) the same fixed-shape
 step runs eagerly: that is how the CPU tests check it answers as the decoder's own step does.
 
-Two levers change what a step runs, both off by default (``BatchDecoder.use_fixed_steps``): ``flex`` passes the
-step's mask to the model's attention as a flex-attention block mask (``attention.decode_blocks``, built inside the
-captured step from the step's mask), and the decoder's ``compiled`` forward is ``torch.compile``'s (elementwise work
-fused) before the step is captured over it.
+Three levers change what a step runs, all off by default (``BatchDecoder.use_fixed_steps``): ``flex`` passes the
+step's mask to the model's attention as a flex-attention block mask (``flex_decode.decode_blocks``, built inside the
+captured step from the step's mask); ``shared_prefix`` reads each prefix group's shared columns once a step
+(``flex_decode``: the rows' prefix spans are step inputs, filled before each replay, and a step's shape includes its
+largest group, rounded up to a power of two); and the decoder's ``compiled`` forward is ``torch.compile``'s
+(elementwise work fused) before the step is captured over it.
 
 A masked column adds an exact zero to a row's attention, but the kernels sum over more columns than the eager step
 does, so in bfloat16 a logit can move by rounding; in float32 the answers are the eager step's (``tests/gpu``).
@@ -35,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sumjudge.llm.attention import block_mask_mod, decode_blocks
+from sumjudge.llm.flex_decode import SharedPrefixInputs, decode_blocks, dense_mask_mod, plan_sharing
 
 COLUMN_BUCKET = 128  # a step reads its cache's columns rounded up to this many: one graph per 128 steps of a row
 
@@ -61,6 +63,7 @@ class _Step:
     graph: object = None
     logits: object = None
     mask_mod: object = None  # flex attention's function over ``mask`` (``flex``), made once
+    shared: SharedPrefixInputs | None = None  # the ``shared_prefix`` lever's inputs
 
 
 class FixedShapeSteps:
@@ -68,7 +71,7 @@ class FixedShapeSteps:
     CUDA device), or eagerly (the same shapes, for checking on a CPU). ``stats``: graphs captured, steps replayed,
     buffer changes that dropped graphs."""
 
-    def __init__(self, forward, pad_id: int, device, capture: bool, flex: bool = False):
+    def __init__(self, forward, pad_id: int, device, capture: bool, flex: bool = False, shared_prefix: bool = False):
         import torch
 
         self.torch = torch
@@ -76,8 +79,9 @@ class FixedShapeSteps:
         self.pad = pad_id
         self.device = device
         self.capture = capture
-        self.flex = flex  # the step's attention on flex attention's block mask (``attention.decode_blocks``)
-        self.steps: dict[tuple[int, int], _Step] = {}
+        self.flex = flex  # the step's attention on flex attention's block mask (``flex_decode.decode_blocks``)
+        self.shared_prefix = shared_prefix  # ... reading each prefix group's shared columns once (``flex_decode``)
+        self.steps: dict[tuple[int, int, int], _Step] = {}  # by (rows, columns, largest group)
         self.buffers: tuple = ()
         # counters, and the message of a capture that failed (capture_error)
         self.stats: dict[str, Any] = {"graphs_captured": 0, "graph_replays": 0, "graphs_dropped": 0}
@@ -86,9 +90,10 @@ class FixedShapeSteps:
         self.stats["graphs_dropped"] += sum(s.graph is not None for s in self.steps.values())
         self.steps, self.buffers = {}, ()
 
-    def run(self, cache, ids, mask, positions):
+    def run(self, cache, ids, mask, positions, spans=None):
         """The next-token logits of ``ids`` (rows, 1) at ``positions`` (rows, 1) with the live ``mask`` (rows, used
-        columns + 1) over ``cache`` (every layer a ``GrowingLayer``); the layers take the step's column in."""
+        columns + 1) over ``cache`` (every layer a ``GrowingLayer``); the layers take the step's column in. ``spans``
+        (``shared_prefix``): each row's prefix group and its columns (``decode.LiveBatch.spans``)."""
         torch = self.torch
         layers = cache.layers
         rows = ids.shape[0]
@@ -103,13 +108,16 @@ class FixedShapeSteps:
         if buffers != self.buffers:
             self.clear()
             self.buffers = buffers
-        step = self.steps.get((padded, width))
+        plan = plan_sharing(spans or [(None, 0, 0)] * rows) if self.shared_prefix else None
+        members = row_bucket(plan.width()) if plan is not None else 0
+        step = self.steps.get((padded, width, members))
         if step is None:
-            step = self.steps[(padded, width)] = _Step(
+            step = self.steps[(padded, width, members)] = _Step(
                 ids=torch.full((padded, 1), self.pad, dtype=torch.long, device=self.device),
                 positions=torch.zeros((padded, 1), dtype=torch.long, device=self.device),
                 mask=torch.zeros((padded, 1, 1, width), dtype=torch.bool, device=self.device),
-                at=torch.zeros(1, dtype=torch.long, device=self.device))
+                at=torch.zeros(1, dtype=torch.long, device=self.device),
+                shared=SharedPrefixInputs.empty(padded, members, width, self.device) if plan is not None else None)
         step.ids.fill_(self.pad)
         step.ids[:rows] = ids
         step.positions.zero_()
@@ -118,6 +126,8 @@ class FixedShapeSteps:
         step.mask[:rows, 0, 0, start:end + 1] = mask.bool()
         step.mask[rows:, 0, 0, end] = True
         step.at.fill_(end)
+        if plan is not None and step.shared is not None:
+            step.shared.fill(plan, offset=start)
         for layer in layers:
             layer.window = (step.at, padded, width)
         try:
@@ -140,13 +150,17 @@ class FixedShapeSteps:
         return logits[:rows].clone()
 
     def _forward(self, step: _Step, cache):
-        """The step's forward pass over its fixed inputs (with ``flex``, the block mask made from its mask first)."""
-        if not self.flex:
+        """The step's forward pass over its fixed inputs (with ``flex`` or ``shared_prefix``, the block masks made
+        from its inputs first)."""
+        if step.shared is not None:
+            blocks = step.shared.blocks(step.mask)
+        elif self.flex:
+            if step.mask_mod is None:
+                step.mask_mod = dense_mask_mod(step.mask[:, 0, 0, :])
+            blocks = decode_blocks(step.mask, step.mask_mod)
+        else:
             return self.forward(step.ids, step.mask, step.positions, cache)
-        if step.mask_mod is None:
-            step.mask_mod = block_mask_mod(step.mask)
-        return self.forward(step.ids, step.mask, step.positions, cache,
-                            decode_blocks=decode_blocks(step.mask, step.mask_mod))
+        return self.forward(step.ids, step.mask, step.positions, cache, decode_blocks=blocks)
 
     def _capture(self, step: _Step, cache) -> None:
         """One eager warm-up step on a side stream (it writes the column the graph will write again), then the

@@ -336,7 +336,7 @@ def engine_pass(s: BenchSetup) -> EnginePass:
     forget_prefixes(be)
     be.generate_calls = 0
     for k in ("prefill_s", "decode_s", "decode_tokens", "prefill_tokens", "decode_steps", "row_steps",
-              "underfilled_s"):
+              "underfilled_s", "shared_prefix_tokens_saved"):
         be.decoder.stats[k] = 0
     return EnginePass(asyncio.run(LLM(be).chat_many(s.reqs)), be.generate_calls, dict(be.decoder.stats))
 
@@ -378,7 +378,20 @@ def compiled_generate(s: BenchSetup) -> tuple[list[str], float]:
 
 
 # The decode levers ``--levers`` times, each against the engine's own steps: (name, ``use_fixed_steps`` settings)
-LEVERS = (("flex", {"flex": True}), ("compiled", {"compiled": True}), ("flex_compiled", {"flex": True, "compiled": True}))
+LEVERS = (("flex", {"flex": True}), ("shared_prefix", {"shared_prefix": True}), ("compiled", {"compiled": True}),
+          ("flex_compiled", {"flex": True, "compiled": True}))
+
+
+def chosen_levers(asked) -> tuple:
+    """``--levers``' value: True or "all" for every lever of ``LEVERS``, else a comma-separated list of their names."""
+    if asked is True or asked == "all":
+        return LEVERS
+    names = [n.strip() for n in str(asked).split(",") if n.strip()]
+    known = dict(LEVERS)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"bench --levers: unknown lever {', '.join(unknown)} (known: {', '.join(known)}, all)")
+    return tuple((n, known[n]) for n in names)
 
 
 def lever_passes(s: BenchSetup) -> list[tuple[str, EnginePass | str, float, float]]:
@@ -391,7 +404,7 @@ def lever_passes(s: BenchSetup) -> list[tuple[str, EnginePass | str, float, floa
     capture = base is not None and base.capture
     out: list[tuple[str, EnginePass | str, float, float]] = []
     try:
-        for name, settings in LEVERS:
+        for name, settings in chosen_levers(getattr(s.args, "levers", True)):
             try:
                 decoder.use_fixed_steps(capture=capture, **settings)
                 t0 = time.perf_counter()
@@ -521,7 +534,8 @@ def baselines_report(m: Measured) -> dict:
     return result
 
 
-def bandwidth_report(s: BenchSetup, calls: int, prompt_tokens: int, decode_tps: float | None) -> dict:
+def bandwidth_report(s: BenchSetup, calls: int, prompt_tokens: int, decode_tps: float | None,
+                     shared_saved: int = 0) -> dict:
     """On a CUDA GPU: the decode's tokens per second against what the GPU's memory bandwidth allows."""
     import torch
 
@@ -538,11 +552,15 @@ def bandwidth_report(s: BenchSetup, calls: int, prompt_tokens: int, decode_tps: 
     kv_token_bytes = 2 * cfg.num_hidden_layers * heads_kv * head_dim * next(be.model.parameters()).element_size()
     kv_bytes = rows * (prompt_tokens / len(reqs) + s.args.max_new_tokens / 2) * kv_token_bytes
     bound_kv = bandwidth / (weight_bytes + kv_bytes) * rows
+    # with each prefix group's shared columns read once (the shared_prefix lever): the tokens its members share less
+    row_tokens = rows * (prompt_tokens / len(reqs) + s.args.max_new_tokens / 2)
+    saved = shared_saved / max(1, calls)
     return {"weight_gb": round(weight_bytes / 1e9, 2), "mean_batch_rows": rows,
             "bandwidth_tb_s": bandwidth / 1e12, "bandwidth_of": bandwidth_of,
             "decode_bound_tokens_per_s": round(bound, 1),
             "decode_fraction_of_bandwidth_bound": round(decode_tps / bound, 3) if decode_tps else None,
             "kv_gb_per_step": round(kv_bytes / 1e9, 2),
+            "kv_gb_per_step_shared_prefix": round(kv_bytes * max(0.0, 1 - saved / row_tokens) / 1e9, 2),
             "decode_bound_with_kv_tokens_per_s": round(bound_kv, 1),
             "decode_fraction_of_bound_with_kv": round(decode_tps / bound_kv, 3) if decode_tps else None,
             "gpu": gpu}
@@ -569,7 +587,8 @@ def report(s: BenchSetup, m: Measured) -> dict:
     result.update(check_outputs(s.be, s.reqs, m.sequential[0], [r.text for r in eng.resps], s.args.max_new_tokens,
                                 s.args.tie_ulps))
     if str(s.be.device).startswith("cuda"):
-        result.update(bandwidth_report(s, eng.calls, prompt_tokens, decode_tps))
+        result.update(bandwidth_report(s, eng.calls, prompt_tokens, decode_tps,
+                                       stats.get("shared_prefix_tokens_saved", 0)))
         result.update(lever_bandwidth(result))
     return result
 
@@ -611,20 +630,20 @@ GPU_TABLE_ROWS = (  # (row, the fields it shows, their format): docs/benchmark.m
     ("decode step, ms: eager / graphs", ("eager_decode_step_ms", "engine_decode_step_ms"), "{} / {}"),
     ("graphs captured / replayed (all passes)", ("decode_graphs_captured", "decode_graph_replays"), "{} / {}"),
     ("answers equal with and without graphs", ("graphs_identical_to_eager", "requests"), "{} of {}"),
-    ("decode step, ms: flex attention / compiled / both", ("lever_flex_decode_step_ms",
-                                                           "lever_compiled_decode_step_ms",
-                                                           "lever_flex_compiled_decode_step_ms"), "{} / {} / {}"),
-    ("share of the weights' bound: flex / compiled / both", ("lever_flex_decode_fraction_of_bandwidth_bound",
-                                                             "lever_compiled_decode_fraction_of_bandwidth_bound",
-                                                             "lever_flex_compiled_decode_fraction_of_bandwidth_bound"),
-     "{:.1%} / {:.1%} / {:.1%}"),
-    ("answers equal to the engine's: flex / compiled / both", ("lever_flex_identical_to_engine",
-                                                               "lever_compiled_identical_to_engine",
-                                                               "lever_flex_compiled_identical_to_engine", "requests"),
-     "{} / {} / {} of {}"),
-    ("first pass (capture, compile), s: flex / compiled / both", ("lever_flex_first_pass_s",
-                                                                  "lever_compiled_first_pass_s",
-                                                                  "lever_flex_compiled_first_pass_s"), "{} / {} / {}"),
+    ("levers' decode step, ms: flex / shared prefix / compiled / flex compiled",
+     tuple(f"lever_{n}_decode_step_ms" for n in ("flex", "shared_prefix", "compiled", "flex_compiled")),
+     "{} / {} / {} / {}"),
+    ("levers' share of the weights' bound", tuple(f"lever_{n}_decode_fraction_of_bandwidth_bound"
+                                                  for n in ("flex", "shared_prefix", "compiled", "flex_compiled")),
+     "{:.1%} / {:.1%} / {:.1%} / {:.1%}"),
+    ("levers' answers equal to the engine's", (*(f"lever_{n}_identical_to_engine"
+                                                 for n in ("flex", "shared_prefix", "compiled", "flex_compiled")),
+                                               "requests"), "{} / {} / {} / {} of {}"),
+    ("levers' first pass (capture, compile), s", tuple(f"lever_{n}_first_pass_s" for n in
+                                                       ("flex", "shared_prefix", "compiled", "flex_compiled")),
+     "{} / {} / {} / {}"),
+    ("keys/values a step: all rows / shared prefixes read once", ("kv_gb_per_step", "kv_gb_per_step_shared_prefix"),
+     "{} / {} GB"),
     ("decode tokens/s, share of the weights' bound", ("engine_decode_tokens_per_s",
                                                       "decode_fraction_of_bandwidth_bound"), "{:,.0f}, {:.1%}"),
     ("share of the bound with keys/values read", ("decode_fraction_of_bound_with_kv", "kv_gb_per_step"),

@@ -99,10 +99,10 @@ def test_graphs_are_asked_for_only_on_a_cuda_device(tiny_backend):
 def test_flex_attention_steps_answer_as_the_decoders_own_steps(tiny_backend, monkeypatch, block):
     """The ``flex`` lever: each step's attention on a block mask made from the step's mask (blocks no column of which
     a row reads skipped, blocks read whole read unmasked) answers as the decoder's own steps (fp32, the tiny model)."""
-    from sumjudge.llm import attention
+    from sumjudge.llm import flex_decode
 
     be = tiny_backend
-    monkeypatch.setattr(attention, "KV_BLOCK", block)
+    monkeypatch.setattr(flex_decode, "KV_BLOCK", block)
     monkeypatch.setattr(decode_graphs, "COLUMN_BUCKET", block)
     ids = _prompts(be)
     rows = [DecodeRow(ids=i, max_new_tokens=n, temperature=t, seed=7, sample_index=j)
@@ -111,8 +111,8 @@ def test_flex_attention_steps_answer_as_the_decoders_own_steps(tiny_backend, mon
     be.decoder.forget_prefixes()
     want = _decode_with_admissions(be.decoder, rows, join_at=2)
     calls = []
-    flex = attention.flex_attention_fn
-    monkeypatch.setattr(attention, "flex_attention_fn", lambda device: calls.append(device) or flex(device))
+    flex = flex_decode.flex_attention_fn
+    monkeypatch.setattr(flex_decode, "flex_attention_fn", lambda device: calls.append(device) or flex(device))
     assert be.decoder.use_fixed_steps(capture=False, flex=True)
     be.decoder.forget_prefixes()
     got = _decode_with_admissions(be.decoder, rows, join_at=2)
@@ -121,27 +121,109 @@ def test_flex_attention_steps_answer_as_the_decoders_own_steps(tiny_backend, mon
     assert len(calls) == layers * be.decoder.stats["decode_steps"] or len(calls) >= 39 * layers
 
 
-def test_a_decode_block_mask_skips_unread_blocks_and_reads_whole_ones_unmasked():
+def test_a_decode_block_mask_skips_unread_blocks_and_reads_whole_ones_unmasked(monkeypatch):
     import torch
 
-    from sumjudge.llm.attention import decode_blocks
+    from sumjudge.llm import flex_decode
 
     mask = torch.zeros((2, 1, 1, 8), dtype=torch.bool)
     mask[0, 0, 0, 2:8] = True  # row 0: block 0 (columns 0-3) in part, block 1 whole
     mask[1, 0, 0, 0:4] = True  # row 1: block 0 whole, block 1 not at all
     mask[1, 0, 0, 7] = True  # ... and column 7 of block 1
-    from sumjudge.llm import attention
-
-    old, attention.KV_BLOCK = attention.KV_BLOCK, 4
-    try:
-        bm = decode_blocks(mask)
-    finally:
-        attention.KV_BLOCK = old
+    monkeypatch.setattr(flex_decode, "KV_BLOCK", 4)
+    bm = flex_decode.decode_blocks(mask)
     assert bm.kv_num_blocks.flatten().tolist() == [1, 1] and bm.full_kv_num_blocks.flatten().tolist() == [1, 1]
     assert bm.kv_indices[:, 0, 0, 0].tolist() == [0, 1] and bm.full_kv_indices[:, 0, 0, 0].tolist() == [1, 0]
     with pytest.raises(ValueError, match="multiple of 4"):
-        attention.KV_BLOCK = 4
-        try:
-            decode_blocks(mask[:, :, :, :6])
-        finally:
-            attention.KV_BLOCK = old
+        flex_decode.decode_blocks(mask[:, :, :, :6])
+
+
+def test_compiled_flex_attention_reads_the_blocks_its_tables_list_and_no_others():
+    """The block tables are what a compiled kernel reads (PyTorch's reference applies the mask densely): a block the
+    table leaves out changes the answer, the table as made gives the masked attention's."""
+    import torch
+    from torch.nn.attention.flex_attention import BlockMask
+
+    from sumjudge.llm import flex_decode
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(2, 4, 1, 16, generator=g), torch.randn(2, 2, 256, 16, generator=g), torch.randn(2, 2, 256, 16, generator=g)
+    mask = torch.zeros((2, 1, 1, 256), dtype=torch.bool)
+    mask[0, 0, 0, 100:] = True
+    mask[1, 0, 0, :] = True
+    want = torch.nn.functional.scaled_dot_product_attention(q.reshape(2, 2, 2, 16), k, v, attn_mask=mask)
+    compiled = torch.compile(torch.nn.attention.flex_attention.flex_attention, dynamic=False)
+    bm = flex_decode.decode_blocks(mask)
+    got = compiled(q, k, v, block_mask=bm, enable_gqa=True).reshape(2, 2, 2, 16)
+    assert torch.allclose(got, want, atol=1e-5)
+    no_partial = BlockMask.from_kv_blocks(bm.kv_num_blocks * 0, bm.kv_indices, bm.full_kv_num_blocks, bm.full_kv_indices,
+                                          BLOCK_SIZE=128, mask_mod=bm.mask_mod, seq_lengths=(1, 256),
+                                          compute_q_blocks=False)
+    assert not torch.allclose(compiled(q, k, v, block_mask=no_partial, enable_gqa=True).reshape(2, 2, 2, 16), want,
+                              atol=1e-3)
+
+
+def test_rows_of_a_prefix_group_read_it_through_their_first_live_row():
+    from sumjudge.llm.flex_decode import plan_sharing
+
+    spans = [("a", 3, 40), (None, 0, 0), ("a", 3, 40), ("b", 10, 50), ("a", 3, 40), ("c", 5, 20)]
+    plan = plan_sharing(spans)
+    assert plan.leads == [True, True, False, True, False, True]
+    assert plan.members == [[0, 2, 4], [1], [2], [3], [4], [5]]
+    assert plan.place == [(0, 0), (1, 0), (0, 1), (3, 0), (0, 2), (5, 0)]
+    # b and c have one live row each: they read their prefix as their own columns
+    assert plan.start == [3, 0, 3, 0, 3, 0] and plan.end == [40, 0, 40, 0, 40, 0]
+    assert plan.width() == 3 and plan.slot(4) == [0, 4, 1, 12, 2, 20]
+
+
+def _shared_prompts(be, docs: int = 3, agents: int = 3):
+    body = " ".join(f"Speaker {j % 3}: item {j} was discussed and the council voted." for j in range(40))
+    return [be.encode([{"role": "user", "content": f"Document {d}. {body}\n\nYou are agent {a}."}])
+            for d in range(docs) for a in range(agents)]
+
+
+@pytest.mark.parametrize("block", [16, 128])
+def test_shared_prefix_steps_answer_as_the_decoders_own_steps(tiny_backend, monkeypatch, block):
+    """The ``shared_prefix`` lever: 3 documents x 3 agents sharing each document's prefix, rows leaving early (a
+    group's first row too: the next one reads the prefix for the group), 3 more rows admitted while the others
+    decode; each group's prefix read once a step, the rest row by row, joined by log-sum-exp. Greedy rows: the
+    softmax summed in two parts moves fp32 logits by a few units in the last place (about 1e-5 at 18 here), which
+    the tiny model's peaked logits never turn into another arg-max; a sampled draw could land on the other side of
+    a boundary, so none is compared here."""
+    from sumjudge.llm import flex_decode
+
+    be = tiny_backend
+    monkeypatch.setattr(flex_decode, "KV_BLOCK", block)
+    monkeypatch.setattr(decode_graphs, "COLUMN_BUCKET", block)
+    ids = _shared_prompts(be)
+    lengths = (4, 30, 12, 25, 6, 18, 9, 30, 3)
+    rows = [DecodeRow(ids=i, max_new_tokens=n) for i, n in zip(ids, lengths)]
+
+    def decode():
+        be.decoder.forget_prefixes()
+        live = be.decoder.start()
+        be.decoder.admit(live, rows[:6], list(range(6)))
+        assert sum(key is not None for key, _, _ in live.spans) == 6  # two groups of three
+        out, steps = {}, 0
+        while live.rows or steps <= 2:
+            if steps == 2:
+                be.decoder.admit(live, rows[6:], list(range(6, 9)))
+            for tag, res in be.decoder.step(live):
+                out[tag] = res.tokens
+            steps += 1
+        return out
+
+    monkeypatch.setattr(be.decoder, "fixed_steps", None)
+    want = decode()
+    seen = []
+    original = flex_decode.flex_decode_attention
+    monkeypatch.setattr(flex_decode, "flex_decode_attention",
+                        lambda q, k, v, blocks, *a: seen.append(blocks) or original(q, k, v, blocks, *a))
+    from sumjudge.llm import attention
+
+    monkeypatch.setattr(attention, "flex_decode_attention", flex_decode.flex_decode_attention)
+    assert be.decoder.use_fixed_steps(capture=False, shared_prefix=True)
+    got = decode()
+    assert got == want and [len(want[t]) for t in range(9)] == list(lengths)
+    assert seen and all(isinstance(b, flex_decode.SharedPrefixBlocks) for b in seen)
+    assert max(int(b.prefix.kv_num_blocks.sum() + b.prefix.full_kv_num_blocks.sum()) for b in seen) > 0
