@@ -266,3 +266,29 @@ def test_table4_names_the_model_that_answered_each_row_from_its_run(tmp_path):
                       "I-Binary + INF-Binary": "base-0.5b + LoRA adapter I-Binary (sft-I-Binary-lora)",
                       "I&II-Taxonomy + INF-Taxonomy": "base-0.5b + fine-tune (paper) I&II-Taxonomy "
                                                       "(sft-I&II-Taxonomy-paper)"}
+
+
+def test_the_warm_up_reaches_the_trainer_as_a_fraction_of_its_steps(tiny_model_dir, tmp_path, monkeypatch):
+    """transformers 5.2 removed ``warmup_ratio`` (5.17 refuses it): the ratio goes in as ``warmup_steps`` below 1,
+    which the trainer reads as a fraction of its steps; a ratio of 1 or more (it would be read as steps) is refused."""
+    import transformers
+
+    from sumjudge.papers.factax.sft.train import SFTConfig, train, warmup_fraction
+
+    seen = []
+    real = transformers.TrainingArguments
+
+    class Args(real):  # what a transformers without ``warmup_ratio`` accepts
+        def __init__(self, *a, **kw):
+            if "warmup_ratio" in kw:
+                raise TypeError("TrainingArguments.__init__() got an unexpected keyword argument 'warmup_ratio'")
+            super().__init__(*a, **kw)
+            seen.append(self)
+
+    monkeypatch.setattr(transformers, "TrainingArguments", Args)
+    pairs = factax_pairs.build("I-Taxonomy", SET_I, TEST).pairs[:2]
+    train(str(tiny_model_dir), pairs, tmp_path / "sft", "lora", max_steps=2, epochs=1, effective_batch_size=1)
+    assert seen and seen[0].warmup_steps == 0.05 and seen[0].get_warmup_steps(100) == 5
+    assert warmup_fraction(SFTConfig(warmup_ratio=0.0)) == 0.0
+    with pytest.raises(ConfigError, match=r"warmup_ratio 1.5 is not a fraction in \[0, 1\)"):
+        warmup_fraction(SFTConfig(warmup_ratio=1.5))

@@ -57,6 +57,15 @@ CONFIGS = {"paper": SFTConfig(),
            "lora": SFTConfig(name="lora", lora=True, learning_rate=2e-4)}
 
 
+def warmup_fraction(cfg: SFTConfig) -> float:
+    """The warm-up as a fraction of the training steps, as ``TrainingArguments`` takes it: ``warmup_steps`` below 1
+    is a ratio (transformers 5 deprecated ``warmup_ratio`` and removed it in 5.2). A ratio outside [0, 1) would be
+    read as a number of steps: refused."""
+    if not 0 <= cfg.warmup_ratio < 1:
+        raise ConfigError(f"SFT config {cfg.name!r}: warmup_ratio {cfg.warmup_ratio} is not a fraction in [0, 1)")
+    return float(cfg.warmup_ratio)
+
+
 def prompt_ids(tok, prompt: str) -> list[int]:
     """The prompt as a user turn in the tokenizer's chat template with the assistant header (as the engine
     feeds it at inference); a tokenizer without a chat template gets the bare prompt."""
@@ -240,7 +249,7 @@ def _train(model: str, pairs: list[Pair], out: Path, cfg: SFTConfig, world_size:
                              num_train_epochs=cfg.epochs, max_steps=cfg.max_steps,
                              per_device_train_batch_size=cfg.per_device_batch_size,
                              gradient_accumulation_steps=accumulate, lr_scheduler_type=cfg.lr_scheduler,
-                             warmup_ratio=cfg.warmup_ratio, logging_steps=1, save_strategy="no", report_to=[],
+                             warmup_steps=warmup_fraction(cfg), logging_steps=1, save_strategy="no", report_to=[],
                              bf16=precision == "bf16", use_cpu=not gpu, dataloader_pin_memory=gpu, seed=cfg.seed, remove_unused_columns=False, disable_tqdm=True)
     trainer = Trainer(model=lm, args=args, train_dataset=data, data_collator=collate(tok.pad_token_id))
     trainer.train()
