@@ -24,18 +24,31 @@ from dataclasses import dataclass
 from typing import Any
 
 KV_BLOCK = 128  # columns of a flex-attention key/value block
+# compiled flex-attention kernels a process may hold: one per step shape (rows, columns, largest group) and call
+# (a whole decode step; a shared prefix's and the rest's), each compiled the first time it is met
+FLEX_SHAPES = 256
 _compiled: dict = {}  # the compiled ``flex_attention``, once per process (CUDA only)
 
 
 def flex_attention_fn(device):
-    """``flex_attention`` compiled (on a CUDA device; once per process), or PyTorch's reference elsewhere."""
+    """``flex_attention`` compiled (on a CUDA device; once per process), or PyTorch's reference elsewhere.
+
+    Compiled at fixed shapes, one kernel per shape met. torch.compile keeps at most ``recompile_limit`` (8) versions
+    of a function and then runs it uncompiled: the unfused reference, which also cannot be captured in a CUDA graph
+    (measured on an H100 with the GPU tests' many shapes: the shared-prefix steps fell back to eager steps). So the
+    limit is raised to ``FLEX_SHAPES`` for the process (``torch._dynamo.config``, a global setting) when the kernel is
+    first compiled, and the queries are passed contiguous (a stride is part of a version's guard too)."""
     from torch.nn.attention.flex_attention import flex_attention
 
     if getattr(device, "type", str(device).split(":")[0]) != "cuda":
         return flex_attention
     if "fn" not in _compiled:
         import torch
+        import torch._dynamo
 
+        config = torch._dynamo.config
+        config.recompile_limit = max(config.recompile_limit, FLEX_SHAPES)
+        config.accumulated_recompile_limit = max(config.accumulated_recompile_limit, 4 * FLEX_SHAPES)
         _compiled["fn"] = torch.compile(flex_attention, dynamic=False)
     return _compiled["fn"]
 
@@ -202,6 +215,7 @@ def flex_decode_attention(query, key, value, blocks, scaling, gqa: bool):
     ``blocks``: a ``BlockMask`` (``flex``) or ``SharedPrefixBlocks`` (``shared_prefix``). Returns (rows, 1, heads,
     dim)."""
     flex = flex_attention_fn(query.device)
+    query = query.contiguous()
     if not isinstance(blocks, SharedPrefixBlocks):
         out = flex(query, key, value, block_mask=blocks, scale=scaling, enable_gqa=gqa)
         return out.transpose(1, 2).contiguous()

@@ -227,3 +227,22 @@ def test_shared_prefix_steps_answer_as_the_decoders_own_steps(tiny_backend, monk
     assert got == want and [len(want[t]) for t in range(9)] == list(lengths)
     assert seen and all(isinstance(b, flex_decode.SharedPrefixBlocks) for b in seen)
     assert max(int(b.prefix.kv_num_blocks.sum() + b.prefix.full_kv_num_blocks.sum()) for b in seen) > 0
+
+
+def test_compiling_flex_attention_for_a_gpu_lets_it_keep_a_kernel_per_step_shape(monkeypatch):
+    """torch.compile keeps 8 versions of a function and then runs it uncompiled (unfused, and not capturable in a CUDA
+    graph): the flex kernel is allowed one version per step shape, ``FLEX_SHAPES``. (Compiling needs no GPU.)"""
+    import torch
+    import torch._dynamo
+
+    from sumjudge.llm import flex_decode
+
+    config = torch._dynamo.config
+    monkeypatch.setattr(config, "recompile_limit", 8)
+    monkeypatch.setattr(config, "accumulated_recompile_limit", 256)
+    monkeypatch.setattr(flex_decode, "_compiled", {})
+    assert flex_decode.flex_attention_fn("cpu") is torch.nn.attention.flex_attention.flex_attention
+    assert config.recompile_limit == 8
+    fn = flex_decode.flex_attention_fn(torch.device("cuda", 0))
+    assert fn is flex_decode.flex_attention_fn("cuda:0")  # compiled once per process
+    assert config.recompile_limit == flex_decode.FLEX_SHAPES and config.accumulated_recompile_limit >= 4 * 256
