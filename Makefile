@@ -147,7 +147,8 @@ bench: env
 # memory, log and cache size, slots kept full at 2 s per request (figures/scale/scale.json, concurrency.png)
 # The GPU checklist (docs/benchmark.md, "On a GPU"), on a machine whose python has torch with CUDA, from the
 # source tree: the engine on Llama-3-8B-shaped bf16 weights (vs one generate per request, one batched generate
-# and the compiled static-cache generate; decode steps eager and as CUDA graphs; option sets per second), the GPU tests (CPU-equal answers and option scores, device_map="auto"),
+# and the compiled static-cache generate; decode steps eager and as CUDA graphs, and with each decode lever; option
+# sets per second), the GPU tests (CPU-equal answers and option scores, device_map="auto"),
 # and the ci profile's notebooks with the tiny model on the GPU (they read the benchmark mirror: set
 # SUMJUDGE_DATA_MIRROR where it is not beside the checkout). GPU_PY: that python (default the project's). Each
 # step runs whatever the one before gave; their outputs land in GPU_OUT.
@@ -157,7 +158,7 @@ gpu-check:
 	mkdir -p $(GPU_OUT)
 	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --shape llama3-8b --device cuda --docs 16 \
 		--max-new-tokens 64 --repeats 1 --token-budget 131072 --batched-generate --compare-decode-graphs \
-		--option-sets 256 --sequential-limit 16 > $(GPU_OUT)/bench-llama3-8b.json
+		--option-sets 256 --sequential-limit 16 --levers > $(GPU_OUT)/bench-llama3-8b.json
 	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --shape llama3-8b --device cuda --docs 16 \
 		--max-new-tokens 64 --repeats 1 --token-budget 131072 --compiled-generate --sequential-limit 4 \
 		> $(GPU_OUT)/bench-llama3-8b-compiled.json

@@ -10,7 +10,9 @@ request decodes the same number of tokens and both paths do identical work). (a)
 ``model.generate`` once per request in a loop, as the papers' released code does; (b) sends all
 requests through ``LLM.chat_many`` (no cache), which the hf backend micro-batches. Prints JSON with
 the timings and an output check (``check_outputs``): identical text in fp32; in bf16, divergences only
-at numerical near-ties of the sequential run's logits.
+at numerical near-ties of the sequential run's logits, reported as information: a reduced-precision run's exit
+status is decided by ``fp32_check`` (the tiny model in fp32 on the same device). ``--levers`` also times the
+decoder's decode levers (``LEVERS``), each against the engine's own steps.
 """
 
 from __future__ import annotations
