@@ -56,10 +56,11 @@ def column_bucket(end: int) -> int:
 class _Step:
     """One bucket's fixed inputs and, once captured, its graph and output."""
 
-    ids: object
-    positions: object
-    mask: object
-    at: object
+    # torch tensors (torch is imported where the decoder runs)
+    ids: Any
+    positions: Any
+    mask: Any
+    at: Any
     graph: object = None
     logits: object = None
     mask_mod: object = None  # flex attention's function over ``mask`` (``flex``), made once
