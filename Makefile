@@ -169,6 +169,8 @@ gpu-check:
 scale: env $(ROUTER_STAMP)
 	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/sumjudge scale --out figures/scale --replicas 1 2 4
 	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m sumjudge.perf.scale --routing figures/scale --docs docs/serving.md
+	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m sumjudge.perf.scale --routing figures/scale --docs docs/serving.md \
+		--latency 2 --policies sticky_least_loaded,round_robin
 
 # JupyterLab on notebooks/. REPLAY=1: each recorded notebook runs cell by cell from the results page's recorded
 # answers, with the parameters it was recorded with; a request the page does not hold (a changed prompt or parameter)

@@ -213,3 +213,24 @@ def test_the_benchmark_docs_quote_the_committed_scale_measurement():
     report = json.loads((root / "figures" / "scale" / "scale.json").read_text(encoding="utf-8"))
     docs = (root / "docs" / "benchmark.md").read_text(encoding="utf-8")
     assert instant_table(report) in docs and report["machine"]["cpu"] in docs
+
+
+def test_the_routing_curve_at_another_latency_is_named_apart_from_the_default_one(monkeypatch, tmp_path, capsys):
+    """``python -m sumjudge.perf.scale --routing OUT --latency 2 --runs mesa --policies a,b``: the runs, routings and
+    seconds per request asked for, the files and the page's markers named ``-2s``; the default latency keeps the
+    default names; a latency of 0 is refused."""
+    from sumjudge.perf import scale
+
+    asked = []
+    monkeypatch.setattr(scale, "routing_curve", lambda out, docs, **kw: asked.append((out, docs, kw)) or out)
+    scale.main(["--routing", str(tmp_path), "--latency", "2", "--runs", "mesa", "--policies",
+                "sticky_least_loaded, round_robin"])
+    out, docs, kw = asked[-1]
+    assert out == tmp_path and docs is None
+    assert kw == {"runs": ["mesa"], "latency_s": 2.0, "policies": ["sticky_least_loaded", "round_robin"],
+                  "tag": "-2s"}
+    scale.main(["--routing", str(tmp_path), "--latency", str(scale.CURVE_LATENCY_S)])
+    assert asked[-1][2]["tag"] == "" and asked[-1][2]["runs"] is None and asked[-1][2]["policies"] is None
+    with pytest.raises(SystemExit):
+        scale.main(["--routing", str(tmp_path), "--latency", "0"])
+    assert "seconds per request must be above 0" in capsys.readouterr().err

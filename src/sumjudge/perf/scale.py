@@ -260,17 +260,19 @@ CURVE_SLOTS = 16
 def routing_curve(out: Path, docs: Path | None = None, router: str | None = None, runs: list[str] | None = None,
                   limit: int | None = CURVE_LIMIT, latency_s: float = CURVE_LATENCY_S, slots: int = CURVE_SLOTS,
                   replicas: list[int] | None = None, policies: list[str] | None = None,
-                  policy: str = CHOSEN) -> Path:
+                  policy: str = CHOSEN, tag: str = "") -> Path:
     """``replicas_and_policies`` of ``runs`` (scale.yaml's routed runs) at ``limit`` over every routing of ``CURVE``
-    (or ``policies``), written to ``out/routed-RUNS-LIMIT.json`` with the curve of requests
-    per second against one replica's over the share of examples wholly on one replica (``routing-curve.png``), and
-    its table quoted in ``docs`` between its markers (``quote_routing``). Returns the JSON's path."""
+    (or ``policies``), written to ``out/routed-RUNS-LIMIT[TAG].json`` with the curve of requests
+    per second against one replica's over the share of examples wholly on one replica (``routing-curve[TAG].png``),
+    and its table quoted in ``docs`` between its markers (``quote_routing``). Returns the JSON's path. ``tag``: a
+    measurement's own name beside the default one (``--latency``'s, say)."""
 
     runs = check_runs(runs or scale_file()["routed_runs"])
     router = router or router_from_environment()
     if not router:
         raise ConfigError("the routing curve needs vllm-router: `make router-env` installs it (SUMJUDGE_ROUTER)")
-    name = f"routed-{'-'.join(runs)}-{limit}.json"
+    name = f"routed-{'-'.join(runs)}-{limit}{tag}.json"
+    figure = f"routing-curve{tag}.png"
     if docs:  # before the measuring (most of an hour): the page has a place for the table
         quote_routing(docs, None, name)
     report = {"machine": machine(), "routed": replicas_and_policies(
@@ -278,9 +280,9 @@ def routing_curve(out: Path, docs: Path | None = None, router: str | None = None
     out.mkdir(parents=True, exist_ok=True)
     path = out / name
     path.write_text(json.dumps(report, indent=2), encoding="utf-8")
-    curve_figure(report, out / "routing-curve.png")
+    curve_figure(report, out / figure)
     if docs:
-        quote_routing(docs, report, path.name)
+        quote_routing(docs, report, path.name, figure)
     return path
 
 
@@ -333,7 +335,7 @@ def short_policy(policy: str) -> str:
     return name + (" " + "/".join(rest[1::2]) if rest else "")
 
 
-def quote_routing(docs: Path, report: dict[str, Any] | None, name: str) -> None:
+def quote_routing(docs: Path, report: dict[str, Any] | None, name: str, figure: str = "routing-curve.png") -> None:
     """``routed_table(report)`` in ``docs`` between ``<!-- routing: NAME -->`` and ``<!-- /routing -->``, with the
     machine it was measured on (``report`` None: only check that ``docs`` has them)."""
     start, end = f"<!-- routing: {name} -->", "<!-- /routing -->"
@@ -345,7 +347,7 @@ def quote_routing(docs: Path, report: dict[str, Any] | None, name: str) -> None:
     head, rest = text.split(start, 1)
     machine_ = report["machine"]
     quoted = (f"{start}\nMeasured {machine_['date']} on {machine_['cores']} cores of an {machine_['cpu']} "
-              f"(`figures/scale/{name}`, `figures/scale/routing-curve.png`):\n\n{routed_table(report)}\n")
+              f"(`figures/scale/{name}`, `figures/scale/{figure}`):\n\n{routed_table(report)}\n")
     docs.write_text(head + quoted + end + rest.split(end, 1)[1], encoding="utf-8")
 
 
@@ -371,9 +373,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--one", help="the job, as JSON")
     p.add_argument("--routing", metavar="OUT", help="measure the routing curve into this folder (routing_curve)")
     p.add_argument("--docs", help="with --routing: the page that quotes its table (docs/serving.md)")
+    p.add_argument("--latency", type=float, help=f"with --routing: each replica's seconds per request (default "
+                   f"{CURVE_LATENCY_S:g}); the files and the page's markers are named with it")
+    p.add_argument("--runs", help="with --routing: the routed runs, comma-separated (default scale.yaml's)")
+    p.add_argument("--policies", help="with --routing: the routings compared, comma-separated (default every one)")
     a = p.parse_args(argv)
     if a.routing:
-        print(routing_curve(Path(a.routing), Path(a.docs) if a.docs else None))
+        split = (lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None)  # noqa: E731
+        latency = a.latency if a.latency is not None else CURVE_LATENCY_S
+        if latency <= 0:
+            p.error(f"--latency {a.latency}: seconds per request must be above 0")
+        tag = f"-{latency:g}s" if a.latency is not None and latency != CURVE_LATENCY_S else ""
+        print(routing_curve(Path(a.routing), Path(a.docs) if a.docs else None, runs=split(a.runs),
+                            latency_s=latency, policies=split(a.policies), tag=tag))
     elif a.one:
         print(json.dumps(run_one(json.loads(a.one))))
     else:
