@@ -171,7 +171,9 @@ def test_the_gpu_table_shows_a_dash_for_what_a_run_did_not_measure():
     table = bench.gpu_table([("a", {"speedup": 2.0, "engine_vs_batched_generate": 1.5, "requests": 4}),
                              ("b", {"requests": 4})])
     assert "| engine over the loop / batched / compiled | 2.0x / 1.5x / - | - |" in table
-    assert "| decode step, ms: eager / graphs | - | - |" in table
+    assert "| decode step, ms: graphs / eager | - | - |" in table
+    table = bench.gpu_table([("a", {"engine_decode_step_ms": 17.5})])
+    assert "| decode step, ms: graphs / eager | 17.5 / - |" in table  # a run without the eager pass
 
 
 def test_each_decode_lever_is_timed_against_the_engines_own_steps_and_answers_as_they_do(tiny_models, monkeypatch):

@@ -332,9 +332,10 @@ class BatchDecoder:
         """The model's last-position logits for ``ids``; ``attention``: keyword arguments its attention functions
         take (``decode_blocks``)."""
         self.stats["forward_calls"] += 1
+        model = self.model if model is None else model
         with attention_backends(ids.device):
-            out = (self.model if model is None else model)(input_ids=ids, attention_mask=mask, position_ids=positions,
-                                        past_key_values=cache, use_cache=True, logits_to_keep=1, **attention)
+            out = model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                        use_cache=True, logits_to_keep=1, **attention)
         return out.logits[:, -1, :]
 
     def _compiled_forward(self, ids, mask, positions, cache, **attention):
