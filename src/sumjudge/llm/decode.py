@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -396,7 +397,7 @@ class BatchDecoder:
         """Each row's (group key, first, end column) of the prefix its group computed once (``LiveBatch.spans``): the
         columns of the group's prefix mask from its first read one; key None for a group of one."""
         self._admissions += 1
-        sizes = [group_of.count(g) for g in range(p_mask.shape[0])]
+        sizes = Counter(group_of)
         firsts = p_mask.int().argmax(-1).tolist()
         width = int(p_mask.shape[1])
         return [((self._admissions, g), firsts[g], width) if sizes[g] > 1 else (None, 0, 0) for g in group_of]

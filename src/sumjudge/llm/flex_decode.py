@@ -139,23 +139,22 @@ class SharedPrefixInputs:
         return inputs
 
     def fill(self, plan: "SharePlan", offset: int) -> None:
-        """Writes ``plan`` (columns counted from the used part's first, ``offset`` in the buffer) into the tensors."""
+        """Writes ``plan`` (columns counted from the used part's first, ``offset`` in the buffer) into the tensors: one
+        copy to the device a step, split there."""
         import torch
 
-        rows = self.start.shape[0]
-        pad = rows - len(plan.start)
-        own = list(range(len(plan.start), rows))
-        device = self.start.device
-
-        def put(dst, values):
-            dst.copy_(torch.tensor(values, dtype=dst.dtype).to(device, non_blocking=True))
-
-        put(self.start, [s + offset if e > s else 0 for s, e in zip(plan.start, plan.end)] + [0] * pad)
-        put(self.end, [e + offset if e > s else 0 for s, e in zip(plan.start, plan.end)] + [0] * pad)
-        put(self.leads, plan.leads + [True] * pad)
-        m = self.members.shape[1]
-        put(self.members, [row + [row[0]] * (m - len(row)) for row in plan.members] + [[r] * m for r in own])
-        put(self.slot, plan.slot(m) + [r * m for r in own])
+        rows, m = self.members.shape
+        own = range(len(plan.start), rows)  # padding rows: no span, their own members and slot
+        spans = [(s + offset, e + offset) if e > s else (0, 0) for s, e in zip(plan.start, plan.end)]
+        table = [[a, b, int(lead), k, *(row + [row[0]] * (m - len(row)))]
+                 for (a, b), lead, k, row in zip(spans, plan.leads, plan.slot(m), plan.members)]
+        table += [[0, 0, 1, r * m, *([r] * m)] for r in own]
+        packed = torch.tensor(table, dtype=torch.long).to(self.start.device, non_blocking=True)
+        self.start.copy_(packed[:, 0])
+        self.end.copy_(packed[:, 1])
+        self.leads.copy_(packed[:, 2].bool())
+        self.slot.copy_(packed[:, 3])
+        self.members.copy_(packed[:, 4:])
 
     def blocks(self, mask) -> SharedPrefixBlocks:
         """The step's block masks from its mask (rows, 1, 1, width) and the filled inputs (tensor operations)."""
