@@ -281,6 +281,7 @@ class LLM(Calls):
         self._pending: list[tuple[str, Any, str, asyncio.Future, Calls]] = []
         self._inflight_keys: dict[str, asyncio.Future] = {}
         self._dispatcher: asyncio.Task | None = None
+        self._arrival: asyncio.Future | None = None  # the dispatcher's wake-up when a request joins the queue
         self._loop: asyncio.AbstractEventLoop | None = None
         self._token_counts: dict[Any, int] = {}
         self._counting = SingleFlight()
@@ -362,6 +363,7 @@ class LLM(Calls):
         loop = asyncio.get_running_loop()
         if self._loop is not loop:  # a new event loop (e.g. a second asyncio.run in a notebook)
             self._loop, self._pending, self._inflight_keys, self._dispatcher = loop, [], {}, None
+            self._arrival = None
         if key in self._inflight_keys:  # identical request already on its way: share its answer
             resp = replace(await asyncio.shield(self._inflight_keys[key]), cache_hit=True)
             for u in via.usages:
@@ -371,6 +373,8 @@ class LLM(Calls):
         fut = loop.create_future()
         self._inflight_keys[key] = fut
         self._pending.append((kind, req, key, fut, via))
+        if self._arrival is not None and not self._arrival.done():
+            self._arrival.set_result(None)
         if self._dispatcher is None or self._dispatcher.done():
             self._dispatcher = loop.create_task(self._dispatch())
         return await fut
@@ -384,16 +388,26 @@ class LLM(Calls):
                 await asyncio.sleep(0)
 
     async def _dispatch(self) -> None:
+        """Hand the queue to the backend whenever it has requests and the backend takes another batch: at the
+        start, and then as soon as a request arrives (a step that follows an answer streamed out of a batch still
+        running goes out then, not when that whole batch has returned), or when a batch returns."""
         inflight: set[asyncio.Task] = set()
         limit = self.backend.capabilities.max_inflight
+        loop = asyncio.get_running_loop()
         while self._pending or inflight:
             await self._settle()
             if self._pending and len(inflight) < limit:
                 batch, self._pending = self._pending, []
-                inflight.add(asyncio.get_running_loop().create_task(self._run_batch(batch)))
+                inflight.add(loop.create_task(self._run_batch(batch)))
                 continue
-            done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
-            for t in done:
+            waits = set(inflight)
+            if len(inflight) < limit:  # room for another batch: a new request wakes the dispatcher too
+                self._arrival = loop.create_future()
+                waits.add(self._arrival)
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            self._arrival = None
+            for t in done & inflight:
+                inflight.discard(t)
                 t.result()
 
     async def _run_batch(self, batch) -> None:

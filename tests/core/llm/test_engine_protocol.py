@@ -135,3 +135,55 @@ def test_an_answer_cut_at_max_new_tokens_is_unreadable_unless_the_method_reads_c
     line = run_sync(llm.chat_parsed(req("score-line"), parse, cut_parse=complete_lines(parse)))
     assert line.ok and line.value == 2
     assert llm.usage.cut_answers == 2 + 2 + 1 + 2 + 1 and llm.usage.parse_failures == 3
+
+
+class StreamingBackend(ScriptedBackend):
+    """Answers each request of a batch as it is done (``on_results``), as the hf and openai backends do, after a
+    moment; a request saying "slow" is held until a request saying "next" has reached the backend (or 5 s)."""
+
+    def __init__(self):
+        super().__init__()
+        self.add(r".", "ok")
+        self.next_arrived: asyncio.Event | None = None
+        self.slow_waited_out = False
+
+    @property
+    def capabilities(self):
+        from sumjudge.llm.backend_protocol import Capabilities
+
+        return Capabilities(tokenizer="local", max_inflight=1 << 20, streams_results=True)
+
+    async def generate(self, reqs, on_results=None):
+        self.next_arrived = self.next_arrived or asyncio.Event()
+        if any("next" in r.messages[-1]["content"] for r in reqs):
+            self.next_arrived.set()
+        out = await super().generate(reqs)
+        fast = [(i, o) for i, (r, o) in enumerate(zip(reqs, out)) if "slow" not in r.messages[-1]["content"]]
+        await asyncio.sleep(0.05)  # generating: the engine's dispatcher has gone back to waiting
+        on_results(fast)
+        if len(fast) < len(reqs):
+            try:
+                await asyncio.wait_for(self.next_arrived.wait(), 5)
+            except asyncio.TimeoutError:
+                self.slow_waited_out = True
+        return out
+
+
+def test_a_request_that_follows_a_streamed_answer_goes_out_before_its_batch_returns():
+    """A method's next step, made from an answer reported while the rest of its batch is still being generated,
+    reaches the backend at once: it does not wait for the slowest request of the batch before it (MESA's step 2
+    after step 1, a debate's next round of an example that finished early)."""
+    be = StreamingBackend()
+    llm = LLM(be, cache=NullCache())
+
+    async def fast_then_next():
+        await llm.chat(req("fast step"))
+        return await llm.chat(req("next step"))
+
+    async def both():
+        return await asyncio.gather(fast_then_next(), llm.chat(req("slow step")))
+
+    out = run_sync(both())
+    assert [r.text for r in out] == ["ok", "ok"]
+    assert be.batches == [2, 1]  # the first two together; the next step on its own while the slow one was out
+    assert not be.slow_waited_out  # it arrived while the slow request was still held
