@@ -5,7 +5,8 @@ model. Every request that misses the cache joins a pending queue; a dispatcher t
 the event loop has let every runnable coroutine enqueue its requests, then hands the whole queue
 to the backend in one call (the hf backend adds it to the batch it is decoding; the openai backend
 sends it concurrently). So agents of a round, examples and sessions reach the backend together without any
-method batching by hand.
+method batching by hand. Requests that join the queue while batches are out (a step following an answer the
+backend has already reported) go out as soon as they have settled, not when those batches return.
 """
 
 from __future__ import annotations
