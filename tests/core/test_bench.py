@@ -208,6 +208,24 @@ def test_each_decode_lever_is_timed_against_the_engines_own_steps_and_answers_as
         bench.chosen_levers("flex,cascade")
 
 
+def test_profile_writes_where_each_pass_time_went(tiny_models, tmp_path):
+    """``--profile FOLDER``: one profiled engine pass with its own steps and one with each lever asked for, each a
+    table of the costliest operators (kernels on a GPU) in FOLDER and its top rows in the JSON."""
+    args = _args("float32")
+    args.levers, args.profile = "flex", str(tmp_path / "prof")
+    r = bench.run(args)
+    assert bench.passed(r)
+    assert set(r["profiles"]) == {"engine", "flex"}
+    for name, p in r["profiles"].items():
+        text = (tmp_path / "prof" / f"profile-{name}.txt").read_text(encoding="utf-8")
+        assert p["file"].endswith(f"profile-{name}.txt") and p["device"] == "cpu"
+        assert p["total_ms"] > 0 and p["calls"] > 0 and 1 <= len(p["top"]) <= 10
+        assert 0 < sum(t["share"] for t in p["top"]) <= 1.0001
+        assert p["top"][0]["share"] >= p["top"][-1]["share"]
+        assert p["top"][0]["name"][:40] in text  # the table lists what the JSON names
+    assert "profiles" not in bench.run(_args("float32"))  # only when asked
+
+
 def test_a_reduced_precision_run_is_judged_by_the_fp32_check_and_its_loop_comparison_is_information(tiny_models,
                                                                                                    monkeypatch):
     """bf16: a loop comparison that fails (a margin over the tie tolerance) does not fail the run when the engine

@@ -45,6 +45,9 @@ def add_arguments(p) -> None:
                    "its own steps (step times, answers equal to the engine's): flex (flex attention on a block mask), "
                    "shared_prefix (each prefix group's shared keys/values read once a step), compiled (the step "
                    "through torch.compile), flex_compiled; all of them, or a comma-separated list")
+    p.add_argument("--profile", metavar="FOLDER", help="also profile one engine pass (torch.profiler), and one with "
+                   "each lever of --levers, into FOLDER/profile-NAME.txt: the costliest kernels by their own device "
+                   "time (CPU operators on a CPU); the JSON gets each pass's top rows")
     p.add_argument("--max-batch", type=int, default=64, help="rows the engine decodes at once")
     p.add_argument("--tie-ulps", type=float, default=2.0,
                    help="reduced precision: a divergence counts as a numerical near-tie within this many ulps")

@@ -24,6 +24,7 @@ import sys
 import time
 from argparse import Namespace
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from sumjudge.data.registry import load
@@ -281,6 +282,7 @@ class Measured:
     scored: tuple[tuple[int, list[str]], float] | None  # (option sets, scoring methods), time
     # (lever, its pass or its error, best time, the first pass's time)
     levers: list[tuple[str, EnginePass | str, float, float]] | None = None
+    profiles: dict[str, dict] | None = None  # ``profile_passes``: where each pass's time went
 
 
 def setup_run(args) -> BenchSetup:
@@ -428,6 +430,63 @@ def lever_passes(s: BenchSetup) -> list[tuple[str, EnginePass | str, float, floa
     return out
 
 
+PROFILE_ROWS = 40  # the kernels (or CPU operators) a profile's table lists, the costliest first
+
+
+def profile_passes(s: BenchSetup, folder: str) -> dict[str, dict]:
+    """``--profile FOLDER``: one more engine pass under ``torch.profiler`` with the engine's own steps and with each
+    lever asked for (``--levers``; after a warm-up pass of its own), each written to ``FOLDER/profile-NAME.txt``: the
+    costliest ``PROFILE_ROWS`` kernels by their own device time (CPU operators on a CPU), with their calls. Returns
+    per pass the file, the time the table covers, the calls that took any of it (kernel launches on a GPU) and the
+    ten costliest rows' shares."""
+    from torch.profiler import ProfilerActivity, profile
+
+    out_dir = Path(folder)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cuda = str(s.be.device).startswith("cuda")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    key = "self_device_time_total" if cuda else "self_cpu_time_total"
+    decoder = s.be.decoder
+    base = decoder.fixed_steps
+    capture = base is not None and base.capture
+    passes = [("engine", None)] + (list(chosen_levers(s.args.levers)) if getattr(s.args, "levers", False) else [])
+    found: dict[str, dict] = {}
+    try:
+        for name, settings in passes:
+            decoder.fixed_steps = base
+            if settings is not None:
+                decoder.use_fixed_steps(capture=capture, **settings)
+            engine_pass(s)  # warm: graphs captured, kernels compiled, outside the profile
+            s.sync()
+            with profile(activities=activities, **all_threads()) as prof:
+                engine_pass(s)
+                s.sync()
+            rows = sorted(prof.key_averages(), key=lambda e: getattr(e, key), reverse=True)
+            total_us = sum(getattr(e, key) for e in rows)
+            path = out_dir / f"profile-{name}.txt"
+            path.write_text(prof.key_averages().table(sort_by=key, row_limit=PROFILE_ROWS), encoding="utf-8")
+            found[name] = {"file": str(path), "device": "cuda" if cuda else "cpu", "total_ms": round(total_us / 1e3, 3),
+                           "calls": sum(e.count for e in rows if getattr(e, key) > 0),
+                           "top": [{"name": e.key[:120], "calls": e.count,
+                                    "share": round(getattr(e, key) / total_us, 4) if total_us else 0.0}
+                                   for e in rows[:10]]}
+            print(f"bench: profile {name} written to {path}", file=sys.stderr, flush=True)
+    finally:
+        decoder.fixed_steps = base
+    return found
+
+
+def all_threads() -> dict:
+    """The profiler's setting that records the CPU operators of every thread (the hf backend decodes on a thread of
+    its own), where this torch has it; kernels on a GPU are recorded from every thread either way."""
+    from torch._C._profiler import _ExperimentalConfig
+
+    try:
+        return {"experimental_config": _ExperimentalConfig(profile_all_threads=True)}
+    except TypeError:  # an older torch
+        return {}
+
+
 def progress(phase: str, since: float) -> None:
     """One line on stderr as each phase ends (a long GPU run shows how far it got; the JSON comes at the end)."""
     print(f"bench: {phase} done after {time.perf_counter() - since:.1f} s", file=sys.stderr, flush=True)
@@ -457,8 +516,11 @@ def measure(s: BenchSetup) -> Measured:
     scored = best_of(s, lambda: score_option_sets(be, s.reqs, option_sets)) if option_sets else None
     levers = lever_passes(s) if getattr(args, "levers", False) else None
     progress("option sets and levers", t0)
+    profiles = profile_passes(s, args.profile) if getattr(args, "profile", None) else None
+    if profiles:
+        progress("the profiles", t0)
     return Measured(sequential=seq, engine=eng, eager=eager, batched=batched, compiled=compiled, scored=scored,
-                    levers=levers)
+                    levers=levers, profiles=profiles)
 
 
 def engine_report(s: BenchSetup, m: Measured, prompt_tokens: int, completion_tokens: int,
@@ -594,6 +656,8 @@ def report(s: BenchSetup, m: Measured) -> dict:
         result.update(bandwidth_report(s, eng.calls, prompt_tokens, decode_tps,
                                        stats.get("shared_prefix_tokens_saved", 0)))
         result.update(lever_bandwidth(result))
+    if m.profiles:
+        result["profiles"] = m.profiles
     return result
 
 
