@@ -401,13 +401,13 @@ class LLM(Calls):
                 batch, self._pending = self._pending, []
                 inflight.add(loop.create_task(self._run_batch(batch)))
                 continue
-            waits = set(inflight)
+            waits: set[asyncio.Future] = set(inflight)
             if len(inflight) < limit:  # room for another batch: a new request wakes the dispatcher too
                 self._arrival = loop.create_future()
                 waits.add(self._arrival)
             done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             self._arrival = None
-            for t in done & inflight:
+            for t in inflight & done:
                 inflight.discard(t)
                 t.result()
 
