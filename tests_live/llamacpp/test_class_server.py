@@ -68,7 +68,7 @@ def test_the_server_takes_only_the_class_key_and_the_students_check_says_so(clas
 def test_thirty_lab_clients_at_once_get_one_clients_answers_and_each_prompt_is_decoded_once(class_server):
     from sumjudge.classroom import lab
     from sumjudge.data import registry
-    from sumjudge.llm import LLM, make_backend
+    from sumjudge.llm import LLM, make_backend, run_sync
     from sumjudge.llm.recording import MemoryCache
 
     url, _ = class_server
@@ -87,7 +87,7 @@ def test_thirty_lab_clients_at_once_get_one_clients_answers_and_each_prompt_is_d
         return many, await client()
 
     before = httpx.get(url.removesuffix("/v1") + "/class-cache", headers={"Authorization": f"Bearer {KEY}"}).json()
-    many, (one, one_calls) = asyncio.run(class_then_one())
+    many, (one, one_calls) = run_sync(class_then_one())  # each client's connections closed on its loop
     after = httpx.get(url.removesuffix("/v1") + "/class-cache", headers={"Authorization": f"Bearer {KEY}"}).json()
     assert [m for m, _ in many] == [one] * CLIENTS  # every client, every example: the same notes and label
     asked = sum(c for _, c in many) + one_calls
