@@ -23,6 +23,7 @@ import math
 import sys
 import time
 from argparse import Namespace
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -398,35 +399,44 @@ def chosen_levers(asked) -> tuple:
     return tuple((n, known[n]) for n in names)
 
 
+@contextmanager
+def steps_switched(s: BenchSetup, settings: dict | None):
+    """The decoder's fixed-shape steps switched to a lever's ``settings`` (``use_fixed_steps``; captured as CUDA graphs
+    where the engine's own are; None: the engine's own steps) for the block, and the engine's own put back after."""
+    decoder = s.be.decoder
+    base = decoder.fixed_steps
+    try:
+        if settings is not None:
+            decoder.use_fixed_steps(capture=base is not None and base.capture, **settings)
+        yield
+    finally:
+        decoder.fixed_steps = base
+
+
 def lever_passes(s: BenchSetup) -> list[tuple[str, EnginePass | str, float, float]]:
     """Each of ``LEVERS`` in turn: the decoder's fixed-shape steps switched to it (captured as CUDA graphs on a GPU,
     eagerly elsewhere), a first pass (graphs captured, kernels compiled; its time kept), then the timed passes; the
     decoder's own steps are put back after. A lever that fails is reported by its error (the pass is a string) and
     the others still run."""
     decoder = s.be.decoder
-    base = decoder.fixed_steps
-    capture = base is not None and base.capture
     out: list[tuple[str, EnginePass | str, float, float]] = []
-    try:
-        for name, settings in chosen_levers(getattr(s.args, "levers", True)):
-            try:
-                decoder.use_fixed_steps(capture=capture, **settings)
+    for name, settings in chosen_levers(getattr(s.args, "levers", True)):
+        try:
+            with steps_switched(s, settings):
                 t0 = time.perf_counter()
                 engine_pass(s)
                 s.sync()
                 first_s = time.perf_counter() - t0
                 lever, best = best_of(s, lambda: engine_pass(s))
-            except Exception as e:  # noqa: BLE001 - one lever's failure (a compiler's, say) is its result
-                out.append((name, f"{type(e).__name__}: {e}"[:500], 0.0, 0.0))
-                continue
-            if decoder.fixed_steps is not None:
-                lever.stats.update({f"fixed_{k}": v for k, v in decoder.fixed_steps.stats.items()})
-            out.append((name, lever, best, first_s))
-            steps = lever.stats["decode_steps"]
-            print(f"bench: lever {name}: first pass {first_s:.1f} s, decode step "
-                  f"{1e3 * lever.stats['decode_s'] / max(1, steps):.2f} ms", file=sys.stderr, flush=True)
-    finally:
-        decoder.fixed_steps = base
+                if decoder.fixed_steps is not None:
+                    lever.stats.update({f"fixed_{k}": v for k, v in decoder.fixed_steps.stats.items()})
+        except Exception as e:  # noqa: BLE001 - one lever's failure (a compiler's, say) is its result
+            out.append((name, f"{type(e).__name__}: {e}"[:500], 0.0, 0.0))
+            continue
+        out.append((name, lever, best, first_s))
+        steps = lever.stats["decode_steps"]
+        print(f"bench: lever {name}: first pass {first_s:.1f} s, decode step "
+              f"{1e3 * lever.stats['decode_s'] / max(1, steps):.2f} ms", file=sys.stderr, flush=True)
     return out
 
 
@@ -446,33 +456,26 @@ def profile_passes(s: BenchSetup, folder: str) -> dict[str, dict]:
     cuda = str(s.be.device).startswith("cuda")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     key = "self_device_time_total" if cuda else "self_cpu_time_total"
-    decoder = s.be.decoder
-    base = decoder.fixed_steps
-    capture = base is not None and base.capture
     passes = [("engine", None)] + (list(chosen_levers(s.args.levers)) if getattr(s.args, "levers", False) else [])
     found: dict[str, dict] = {}
-    try:
-        for name, settings in passes:
-            decoder.fixed_steps = base
-            if settings is not None:
-                decoder.use_fixed_steps(capture=capture, **settings)
+    for name, settings in passes:
+        with steps_switched(s, settings):
             engine_pass(s)  # warm: graphs captured, kernels compiled, outside the profile
             s.sync()
             with profile(activities=activities, **all_threads()) as prof:
                 engine_pass(s)
                 s.sync()
-            rows = sorted(prof.key_averages(), key=lambda e: getattr(e, key), reverse=True)
-            total_us = sum(getattr(e, key) for e in rows)
-            path = out_dir / f"profile-{name}.txt"
-            path.write_text(prof.key_averages().table(sort_by=key, row_limit=PROFILE_ROWS), encoding="utf-8")
-            found[name] = {"file": str(path), "device": "cuda" if cuda else "cpu", "total_ms": round(total_us / 1e3, 3),
-                           "calls": sum(e.count for e in rows if getattr(e, key) > 0),
-                           "top": [{"name": e.key[:120], "calls": e.count,
-                                    "share": round(getattr(e, key) / total_us, 4) if total_us else 0.0}
-                                   for e in rows[:10]]}
-            print(f"bench: profile {name} written to {path}", file=sys.stderr, flush=True)
-    finally:
-        decoder.fixed_steps = base
+        averages = prof.key_averages()
+        rows = sorted(averages, key=lambda e: getattr(e, key), reverse=True)
+        total_us = sum(getattr(e, key) for e in rows)
+        path = out_dir / f"profile-{name}.txt"
+        path.write_text(averages.table(sort_by=key, row_limit=PROFILE_ROWS), encoding="utf-8")
+        found[name] = {"file": str(path), "device": "cuda" if cuda else "cpu", "total_ms": round(total_us / 1e3, 3),
+                       "calls": sum(e.count for e in rows if getattr(e, key) > 0),
+                       "top": [{"name": e.key[:120], "calls": e.count,
+                                "share": round(getattr(e, key) / total_us, 4) if total_us else 0.0}
+                               for e in rows[:10]]}
+        print(f"bench: profile {name} written to {path}", file=sys.stderr, flush=True)
     return found
 
 
