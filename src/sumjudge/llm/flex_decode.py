@@ -219,16 +219,19 @@ def flex_decode_attention(query, key, value, blocks, scaling, gqa: bool):
         out = flex(query, key, value, block_mask=blocks, scale=scaling, enable_gqa=gqa)
         return out.transpose(1, 2).contiguous()
     import torch
+    from torch.nn.attention.flex_attention import AuxRequest
 
     rows, heads, _, dim = query.shape
     m = blocks.members.shape[1]
     asked = query[:, :, 0][blocks.members.reshape(-1)].reshape(rows, m, heads, dim).transpose(1, 2)
-    o1, l1 = flex(asked.contiguous(), key, value, block_mask=blocks.prefix, scale=scaling, enable_gqa=gqa,
-                  return_lse=True)
+    o1, aux1 = flex(asked.contiguous(), key, value, block_mask=blocks.prefix, scale=scaling, enable_gqa=gqa,
+                    return_aux=AuxRequest(lse=True))
+    l1 = aux1.lse
     o1 = o1.transpose(1, 2).reshape(rows * m, heads, dim)[blocks.slot]
     l1 = l1.transpose(1, 2).reshape(rows * m, heads)[blocks.slot]
-    o2, l2 = flex(query, key, value, block_mask=blocks.rest, scale=scaling, enable_gqa=gqa, return_lse=True)
-    o2, l2 = o2[:, :, 0], l2[:, :, 0]
+    o2, aux2 = flex(query, key, value, block_mask=blocks.rest, scale=scaling, enable_gqa=gqa,
+                    return_aux=AuxRequest(lse=True))
+    o2, l2 = o2[:, :, 0], aux2.lse[:, :, 0]
     top = torch.maximum(l1, l2).float()
     w1 = torch.exp(l1.float() - top).nan_to_num(0.0)
     w2 = torch.exp(l2.float() - top).nan_to_num(0.0)
