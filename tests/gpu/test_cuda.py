@@ -113,11 +113,12 @@ def test_decode_steps_replayed_as_cuda_graphs_answer_as_eager_steps_in_fp32(gpu_
     assert got == want and len(want[0]) == 150
 
 
-@pytest.mark.parametrize("lever", [{"flex": True}, {"shared_prefix": True}, {"compiled": True},
+@pytest.mark.parametrize("lever", [{"flex": True}, {"shared_prefix": True}, {"cascade": True}, {"compiled": True},
                                    {"flex": True, "compiled": True}],
-                         ids=["flex", "shared_prefix", "compiled", "flex_compiled"])
+                         ids=["flex", "shared_prefix", "cascade", "compiled", "flex_compiled"])
 def test_each_decode_lever_replayed_as_cuda_graphs_answers_as_eager_steps_in_fp32(gpu_backend, lever):
-    """The benchmark's levers (flex attention on a block mask, the step compiled, both), captured as CUDA graphs:
+    """The benchmark's levers (flex attention on a block mask, a shared prefix read once on flex attention or in the
+    cascade kernels, the step compiled, flex compiled), captured as CUDA graphs:
     the same tokens as the decoder's own eager steps, graphs captured and replayed, no capture error."""
     dec = gpu_backend.decoder
     rows = _graph_rows(gpu_backend)
@@ -137,12 +138,13 @@ def test_each_decode_lever_replayed_as_cuda_graphs_answers_as_eager_steps_in_fp3
 
 def test_shared_prefix_and_flex_levers_answer_as_the_engine_on_the_gpu_in_fp32(tiny_model_dir, monkeypatch):
     """4 documents x 4 agents sharing each document's prefix: the ``shared_prefix`` lever (compiled flex attention
-    with log-sum-exps, in CUDA graphs) and ``flex`` give the engine's answers, and the keys/values a step shrink."""
+    with log-sum-exps, in CUDA graphs), the ``cascade`` lever (its Triton kernels, in CUDA graphs) and ``flex`` give
+    the engine's answers, and the keys/values a step shrink."""
     monkeypatch.setenv("SUMJUDGE_MODELS", str(tiny_model_dir.parent))
     r = bench.run(Namespace(shape="tiny", device="cuda", dtype="float32", docs=4, doc_tokens=300, max_new_tokens=24,
-                            token_budget=65536, repeats=1, tie_ulps=2.0, levers="flex,shared_prefix"))
+                            token_budget=65536, repeats=1, tie_ulps=2.0, levers="flex,shared_prefix,cascade"))
     assert bench.passed(r) and r["identical_outputs"]
-    for name in ("flex", "shared_prefix"):
+    for name in ("flex", "shared_prefix", "cascade"):
         assert r.get(f"lever_{name}_error") is None, r.get(f"lever_{name}_error")
         assert r[f"lever_{name}_capture_error"] is None and r[f"lever_{name}_graphs_captured"] >= 1
         assert r[f"lever_{name}_identical_to_engine"] == 16, name

@@ -24,13 +24,15 @@ per attention call in cuDNN, 32 calls a step, against 0.9 s of GPU work in 3.6 s
 memory-efficient kernels take the same masks and are launched like any other kernel.
 
 A decode step may instead run on ``flex_attention`` (``flex_decode``: the decoder's ``flex`` and ``shared_prefix``
-levers, off by default), given the step's block masks as ``decode_blocks``.
+levers, off by default), given the step's block masks as ``decode_blocks``, or on the ``cascade`` lever's Triton
+kernels (``cascade_decode``), given its ``CascadeBlocks``.
 """
 
 from __future__ import annotations
 
 import contextlib
 
+from sumjudge.llm.cascade_decode import CascadeBlocks, cascade_decode_attention
 from sumjudge.llm.flex_decode import flex_decode_attention
 
 NAME = "sumjudge_gqa_sdpa"
@@ -42,11 +44,13 @@ def gqa_decode_sdpa(module, query, key, value, attention_mask, dropout: float = 
     """``query`` (batch, heads, q_len, dim), ``key``/``value`` (batch, kv_heads, kv_len, dim); returns
     (batch, q_len, heads, dim) and no weights, like transformers' ``sdpa_attention_forward``. ``decode_blocks`` (a
     decode step's block masks, passed down from the model's call): the step runs on ``flex_attention``
-    (``flex_decode``)."""
+    (``flex_decode``), or on the ``cascade`` lever's kernels for ``CascadeBlocks``."""
     import torch
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     groups = getattr(module, "num_key_value_groups", 1)
+    if isinstance(decode_blocks, CascadeBlocks) and query.shape[2] == 1 and not kwargs.get("output_attentions"):
+        return cascade_decode_attention(query, key, value, decode_blocks, scaling), None
     if decode_blocks is not None and query.shape[2] == 1 and not kwargs.get("output_attentions"):
         return flex_decode_attention(query, key, value, decode_blocks, scaling, groups > 1), None
     if groups == 1 or query.shape[2] != 1 or kwargs.get("output_attentions"):

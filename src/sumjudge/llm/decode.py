@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sumjudge.llm.attention import attention_backends
+from sumjudge.llm.cascade_decode import check_available as check_cascade
 from sumjudge.llm.decode_graphs import FixedShapeSteps
 from sumjudge.llm.prefix_store import BLOCK, CAPACITY_MB, PrefixStore
 
@@ -236,22 +237,25 @@ class BatchDecoder:
                       "decode_steps": 0, "row_steps": 0, "underfilled_s": 0.0}
 
     def use_fixed_steps(self, capture: bool, flex: bool = False, compiled: bool = False,
-                        shared_prefix: bool = False) -> bool:
+                        shared_prefix: bool = False, cascade: bool = False) -> bool:
         """Decode steps at fixed shapes from now on (``decode_graphs.FixedShapeSteps``): captured as CUDA graphs
         (``capture``; on one CUDA device, for models whose cache grows in place), or eagerly (any device: the CPU
-        tests' way of checking the fixed shapes). True if switched on. Three levers (off by default; the benchmark's
+        tests' way of checking the fixed shapes). True if switched on. Four levers (off by default; the benchmark's
         ``--levers`` times each): ``flex``, the steps' attention on flex attention's block mask; ``shared_prefix``,
-        each prefix group's shared columns read once a step (``flex_decode``; on flex attention too); ``compiled``,
-        the steps' forward pass through ``torch.compile`` (compiled at the first step of each shape)."""
+        each prefix group's shared columns read once a step (``flex_decode``; on flex attention too); ``cascade``,
+        the same in Triton kernels of its own (``cascade_decode``; ConfigError where they cannot run);
+        ``compiled``, the steps' forward pass through ``torch.compile`` (compiled at the first step of each shape)."""
 
         one_device = len({p.device for p in self.model.parameters()}) == 1
         on_cuda = getattr(self.device, "type", str(self.device).split(":")[0]) == "cuda"
         if not self.share or not one_device or (capture and not on_cuda):
             self.fixed_steps = None
             return False
+        if cascade:
+            check_cascade(self.device)
         forward = self._compiled_forward if compiled else self._forward
         self.fixed_steps = FixedShapeSteps(forward, self.pad, self.device, capture=capture, flex=flex,
-                                           shared_prefix=shared_prefix)
+                                           shared_prefix=shared_prefix, cascade=cascade)
         return True
 
     def forget_prefixes(self) -> None:

@@ -21,11 +21,12 @@ pass reads a value back to the CPU, say) is run eagerly at the same shapes from 
 ``stats["capture_error"]``. Without CUDA (``capture=False``) the same fixed-shape
 step runs eagerly: that is how the CPU tests check it answers as the decoder's own step does.
 
-Three levers change what a step runs, all off by default (``BatchDecoder.use_fixed_steps``): ``flex`` passes the
+Four levers change what a step runs, all off by default (``BatchDecoder.use_fixed_steps``): ``flex`` passes the
 step's mask to the model's attention as a flex-attention block mask (``flex_decode.decode_blocks``, built inside the
 captured step from the step's mask); ``shared_prefix`` reads each prefix group's shared columns once a step
 (``flex_decode``: the rows' prefix spans are step inputs, filled before each replay, and a step's shape includes its
-largest group, rounded up to a power of two); and the decoder's ``compiled`` forward is ``torch.compile``'s
+largest group, rounded up to a power of two); ``cascade`` reads them once too, from the same inputs, in two Triton
+kernels a layer (``cascade_decode``); and the decoder's ``compiled`` forward is ``torch.compile``'s
 (elementwise work fused) before the step is captured over it.
 
 A masked column adds an exact zero to a row's attention, but the kernels sum over more columns than the eager step
@@ -37,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sumjudge.llm.cascade_decode import cascade_blocks
 from sumjudge.llm.flex_decode import SharedPrefixInputs, decode_blocks, dense_mask_mod, plan_sharing
 
 COLUMN_BUCKET = 128  # a step reads its cache's columns rounded up to this many: one graph per 128 steps of a row
@@ -72,7 +74,8 @@ class FixedShapeSteps:
     CUDA device), or eagerly (the same shapes, for checking on a CPU). ``stats``: graphs captured, steps replayed,
     buffer changes that dropped graphs."""
 
-    def __init__(self, forward, pad_id: int, device, capture: bool, flex: bool = False, shared_prefix: bool = False):
+    def __init__(self, forward, pad_id: int, device, capture: bool, flex: bool = False, shared_prefix: bool = False,
+                 cascade: bool = False):
         import torch
 
         self.torch = torch
@@ -82,6 +85,7 @@ class FixedShapeSteps:
         self.capture = capture
         self.flex = flex  # the step's attention on flex attention's block mask (``flex_decode.decode_blocks``)
         self.shared_prefix = shared_prefix  # ... reading each prefix group's shared columns once (``flex_decode``)
+        self.cascade = cascade  # ... the same, in Triton kernels of its own (``cascade_decode``)
         self.steps: dict[tuple[int, int, int], _Step] = {}  # by (rows, columns, largest group)
         self.buffers: tuple = ()
         # counters, and the message of a capture that failed (capture_error)
@@ -109,7 +113,7 @@ class FixedShapeSteps:
         if buffers != self.buffers:
             self.clear()
             self.buffers = buffers
-        plan = plan_sharing(spans or [(None, 0, 0)] * rows) if self.shared_prefix else None
+        plan = plan_sharing(spans or [(None, 0, 0)] * rows) if self.shared_prefix or self.cascade else None
         members = row_bucket(plan.width()) if plan is not None else 0
         step = self.steps.get((padded, width, members))
         if step is None:
@@ -151,9 +155,12 @@ class FixedShapeSteps:
         return logits[:rows].clone()
 
     def _forward(self, step: _Step, cache):
-        """The step's forward pass over its fixed inputs (with ``flex`` or ``shared_prefix``, the block masks made
-        from its inputs first)."""
-        if step.shared is not None:
+        """The step's forward pass over its fixed inputs (with ``flex``, ``shared_prefix`` or ``cascade``, the
+        attention's inputs made from the step's first)."""
+        blocks: Any
+        if self.cascade and step.shared is not None:
+            blocks = cascade_blocks(step.mask, step.shared)
+        elif step.shared is not None:
             blocks = step.shared.blocks(step.mask)
         elif self.flex:
             if step.mask_mod is None:

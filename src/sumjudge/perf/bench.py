@@ -383,8 +383,8 @@ def compiled_generate(s: BenchSetup) -> tuple[list[str], float]:
 
 
 # The decode levers ``--levers`` times, each against the engine's own steps: (name, ``use_fixed_steps`` settings)
-LEVERS = (("flex", {"flex": True}), ("shared_prefix", {"shared_prefix": True}), ("compiled", {"compiled": True}),
-          ("flex_compiled", {"flex": True, "compiled": True}))
+LEVERS = (("flex", {"flex": True}), ("shared_prefix", {"shared_prefix": True}), ("cascade", {"cascade": True}),
+          ("compiled", {"compiled": True}), ("flex_compiled", {"flex": True, "compiled": True}))
 
 
 def chosen_levers(asked) -> tuple:
@@ -688,6 +688,9 @@ def fp32_check(args) -> dict:
             "engine_rerun_consistent": r["engine_rerun_consistent"]}
 
 
+TABLE_LEVERS = tuple(name for name, _ in LEVERS)  # the levers' columns of the GPU table, in ``LEVERS``' order
+_LEVER_HEADS = " / ".join(n.replace("_", " ") for n in TABLE_LEVERS)
+_EACH = " / ".join("{}" for _ in TABLE_LEVERS)
 GPU_TABLE_ROWS = (  # (row, the fields it shows, their format): docs/benchmark.md's GPU table (``gpu_table``)
     ("requests x mean prompt tokens, new tokens", ("requests", "mean_prompt_tokens", "max_new_tokens"), "{} x {:.0f}, {}"),
     ("rows decoded at once", ("mean_batch_rows",), "{:.0f}"),
@@ -701,18 +704,12 @@ GPU_TABLE_ROWS = (  # (row, the fields it shows, their format): docs/benchmark.m
     ("decode step, ms: graphs / eager", ("engine_decode_step_ms", "eager_decode_step_ms"), "{} / {}"),
     ("graphs captured / replayed (all passes)", ("decode_graphs_captured", "decode_graph_replays"), "{} / {}"),
     ("answers equal with and without graphs", ("graphs_identical_to_eager", "requests"), "{} of {}"),
-    ("levers' decode step, ms: flex / shared prefix / compiled / flex compiled",
-     tuple(f"lever_{n}_decode_step_ms" for n in ("flex", "shared_prefix", "compiled", "flex_compiled")),
-     "{} / {} / {} / {}"),
-    ("levers' share of the weights' bound", tuple(f"lever_{n}_decode_fraction_of_bandwidth_bound"
-                                                  for n in ("flex", "shared_prefix", "compiled", "flex_compiled")),
-     "{:.1%} / {:.1%} / {:.1%} / {:.1%}"),
-    ("levers' answers equal to the engine's", (*(f"lever_{n}_identical_to_engine"
-                                                 for n in ("flex", "shared_prefix", "compiled", "flex_compiled")),
-                                               "requests"), "{} / {} / {} / {} of {}"),
-    ("levers' first pass (capture, compile), s", tuple(f"lever_{n}_first_pass_s" for n in
-                                                       ("flex", "shared_prefix", "compiled", "flex_compiled")),
-     "{} / {} / {} / {}"),
+    (f"levers' decode step, ms: {_LEVER_HEADS}", tuple(f"lever_{n}_decode_step_ms" for n in TABLE_LEVERS), _EACH),
+    ("levers' share of the weights' bound",
+     tuple(f"lever_{n}_decode_fraction_of_bandwidth_bound" for n in TABLE_LEVERS), _EACH.replace("{}", "{:.1%}")),
+    ("levers' answers equal to the engine's", (*(f"lever_{n}_identical_to_engine" for n in TABLE_LEVERS), "requests"),
+     _EACH + " of {}"),
+    ("levers' first pass (capture, compile), s", tuple(f"lever_{n}_first_pass_s" for n in TABLE_LEVERS), _EACH),
     ("keys/values a step: all rows / shared prefixes read once", ("kv_gb_per_step", "kv_gb_per_step_shared_prefix"),
      "{} / {} GB"),
     ("decode tokens/s, share of the weights' bound", ("engine_decode_tokens_per_s",

@@ -177,22 +177,16 @@ def _shared_prompts(be, docs: int = 3, agents: int = 3):
             for d in range(docs) for a in range(agents)]
 
 
-@pytest.mark.parametrize("block", [16, 128])
-def test_shared_prefix_steps_answer_as_the_decoders_own_steps(tiny_backend, monkeypatch, block):
-    """The ``shared_prefix`` lever: 3 documents x 3 agents sharing each document's prefix, rows leaving early (a
-    group's first row too: the next one reads the prefix for the group), 3 more rows admitted while the others
-    decode; each group's prefix read once a step, the rest row by row, joined by log-sum-exp. Greedy rows: the
-    softmax summed in two parts moves fp32 logits by a few units in the last place (about 1e-5 at 18 here), which
-    the tiny model's peaked logits never turn into another arg-max; a sampled draw could land on the other side of
-    a boundary, so none is compared here."""
-    from sumjudge.llm import flex_decode
+def shared_groups_own_steps_then_lever(be, monkeypatch, attention_fn: str, **lever) -> tuple[dict, dict, list]:
+    """3 documents x 3 agents sharing each document's prefix, rows leaving early (a group's first row too: the next
+    one reads the prefix for the group), 3 more rows admitted while the others decode: decoded greedily by the
+    decoder's own steps, then at fixed shapes (eagerly) with ``lever``. Returns (own answers, the lever's, the
+    attention inputs the lever's steps passed to ``attention.<attention_fn>``). Also run by ``make test-kernels``
+    for the ``cascade`` lever (``tests_live/kernels``)."""
+    from sumjudge.llm import attention
 
-    be = tiny_backend
-    monkeypatch.setattr(flex_decode, "KV_BLOCK", block)
-    monkeypatch.setattr(decode_graphs, "COLUMN_BUCKET", block)
-    ids = _shared_prompts(be)
     lengths = (4, 30, 12, 25, 6, 18, 9, 30, 3)
-    rows = [DecodeRow(ids=i, max_new_tokens=n) for i, n in zip(ids, lengths)]
+    rows = [DecodeRow(ids=i, max_new_tokens=n) for i, n in zip(_shared_prompts(be), lengths)]
 
     def decode():
         be.decoder.forget_prefixes()
@@ -210,16 +204,29 @@ def test_shared_prefix_steps_answer_as_the_decoders_own_steps(tiny_backend, monk
 
     monkeypatch.setattr(be.decoder, "fixed_steps", None)
     want = decode()
-    seen = []
-    original = flex_decode.flex_decode_attention
-    monkeypatch.setattr(flex_decode, "flex_decode_attention",
+    seen: list = []
+    original = getattr(attention, attention_fn)
+    monkeypatch.setattr(attention, attention_fn,
                         lambda q, k, v, blocks, *a: seen.append(blocks) or original(q, k, v, blocks, *a))
-    from sumjudge.llm import attention
-
-    monkeypatch.setattr(attention, "flex_decode_attention", flex_decode.flex_decode_attention)
-    assert be.decoder.use_fixed_steps(capture=False, shared_prefix=True)
+    assert be.decoder.use_fixed_steps(capture=False, **lever)
     got = decode()
-    assert got == want and [len(want[t]) for t in range(9)] == list(lengths)
+    assert [len(want[t]) for t in range(9)] == list(lengths)
+    return want, got, seen
+
+
+@pytest.mark.parametrize("block", [16, 128])
+def test_shared_prefix_steps_answer_as_the_decoders_own_steps(tiny_backend, monkeypatch, block):
+    """The ``shared_prefix`` lever (``shared_groups_own_steps_then_lever``): each group's prefix read once a step,
+    the rest row by row, joined by log-sum-exp. Greedy rows: the softmax summed in two parts moves fp32 logits by a
+    few units in the last place (about 1e-5 at 18 here), which the tiny model's peaked logits never turn into another
+    arg-max; a sampled draw could land on the other side of a boundary, so none is compared here."""
+    from sumjudge.llm import flex_decode
+
+    monkeypatch.setattr(flex_decode, "KV_BLOCK", block)
+    monkeypatch.setattr(decode_graphs, "COLUMN_BUCKET", block)
+    want, got, seen = shared_groups_own_steps_then_lever(tiny_backend, monkeypatch, "flex_decode_attention",
+                                                         shared_prefix=True)
+    assert got == want
     assert seen and all(isinstance(b, flex_decode.SharedPrefixBlocks) for b in seen)
     assert max(int(b.prefix.kv_num_blocks.sum() + b.prefix.full_kv_num_blocks.sum()) for b in seen) > 0
 
@@ -241,3 +248,15 @@ def test_compiling_flex_attention_for_a_gpu_lets_it_keep_a_kernel_per_step_shape
     fn = flex_decode.flex_attention_fn(torch.device("cuda", 0))
     assert fn is flex_decode.flex_attention_fn("cuda:0")  # compiled once per process
     assert config.recompile_limit == flex_decode.FLEX_SHAPES and config.accumulated_recompile_limit >= 4 * 256
+
+
+def test_the_cascade_lever_is_refused_where_its_kernels_cannot_run(tiny_backend, monkeypatch):
+    """The ``cascade`` lever's Triton kernels run on a CUDA device, or on a CPU under Triton's interpreter only
+    (``make test-kernels``): elsewhere switching it on is refused by name and the decoder's steps stay as they were."""
+    from sumjudge.errors import ConfigError
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    before = tiny_backend.decoder.fixed_steps
+    with pytest.raises(ConfigError, match="the cascade decode lever"):
+        tiny_backend.decoder.use_fixed_steps(capture=False, cascade=True)
+    assert tiny_backend.decoder.fixed_steps is before
