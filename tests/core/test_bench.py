@@ -241,3 +241,32 @@ def test_a_reduced_precision_run_is_judged_by_the_fp32_check_and_its_loop_compar
     r["fp32_check"]["identical_outputs"] = False
     assert not bench.passed(r)
     assert not bench.passed({**r, "fp32_check": None})
+
+
+def test_attention_alone_is_timed_for_each_way_the_decoder_runs_it(monkeypatch):
+    """``bench --attention``: one layer's decode-step attention at the workload's shape (documents x 4 agents sharing
+    each document's prefix), each variant the decoder's own call on the inputs the decoder builds, against dense
+    attention in fp32; the bytes read with and without each prefix read once; a variant that cannot run here (the
+    cascade kernels without Triton) is reported by its error; an unknown variant is refused by name."""
+    from argparse import Namespace
+
+    from sumjudge.perf import attention_bench
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    args = Namespace(shape="tiny", device="cpu", dtype="float32", docs=2, doc_tokens=200, max_new_tokens=16,
+                     repeats=2, attention="all")
+    r = attention_bench.run(args)
+    assert (r["rows"], r["heads"], r["kv_heads"], r["head_dim"]) == (8, 4, 2, 16)
+    assert r["buffer_columns"] == 256 and r["own_columns"] == attention_bench.SUFFIX + 8
+    # a layer: 8 rows x 240 columns, or 2 prefixes of 200 once and 8 x 40 own columns; keys and values, 2 heads of 16
+    assert r["kv_mb_all_rows"] == round(2 * 8 * 240 * 2 * 16 * 4 / 1e6, 2)
+    assert r["kv_mb_prefix_once"] == round(2 * (2 * 200 + 8 * 40) * 2 * 16 * 4 / 1e6, 2)
+    for name in ("engine", "flex", "shared_prefix"):
+        assert r[f"{name}_us"] > 0 and r[f"{name}_timed_as"] == "eager"
+        assert r[f"{name}_max_abs_diff_vs_dense_fp32"] < 1e-5, name
+        assert r[f"{name}_step_ms_all_layers"] == pytest.approx(r[f"{name}_us"] * 2 / 1e3, rel=0.01)
+    assert r["cascade_error"].startswith("ConfigError: the cascade decode lever")
+    assert attention_bench.agrees(r)
+    assert not attention_bench.agrees({**r, "flex_max_abs_diff_vs_dense_fp32": 0.01})
+    with pytest.raises(bench.ConfigError, match="unknown variant paged"):
+        attention_bench.run(Namespace(**{**vars(args), "attention": "flex,paged"}))

@@ -115,3 +115,15 @@ def test_every_split_count_gives_the_same_numbers(monkeypatch):
         monkeypatch.setattr(cascade_decode, "SPLITS", splits)
         torch.testing.assert_close(cascade_decode_attention(query, key, value, blocks, 0.25), want,
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_the_attention_bench_times_the_cascade_kernels_against_dense_attention():
+    """``bench --attention cascade`` runs the kernels on the decoder's own inputs for the workload's shape."""
+    from argparse import Namespace
+
+    from sumjudge.perf import attention_bench
+
+    r = attention_bench.run(Namespace(shape="tiny", device="cpu", dtype="float32", docs=2, doc_tokens=200,
+                                      max_new_tokens=16, repeats=1, attention="cascade,flex"))
+    assert "cascade_error" not in r and r["cascade_us"] > 0
+    assert r["cascade_max_abs_diff_vs_dense_fp32"] < 1e-5 and attention_bench.agrees(r)

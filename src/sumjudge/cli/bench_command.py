@@ -43,8 +43,13 @@ def add_arguments(p) -> None:
                    "scored through the engine: option sets per second")
     p.add_argument("--levers", nargs="?", const="all", help="also time the engine's decode levers, each against "
                    "its own steps (step times, answers equal to the engine's): flex (flex attention on a block mask), "
-                   "shared_prefix (each prefix group's shared keys/values read once a step), compiled (the step "
-                   "through torch.compile), flex_compiled; all of them, or a comma-separated list")
+                   "shared_prefix (each prefix group's shared keys/values read once a step), cascade (the same in "
+                   "Triton kernels of its own; a CUDA GPU), compiled (the step through torch.compile), "
+                   "flex_compiled; all of them, or a comma-separated list")
+    p.add_argument("--attention", nargs="?", const="all", help="instead: one layer's decode-step attention at the "
+                   "workload's shape (--shape, --docs x 4 agents sharing each document's --doc-tokens), timed alone "
+                   "for each way the decoder runs it (engine, flex, shared_prefix, cascade; all, or a comma-separated "
+                   "list), each against dense attention in fp32, with the bytes it reads; --repeats calls timed")
     p.add_argument("--profile", metavar="FOLDER", help="also profile one engine pass (torch.profiler), and one with "
                    "each lever of --levers, into FOLDER/profile-NAME.txt: the costliest kernels by their own device "
                    "time (CPU operators on a CPU); the JSON gets each pass's top rows")

@@ -853,6 +853,12 @@ def main(args) -> int:
         return 0
 
     require("sumjudge bench on the hf backend (`bench --backend openai` needs no extra)")
+    if getattr(args, "attention", None):
+        from sumjudge.perf import attention_bench
+
+        found = attention_bench.run(args)
+        print(json.dumps(found, indent=2))
+        return 0 if attention_bench.agrees(found) else 1
     if getattr(args, "turns", 0):
         print(json.dumps(run_turns(args), indent=2))
         return 0
