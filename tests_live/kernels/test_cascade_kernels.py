@@ -8,7 +8,10 @@ import pytest
 import torch
 
 from sumjudge.llm import cascade_decode
-from sumjudge.llm.cascade_decode import CascadeBlocks, cascade_decode_attention
+from sumjudge.llm.cascade_decode import CascadeBlocks, cascade_decode_attention, interpreted
+
+# compiled on a CUDA GPU, else on the CPU under Triton's interpreter
+DEVICE = "cuda" if torch.cuda.is_available() and not interpreted() else "cpu"
 
 
 def dense_attention(query, key, value, reads, scale):
@@ -62,7 +65,8 @@ def case(heads: int, kv_heads: int, dim: int, width: int, dtype, seed: int = 0):
         members[lead] = torch.tensor(group + [lead] * (members_width - len(group)))
     blocks = CascadeBlocks(reads=reads, first=reads.int().argmax(-1), start=start, end=end, leads=leads,
                            members=members)
-    return query, key, value, reads, blocks
+    moved = [t.to(DEVICE) for t in (query, key, value, reads)]
+    return (*moved, CascadeBlocks(**{k: v.to(DEVICE) for k, v in vars(blocks).items()}))
 
 
 @pytest.mark.parametrize("heads,kv_heads,dim", [(4, 2, 16), (8, 2, 128), (14, 2, 64), (6, 6, 32)],
@@ -101,7 +105,7 @@ def test_a_member_reads_the_prefix_through_its_leader_only():
 def test_a_window_of_a_wider_buffer_is_read_through_its_strides():
     """The decoder's layers pass the first ``width`` columns of a wider buffer (a view, not a copy)."""
     query, key, value, reads, blocks = case(8, 2, 128, 128, torch.float32)
-    wide_k = torch.zeros(key.shape[0], key.shape[1], 256, key.shape[3])
+    wide_k = torch.zeros(key.shape[0], key.shape[1], 256, key.shape[3], device=DEVICE)
     wide_v = torch.zeros_like(wide_k)
     wide_k[:, :, :128], wide_v[:, :, :128] = key, value
     got = cascade_decode_attention(query, wide_k[:, :, :128], wide_v[:, :, :128], blocks, 128 ** -0.5)
@@ -123,7 +127,7 @@ def test_the_attention_bench_times_the_cascade_kernels_against_dense_attention()
 
     from sumjudge.perf import attention_bench
 
-    r = attention_bench.run(Namespace(shape="tiny", device="cpu", dtype="float32", docs=2, doc_tokens=200,
+    r = attention_bench.run(Namespace(shape="tiny", device=DEVICE, dtype="float32", docs=2, doc_tokens=200,
                                       max_new_tokens=16, repeats=1, attention="cascade,flex"))
     assert "cascade_error" not in r and r["cascade_us"] > 0
     assert r["cascade_max_abs_diff_vs_dense_fp32"] < 1e-5 and attention_bench.agrees(r)
