@@ -181,7 +181,7 @@ gpu-check:
 	PYTHONPATH=$(CURDIR)/src SUMJUDGE_NOTEBOOK_WORKERS=8 $(GPU_PY) -m pytest -v -rs -p no:cacheprovider \
 		tests/core/test_notebooks.py 2>&1 | tee $(GPU_OUT)/notebooks-ci-cuda.txt
 
-# The decode levers alone, in about 5 minutes of a GPU (the part of the checklist the 50% target rests on): one
+# The decode levers alone (the part of the GPU checklist the decode target rests on; not yet run on a GPU): one
 # layer's attention timed alone each way the decoder runs it (bench --attention), the engine against the flex and
 # cascade levers with a profile of each pass (bench --levers --profile), and the GPU tests of the levers.
 gpu-levers:
