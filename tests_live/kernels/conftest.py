@@ -1,5 +1,7 @@
-"""Checks of the decode levers' Triton kernels (``make test-kernels``): on a CPU under Triton's interpreter
-(``TRITON_INTERPRET=1``, Triton installed outside the repository by the Makefile), or on a CUDA GPU as compiled."""
+"""Checks of the decode levers' Triton kernels (``make test-kernels``): run on a CPU under Triton's interpreter
+(``TRITON_INTERPRET=1``, Triton installed outside the repository by the Makefile) or on a CUDA GPU as compiled
+(``kernels_run``), and compiled for NVIDIA GPUs without one (``test_cascade_compiles.py``, in a process without the
+interpreter)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import os
 import pytest
 
 
-@pytest.fixture(scope="session", autouse=True)
-def triton_here():
+@pytest.fixture(scope="session")
+def kernels_run():
+    """Fails the test where the kernels cannot run: no Triton, or neither a CUDA device nor the interpreter."""
     try:
         import triton  # noqa: F401
     except ImportError:

@@ -10,6 +10,7 @@ import torch
 from sumjudge.llm import cascade_decode
 from sumjudge.llm.cascade_decode import CascadeBlocks, cascade_decode_attention, interpreted
 
+pytestmark = pytest.mark.usefixtures("kernels_run")
 # compiled on a CUDA GPU, else on the CPU under Triton's interpreter
 DEVICE = "cuda" if torch.cuda.is_available() and not interpreted() else "cpu"
 
@@ -121,13 +122,20 @@ def test_every_split_count_gives_the_same_numbers(monkeypatch):
                                    rtol=1e-5, atol=1e-5)
 
 
-def test_the_attention_bench_times_the_cascade_kernels_against_dense_attention():
-    """``bench --attention cascade`` runs the kernels on the decoder's own inputs for the workload's shape."""
+def test_the_attention_bench_times_the_cascade_kernels_against_dense_attention(monkeypatch):
+    """``bench --attention cascade`` runs the kernels on the decoder's own inputs for the workload's shape, and at
+    each launch setting of its sweep (the module's settings put back after)."""
     from argparse import Namespace
 
     from sumjudge.perf import attention_bench
 
+    monkeypatch.setattr(attention_bench, "CASCADE_SWEEP", ((16, 4, 2), (64, 8, 1)))
+    before = attention_bench.launch_settings()
     r = attention_bench.run(Namespace(shape="tiny", device=DEVICE, dtype="float32", docs=2, doc_tokens=200,
                                       max_new_tokens=16, repeats=1, attention="cascade,flex"))
     assert "cascade_error" not in r and r["cascade_us"] > 0
     assert r["cascade_max_abs_diff_vs_dense_fp32"] < 1e-5 and attention_bench.agrees(r)
+    assert r["cascade_launch"] == before == attention_bench.launch_settings()
+    assert sorted(r["cascade_sweep_us"]) == ["BLOCK_N=16 NUM_WARPS=4 SPLITS=2", "BLOCK_N=64 NUM_WARPS=8 SPLITS=1"]
+    assert all(isinstance(t, float) for t in r["cascade_sweep_us"].values())
+    assert r["cascade_sweep_max_abs_diff_vs_dense_fp32"] < 1e-5

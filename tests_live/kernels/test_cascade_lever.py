@@ -12,6 +12,7 @@ import pytest
 
 from sumjudge.llm import cascade_decode, decode_graphs
 
+pytestmark = pytest.mark.usefixtures("kernels_run")
 SCENARIO = Path(__file__).resolve().parents[2] / "tests" / "core" / "llm" / "test_decode_graphs.py"
 
 

@@ -22,8 +22,12 @@ from typing import Any
 
 from sumjudge.errors import ConfigError
 
+# How the kernels are launched (read at each call: ``bench --attention`` times others, ``CASCADE_SWEEP``). Compiled for
+# an H100 and an A100 (``tests_live/kernels/test_cascade_compiles.py``), 32 columns a read with 8 warps spill no
+# register at the 8B bench's shape in bf16 nor at Qwen2.5-0.5B's in fp32, where 64 columns with 4 warps did.
 SPLITS = 4  # parts each of a row's two spans is split into (programs a row and key/value head: the GPU kept busy)
-BLOCK_N = 64  # columns a program reads at a time
+BLOCK_N = 32  # columns a program reads at a time
+NUM_WARPS = 8  # warps a program
 
 
 @dataclass
@@ -70,6 +74,18 @@ def _pow2(n: int, least: int = 16) -> int:
     return max(least, 1 << max(0, n - 1).bit_length())
 
 
+def partials_constants(heads: int, kv_heads: int, dim: int, members: int) -> dict:
+    """``cascade_partials``' compile-time constants for a model's attention shape and a step's largest group."""
+    groups = heads // kv_heads
+    return dict(G=groups, M=members, D=dim, SPLITS=SPLITS, BLOCK_Q=_pow2(members * groups), BLOCK_G=_pow2(groups),
+                BLOCK_N=BLOCK_N, BLOCK_D=_pow2(dim), UPCAST=interpreted())
+
+
+def merge_constants(dim: int) -> dict:
+    """``cascade_merge``'s compile-time constants."""
+    return dict(PARTS=2 * SPLITS, BLOCK_P=_pow2(2 * SPLITS, 2), D=dim, BLOCK_D=_pow2(dim))
+
+
 def cascade_decode_attention(query, key, value, blocks: CascadeBlocks, scaling):
     """A decode step's attention (``query`` (rows, heads, 1, dim), ``key``/``value`` (rows, kv_heads, width, dim), the
     query heads that share a key/value head next to each other) on ``blocks``: (rows, 1, heads, dim) in the query's
@@ -80,25 +96,20 @@ def cascade_decode_attention(query, key, value, blocks: CascadeBlocks, scaling):
 
     rows, heads, _, dim = query.shape
     kv_heads, width = key.shape[1], key.shape[2]
-    groups = heads // kv_heads
-    members = blocks.members.shape[1]
     q = query.reshape(rows, heads, dim)
     if q.stride(-1) != 1:
         q = q.contiguous()
-    if key.stride(-1) != 1 or value.stride(-1) != 1:
+    if key.stride(-1) != 1 or value.stride(-1) != 1 or key.stride(2) != value.stride(2):  # one offset a column
         key, value = key.contiguous(), value.contiguous()
     reads = blocks.reads.view(torch.uint8)
     parts_o = torch.empty((rows, heads, 2 * SPLITS, dim), dtype=torch.float32, device=query.device)
     parts_l = torch.empty((rows, heads, 2 * SPLITS), dtype=torch.float32, device=query.device)
     scale = float(scaling) if scaling is not None else dim ** -0.5
-    block_d = _pow2(dim)
     cascade_partials[(rows, kv_heads, SPLITS)](
         q, key, value, reads, blocks.first, blocks.start, blocks.end, blocks.leads, blocks.members, parts_o, parts_l,
         q.stride(0), q.stride(1), key.stride(0), key.stride(1), key.stride(2), value.stride(0), value.stride(1),
-        value.stride(2), reads.stride(0), width, scale,
-        G=groups, M=members, D=dim, SPLITS=SPLITS, BLOCK_Q=_pow2(members * groups), BLOCK_G=_pow2(groups),
-        BLOCK_N=BLOCK_N, BLOCK_D=block_d, UPCAST=interpreted())
+        reads.stride(0), width, scale, num_warps=NUM_WARPS,
+        **partials_constants(heads, kv_heads, dim, blocks.members.shape[1]))
     out = torch.empty((rows, 1, heads, dim), dtype=query.dtype, device=query.device)
-    cascade_merge[(rows, heads)](parts_o, parts_l, out, heads, PARTS=2 * SPLITS, BLOCK_P=_pow2(2 * SPLITS, 2), D=dim,
-                                 BLOCK_D=block_d)
+    cascade_merge[(rows, heads)](parts_o, parts_l, out, heads, **merge_constants(dim))
     return out

@@ -19,12 +19,14 @@ import triton.language as tl
 
 
 @triton.jit
-def _span(q, K, V, Reads, r, kv_head, base, gap_at, gap_len, v0, v1, stride_kr, stride_kh, stride_kc, stride_vr,
-          stride_vh, stride_vc, stride_rr, scale, BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr,
-          BLOCK_D: tl.constexpr, D: tl.constexpr, UPCAST: tl.constexpr):
-    """Online softmax of the query tile ``q`` (BLOCK_Q, BLOCK_D) over row ``r``'s columns numbered ``v0 .. v1`` in a
+def _span(q, k_row, v_row, reads_row, base, gap_at, gap_len, v0, v1, stride_c, scale,
+          BLOCK_Q: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, D: tl.constexpr,
+          UPCAST: tl.constexpr):
+    """Online softmax of the query tile ``q`` (BLOCK_Q, BLOCK_D) over one row's columns numbered ``v0 .. v1`` in a
     list that starts at column ``base`` and skips ``gap_len`` columns at its ``gap_at``-th entry, each read only
-    where ``Reads`` says so: (unnormalised output, running max, running sum)."""
+    where the row's mask (``reads_row``) says so; ``k_row``/``v_row``: the row's key/value head's first column, keys
+    and values laid out alike (one offset a column, ``stride_c``, 32-bit within a row): (unnormalised output,
+    running max, running sum)."""
     d = tl.arange(0, BLOCK_D)
     in_dim = d < D
     m_i = tl.full([BLOCK_Q], float("-inf"), tl.float32)
@@ -34,10 +36,10 @@ def _span(q, K, V, Reads, r, kv_head, base, gap_at, gap_len, v0, v1, stride_kr, 
         vs = v + tl.arange(0, BLOCK_N)
         inside = vs < v1
         cols = base + vs + tl.where(vs >= gap_at, gap_len, 0)
-        keep = inside & (tl.load(Reads + r * stride_rr + cols, mask=inside, other=0) != 0)
+        keep = inside & (tl.load(reads_row + cols, mask=inside, other=0) != 0)
         kv_mask = inside[:, None] & in_dim[None, :]
-        k = tl.load(K + r * stride_kr + kv_head * stride_kh + cols[:, None] * stride_kc + d[None, :], mask=kv_mask,
-                    other=0.0)
+        offsets = cols[:, None] * stride_c + d[None, :]
+        k = tl.load(k_row + offsets, mask=kv_mask, other=0.0)
         if UPCAST:
             s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee") * scale
         else:
@@ -48,8 +50,7 @@ def _span(q, K, V, Reads, r, kv_head, base, gap_at, gap_len, v0, v1, stride_kr, 
         p = tl.exp(s - m_safe[:, None])
         alpha = tl.exp(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
-        val = tl.load(V + r * stride_vr + kv_head * stride_vh + cols[:, None] * stride_vc + d[None, :], mask=kv_mask,
-                      other=0.0)
+        val = tl.load(v_row + offsets, mask=kv_mask, other=0.0)
         if UPCAST:
             pv = tl.dot(p.to(val.dtype).to(tl.float32), val.to(tl.float32), input_precision="ieee")
         else:
@@ -75,7 +76,7 @@ def _store_part(PartO, PartL, row, head, slot, acc, m_i, l_i, ok, heads, PARTS: 
 
 @triton.jit
 def cascade_partials(Q, K, V, Reads, First, Start, End, Leads, Members, PartO, PartL, stride_qr, stride_qh,
-                     stride_kr, stride_kh, stride_kc, stride_vr, stride_vh, stride_vc, stride_rr, width, scale,
+                     stride_kr, stride_kh, stride_kc, stride_vr, stride_vh, stride_rr, width, scale,
                      G: tl.constexpr, M: tl.constexpr, D: tl.constexpr, SPLITS: tl.constexpr,
                      BLOCK_Q: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
                      UPCAST: tl.constexpr):
@@ -85,11 +86,15 @@ def cascade_partials(Q, K, V, Reads, First, Start, End, Leads, Members, PartO, P
     heads = tl.num_programs(1) * G
     d = tl.arange(0, BLOCK_D)
     in_dim = d < D
-    start = tl.load(Start + r)
-    end = tl.load(End + r)
-    first = tl.load(First + r)
+    start = tl.load(Start + r).to(tl.int32)
+    end = tl.load(End + r).to(tl.int32)
+    first = tl.load(First + r).to(tl.int32)
     lead = tl.load(Leads + r) != 0
     shares = end > start
+    # the row's key/value head and mask: 64-bit offsets once here, 32-bit within the row
+    k_row = K + r.to(tl.int64) * stride_kr + h * stride_kh
+    v_row = V + r.to(tl.int64) * stride_vr + h * stride_vh
+    reads_row = Reads + r.to(tl.int64) * stride_rr
 
     # the group's shared prefix, once, by its leader, for every member (slots 0 .. SPLITS - 1)
     if shares:
@@ -98,16 +103,15 @@ def cascade_partials(Q, K, V, Reads, First, Start, End, Leads, Members, PartO, P
             pk = pi // G
             pg = pi % G
             pok = pi < M * G
-            member = tl.load(Members + r * M + pk, mask=pok, other=0)
-            pok = pok & ((pk == 0) | (member != tl.load(Members + r * M)))  # a list padded with its leader
+            member = tl.load(Members + r * M + pk, mask=pok, other=0).to(tl.int32)
+            pok = pok & ((pk == 0) | (member != r))  # a list padded with its leader (itself)
             pq = tl.load(Q + member[:, None] * stride_qr + (h * G + pg)[:, None] * stride_qh + d[None, :],
                          mask=pok[:, None] & in_dim[None, :], other=0.0)
             pn = end - start
             pchunk = tl.cdiv(pn, SPLITS)
             pv0 = s * pchunk
-            pacc, pm, pl = _span(pq, K, V, Reads, r, h, start, pn, 0, pv0, tl.minimum(pv0 + pchunk, pn), stride_kr,
-                                 stride_kh, stride_kc, stride_vr, stride_vh, stride_vc, stride_rr, scale,
-                                 BLOCK_Q, BLOCK_N, BLOCK_D, D, UPCAST)
+            pacc, pm, pl = _span(pq, k_row, v_row, reads_row, start, pn, 0, pv0, tl.minimum(pv0 + pchunk, pn),
+                                 stride_kc, scale, BLOCK_Q, BLOCK_N, BLOCK_D, D, UPCAST)
             _store_part(PartO, PartL, member, h * G + pg, s, pacc, pm, pl, pok, heads, 2 * SPLITS, BLOCK_D, D)
     else:
         eg = tl.arange(0, BLOCK_G)
@@ -129,9 +133,8 @@ def cascade_partials(Q, K, V, Reads, First, Start, End, Leads, Members, PartO, P
     n = before + (width - e0)
     chunk = tl.cdiv(n, SPLITS)
     v0 = s * chunk
-    acc, m_i, l_i = _span(q, K, V, Reads, r, h, base, before, e0 - s0, v0, tl.minimum(v0 + chunk, n), stride_kr,
-                          stride_kh, stride_kc, stride_vr, stride_vh, stride_vc, stride_rr, scale,
-                          BLOCK_G, BLOCK_N, BLOCK_D, D, UPCAST)
+    acc, m_i, l_i = _span(q, k_row, v_row, reads_row, base, before, e0 - s0, v0, tl.minimum(v0 + chunk, n),
+                          stride_kc, scale, BLOCK_G, BLOCK_N, BLOCK_D, D, UPCAST)
     _store_part(PartO, PartL, r + 0 * g, h * G + g, SPLITS + s, acc, m_i, l_i, ok, heads, 2 * SPLITS, BLOCK_D, D)
 
 
