@@ -107,7 +107,7 @@ $(TRITON_STAMP):
 	touch $@
 
 # The cascade lever's Triton kernels against attention computed densely, and in the decoder on the tiny model, run by
-# Triton's interpreter on the CPU (about 2 minutes on 2 cores; on a GPU `make gpu-levers` runs them compiled); then
+# Triton's interpreter on the CPU (about 3 minutes on 2 cores; on a GPU `make gpu-levers` runs them compiled); then
 # compiled for an H100 and an A100 (no GPU needed), with no register spilled
 test-kernels: env $(TRITON_STAMP)
 	TRITON_INTERPRET=1 PYTHONPATH=$(TRITON_DIR) $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/kernels \
@@ -185,12 +185,12 @@ gpu-check:
 		tests/core/test_notebooks.py 2>&1 | tee $(GPU_OUT)/notebooks-ci-cuda.txt
 
 # The decode levers alone (the part of the GPU checklist the decode target rests on; not yet run on a GPU): one
-# layer's attention timed alone each way the decoder runs it (bench --attention), the engine against the flex and
-# cascade levers with a profile of each pass (bench --levers --profile), and the GPU tests of the levers.
+# layer's attention timed alone each way the decoder runs it (bench --attention), the engine against the flex,
+# shared_prefix and cascade levers with a profile of each pass (bench --levers --profile), and the GPU tests of the levers.
 gpu-levers:
 	mkdir -p $(GPU_OUT)
 	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --attention --shape llama3-8b --device cuda \
-		--docs 16 --doc-tokens 894 --max-new-tokens 64 --repeats 20 > $(GPU_OUT)/attention-llama3-8b.json
+		--docs 16 --doc-tokens 862 --max-new-tokens 64 --repeats 20 > $(GPU_OUT)/attention-llama3-8b.json
 	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --shape llama3-8b --device cuda --docs 16 \
 		--max-new-tokens 64 --repeats 1 --token-budget 131072 --sequential-limit 1 --levers flex,shared_prefix,cascade \
 		--profile $(GPU_OUT)/profiles > $(GPU_OUT)/bench-llama3-8b-levers.json

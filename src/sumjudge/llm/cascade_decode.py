@@ -1,4 +1,4 @@
-"""The ``cascade`` decode lever: each prefix group's shared columns read once a step, in one kernel launch a layer.
+"""The ``cascade`` decode lever: each prefix group's shared columns read once a step, in two kernel launches a layer.
 
 The ``shared_prefix`` lever (``flex_decode``) reads a group's prefix once too, but as two flex-attention calls (the
 prefix with every member's queries, then every row's other columns) joined by a dozen float32 elementwise operations,
@@ -22,9 +22,10 @@ from typing import Any
 
 from sumjudge.errors import ConfigError
 
-# How the kernels are launched (read at each call: ``bench --attention`` times others, ``CASCADE_SWEEP``). Compiled for
-# an H100 and an A100 (``tests_live/kernels/test_cascade_compiles.py``), 32 columns a read with 8 warps spill no
-# register at the 8B bench's shape in bf16 nor at Qwen2.5-0.5B's in fp32, where 64 columns with 4 warps did.
+# How the kernels are launched (read at each call: ``bench --attention`` times others, ``CASCADE_SWEEP``). Compiled
+# for an H100 and an A100 by Triton 3.7.1 (``tests_live/kernels/test_cascade_compiles.py``), 32 columns a read with
+# 8 warps spill no register at the 8B bench's shape in bf16 nor at Qwen2.5-0.5B's in fp32, where 64 columns with 4
+# warps did.
 SPLITS = 4  # parts each of a row's two spans is split into (programs a row and key/value head: the GPU kept busy)
 BLOCK_N = 32  # columns a program reads at a time
 NUM_WARPS = 8  # warps a program

@@ -8,8 +8,8 @@ group's prefix, under its mask) with its own queries, split the same way. Each p
 its own softmax sum, and its log-sum-exp; ``cascade_merge`` joins a row's ``2 x SPLITS`` parts by their log-sum-exps
 (a part that read no column has -inf and weighs nothing). Scores and sums are float32; products of float32 inputs are
 taken at full precision (``input_precision="ieee"``: no TF32), so a float32 model's answers are comparable with the
-eager step's. ``UPCAST`` (Triton's interpreter only, which multiplies bfloat16 tiles wrongly: 3e10 off for 16 x 16
-normal numbers, Triton 3.7.1) takes each product in float32 after rounding its operands as the GPU would.
+eager step's. ``UPCAST`` (Triton's interpreter only, which multiplies bfloat16 tiles wrongly: products off by up to 3e10 on
+16 x 16 tiles of normal-range values, Triton 3.7.1) takes each product in float32 after rounding its operands as the GPU would.
 """
 
 from __future__ import annotations
