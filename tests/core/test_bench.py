@@ -178,7 +178,7 @@ def test_the_gpu_table_shows_a_dash_for_what_a_run_did_not_measure():
 
 def test_each_decode_lever_is_timed_against_the_engines_own_steps_and_answers_as_they_do(tiny_models, monkeypatch):
     """``--levers`` on a CPU: flex attention, each document's shared prefix read once, the cascade kernels (refused
-    here), the compiled step (here through
+    here), the norms, MLPs and rotary embedding compiled, the compiled step (here through
     ``aot_eager``: the CPU's compiler does not take the engine's oneDNN linear layers) and flex compiled, each with
     its step time and its answers against the engine's; a lever that fails is reported by its error, the others
     still run. An unknown lever is refused by name."""
@@ -199,9 +199,10 @@ def test_each_decode_lever_is_timed_against_the_engines_own_steps_and_answers_as
     args.levers = True
     r = bench.run(args)
     assert bench.passed(r)
-    for name in ("flex", "shared_prefix", "compiled"):
+    for name in ("flex", "shared_prefix", "fused", "compiled"):
         assert r[f"lever_{name}_identical_to_engine"] == 8, name
         assert r[f"lever_{name}_decode_step_ms"] > 0 and r[f"lever_{name}_first_pass_s"] > 0
+    assert r["lever_fused_fused_pieces"] == {"norms": 5, "mlps": 2, "rotary": 1, "rotary_attrs": 2}
     assert r["lever_flex_compiled_error"] == "RuntimeError: this lever failed"
     # the cascade lever's Triton kernels run on a CUDA device (or under Triton's interpreter: tests_live/kernels)
     assert r["lever_cascade_error"].startswith("ConfigError: the cascade decode lever")
@@ -270,3 +271,16 @@ def test_attention_alone_is_timed_for_each_way_the_decoder_runs_it(monkeypatch):
     assert not attention_bench.agrees({**r, "flex_max_abs_diff_vs_dense_fp32": 0.01})
     with pytest.raises(bench.ConfigError, match="unknown variant paged"):
         attention_bench.run(Namespace(**{**vars(args), "attention": "flex,paged"}))
+
+
+def test_the_bench_command_with_attention_prints_the_attention_bench(capsys):
+    """``sumjudge bench --attention engine``: that variant's JSON on stdout, exit 0 (it agrees with dense attention)."""
+    import json
+
+    from sumjudge.cli.main import main
+
+    rc = main(["bench", "--attention", "engine", "--docs", "1", "--doc-tokens", "100", "--max-new-tokens", "4",
+               "--repeats", "1"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["what"] == "one layer's decode-step attention, each variant alone"
+    assert out["engine_us"] > 0 and "flex_us" not in out

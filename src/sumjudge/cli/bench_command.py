@@ -44,7 +44,8 @@ def add_arguments(p) -> None:
     p.add_argument("--levers", nargs="?", const="all", help="also time the engine's decode levers, each against "
                    "its own steps (step times, answers equal to the engine's): flex (flex attention on a block mask), "
                    "shared_prefix (each prefix group's shared keys/values read once a step), cascade (the same in "
-                   "Triton kernels of its own; a CUDA GPU), compiled (the step through torch.compile), "
+                   "Triton kernels of its own; a CUDA GPU), fused (the step's norms, MLPs and rotary embedding "
+                   "compiled), compiled (the step through torch.compile), "
                    "flex_compiled; all of them, or a comma-separated list")
     p.add_argument("--attention", nargs="?", const="all", help="instead: one layer's decode-step attention at the "
                    "workload's shape (--shape, --docs x 4 agents sharing each document's --doc-tokens), timed alone "
@@ -59,6 +60,10 @@ def add_arguments(p) -> None:
 
 
 def main(a) -> int:
+    if getattr(a, "attention", None):
+        from sumjudge.perf import attention_bench
+
+        return attention_bench.main(a)
     return bench_main(a)
 
 

@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, Any
 from sumjudge.llm.attention import attention_backends
 from sumjudge.llm.cascade_decode import check_available as check_cascade
 from sumjudge.llm.decode_graphs import FixedShapeSteps
+from sumjudge.llm.fused_parts import counts as fused_counts
+from sumjudge.llm.fused_parts import fused_parts
 from sumjudge.llm.prefix_store import BLOCK, CAPACITY_MB, PrefixStore
 
 if TYPE_CHECKING:
@@ -237,14 +239,15 @@ class BatchDecoder:
                       "decode_steps": 0, "row_steps": 0, "underfilled_s": 0.0}
 
     def use_fixed_steps(self, capture: bool, flex: bool = False, compiled: bool = False,
-                        shared_prefix: bool = False, cascade: bool = False) -> bool:
+                        shared_prefix: bool = False, cascade: bool = False, fused: bool = False) -> bool:
         """Decode steps at fixed shapes from now on (``decode_graphs.FixedShapeSteps``): captured as CUDA graphs
         (``capture``; on one CUDA device, for models whose cache grows in place), or eagerly (any device: the CPU
-        tests' way of checking the fixed shapes). True if switched on. Four levers (off by default; the benchmark's
+        tests' way of checking the fixed shapes). True if switched on. Five levers (off by default; the benchmark's
         ``--levers`` times each): ``flex``, the steps' attention on flex attention's block mask; ``shared_prefix``,
         each prefix group's shared columns read once a step (``flex_decode``; on flex attention too); ``cascade``,
         the same in Triton kernels of its own (``cascade_decode``; ConfigError where they cannot run);
-        ``compiled``, the steps' forward pass through ``torch.compile`` (compiled at the first step of each shape)."""
+        ``compiled``, the steps' forward pass through ``torch.compile`` (compiled at the first step of each shape);
+        ``fused``, only the steps' norms, MLPs and rotary embedding compiled (``fused_parts``)."""
 
         one_device = len({p.device for p in self.model.parameters()}) == 1
         on_cuda = getattr(self.device, "type", str(self.device).split(":")[0]) == "cuda"
@@ -253,9 +256,11 @@ class BatchDecoder:
             return False
         if cascade:
             check_cascade(self.device)
-        forward = self._compiled_forward if compiled else self._forward
+        forward = self._compiled_forward if compiled else self._fused_forward if fused else self._forward
         self.fixed_steps = FixedShapeSteps(forward, self.pad, self.device, capture=capture, flex=flex,
                                            shared_prefix=shared_prefix, cascade=cascade)
+        if fused:
+            self.fixed_steps.stats["fused_pieces"] = fused_counts(self.model)
         return True
 
     def forget_prefixes(self) -> None:
@@ -352,6 +357,12 @@ class BatchDecoder:
         at = cache.layers[0].window[0] if cache.layers and getattr(cache.layers[0], "window", None) else None
         extra = {"cache_position": at} if at is not None else {}
         return self._forward(ids, mask, positions, cache, model=self._compiled_model, **extra, **attention)
+
+    def _fused_forward(self, ids, mask, positions, cache, **attention):
+        """``_forward`` with the model's norms, MLPs and rotary embedding compiled (``fused_parts``; the ``fused``
+        lever)."""
+        with fused_parts(self.model):
+            return self._forward(ids, mask, positions, cache, **attention)
 
     def start(self) -> "LiveBatch":
         """An empty batch of rows being decoded together (``admit`` rows into it, ``step`` it)."""

@@ -23,13 +23,16 @@ fails, the others still run.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from sumjudge.errors import ConfigError
+from sumjudge.llm.extras import require
 from sumjudge.llm.models import LLAMA3_8B_SHAPE, TINY_SHAPE
+from sumjudge.perf.bench import gpu_bandwidth, resolve_dtype
 
 SUFFIX = 32  # a row's own prompt tokens after its document (the agent's instructions)
 AGENTS = 4  # rows sharing a document
@@ -173,8 +176,6 @@ def run(args) -> dict:
     """Every variant (``--attention``: all, or a comma-separated list) timed at the workload's decode shape."""
     import torch
 
-    from sumjudge.perf.bench import gpu_bandwidth, resolve_dtype
-
     device = torch.device(args.device)
     dtype = resolve_dtype(args.dtype, args.device)
     shape = decode_shape(args)
@@ -253,3 +254,11 @@ def agrees(result: dict) -> bool:
     cannot run here, such as the cascade kernels on a CPU, is reported by its error and fails nothing)."""
     limit = TOLERANCE[result["dtype"]]
     return all(v <= limit for k, v in result.items() if k.endswith("_max_abs_diff_vs_dense_fp32"))
+
+
+def main(args) -> int:
+    """``sumjudge bench --attention``: the JSON printed; exit 1 where a variant disagrees with dense attention."""
+    require("sumjudge bench --attention")
+    found = run(args)
+    print(json.dumps(found, indent=2))
+    return 0 if agrees(found) else 1

@@ -384,7 +384,8 @@ def compiled_generate(s: BenchSetup) -> tuple[list[str], float]:
 
 # The decode levers ``--levers`` times, each against the engine's own steps: (name, ``use_fixed_steps`` settings)
 LEVERS = (("flex", {"flex": True}), ("shared_prefix", {"shared_prefix": True}), ("cascade", {"cascade": True}),
-          ("compiled", {"compiled": True}), ("flex_compiled", {"flex": True, "compiled": True}))
+          ("fused", {"fused": True}), ("compiled", {"compiled": True}),
+          ("flex_compiled", {"flex": True, "compiled": True}))
 
 
 def chosen_levers(asked) -> tuple:
@@ -596,6 +597,8 @@ def baselines_report(m: Measured) -> dict:
                        f"lever_{name}_identical_to_engine": sum(a.text == b.text for a, b in zip(eng.resps, lever.resps)),
                        f"lever_{name}_graphs_captured": st.get("fixed_graphs_captured"),
                        f"lever_{name}_capture_error": st.get("fixed_capture_error")})
+        if st.get("fixed_fused_pieces") is not None:
+            result[f"lever_{name}_fused_pieces"] = st["fixed_fused_pieces"]
     if m.scored is not None:
         (sets, methods), s_s = m.scored
         result.update({"option_sets": sets, "option_set_options": len(GEVAL_OPTIONS), "option_scoring": methods,
@@ -853,12 +856,6 @@ def main(args) -> int:
         return 0
 
     require("sumjudge bench on the hf backend (`bench --backend openai` needs no extra)")
-    if getattr(args, "attention", None):
-        from sumjudge.perf import attention_bench
-
-        found = attention_bench.run(args)
-        print(json.dumps(found, indent=2))
-        return 0 if attention_bench.agrees(found) else 1
     if getattr(args, "turns", 0):
         print(json.dumps(run_turns(args), indent=2))
         return 0

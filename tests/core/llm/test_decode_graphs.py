@@ -260,3 +260,42 @@ def test_the_cascade_lever_is_refused_where_its_kernels_cannot_run(tiny_backend,
     with pytest.raises(ConfigError, match="the cascade decode lever"):
         tiny_backend.decoder.use_fixed_steps(capture=False, cascade=True)
     assert tiny_backend.decoder.fixed_steps is before
+
+
+def test_fused_steps_answer_as_the_decoders_own_steps_with_one_compiled_function_a_piece(tiny_backend, monkeypatch):
+    """The ``fused`` lever (``fused_parts``): the tiny Llama's 5 norms, 2 MLPs and rotary embedding each compiled
+    (through a backend that runs each traced graph as it is, which changes no number: the CPU's compiler does not
+    take the engine's oneDNN linear layers), each piece's function compiled once per step shape whichever layer
+    calls it (the layer is an argument, not a new version), swapped in for the fixed-shape steps only and put back
+    after; the answers are the decoder's own steps'."""
+    from collections import Counter
+
+    import torch
+
+    from sumjudge.llm import fused_parts
+
+    graphs: Counter = Counter()  # graphs compiled, by the function compiled
+    real = torch.compile
+
+    def counting_compile(fn, **kw):
+        def backend(gm, example_inputs):
+            graphs[fn.__qualname__] += 1
+            return gm.forward
+
+        return real(fn, backend=backend)
+
+    monkeypatch.setattr(fused_parts, "_compiled", {})
+    monkeypatch.setattr(torch, "compile", counting_compile)
+    model = tiny_backend.decoder.model
+    assert fused_parts.counts(model) == {"norms": 5, "mlps": 2, "rotary": 1, "rotary_attrs": 2}
+    want, got = _own_steps_then_fixed(tiny_backend, monkeypatch, fused=True)
+    assert got == want and all(want.values())
+    assert tiny_backend.decoder.fixed_steps.stats["fused_pieces"] == fused_parts.counts(model)
+    assert sorted(graphs) == ["LlamaMLP.forward", "LlamaRMSNorm.forward", "apply_rotary_pos_emb"]
+    # one graph a step shape for each piece: 5 norms and 2 MLPs a step would compile 5 and 2 graphs a shape if each
+    # layer's module were a version of its own
+    assert len(set(graphs.values())) == 1 and graphs["LlamaRMSNorm.forward"] >= 2
+    norm = next(m for m in model.modules() if type(m).__name__ == "LlamaRMSNorm")
+    assert "forward" not in vars(norm)  # put back: the class's own forward again
+    home = __import__(type(norm).__module__, fromlist=["apply_rotary_pos_emb"])
+    assert home.apply_rotary_pos_emb not in fused_parts._compiled.values()
