@@ -21,13 +21,14 @@ pass reads a value back to the CPU, say) is run eagerly at the same shapes from 
 ``stats["capture_error"]``. Without CUDA (``capture=False``) the same fixed-shape
 step runs eagerly: that is how the CPU tests check it answers as the decoder's own step does.
 
-Four levers change what a step runs, all off by default (``BatchDecoder.use_fixed_steps``): ``flex`` passes the
+Five levers change what a step runs, all off by default (``BatchDecoder.use_fixed_steps``): ``flex`` passes the
 step's mask to the model's attention as a flex-attention block mask (``flex_decode.decode_blocks``, built inside the
 captured step from the step's mask); ``shared_prefix`` reads each prefix group's shared columns once a step
 (``flex_decode``: the rows' prefix spans are step inputs, filled before each replay, and a step's shape includes its
 largest group, rounded up to a power of two); ``cascade`` reads them once too, from the same inputs, in two Triton
-kernels a layer (``cascade_decode``); and the decoder's ``compiled`` forward is ``torch.compile``'s
-(elementwise work fused) before the step is captured over it.
+kernels a layer (``cascade_decode``); the decoder's ``compiled`` forward is ``torch.compile``'s (elementwise work
+fused) before the step is captured over it, and its ``fused`` forward compiles only the model's norms, MLPs and
+rotary embedding (``fused_parts``).
 
 A masked column adds an exact zero to a row's attention, but the kernels sum over more columns than the eager step
 does, so in bfloat16 a logit can move by rounding; in float32 the answers are the eager step's (``tests/gpu``).
