@@ -19,8 +19,10 @@ The model's own functions are compiled, so the numbers are theirs up to the orde
 A piece's compiled function serves every instance of its class: its module is an argument (``torch.compile`` guards
 its type and settings, such as a norm's epsilon, not which layer it is). Pieces are swapped in for the step's
 forward pass only (``fused_parts``) and put back after: prefill and the other levers run the model as it is.
-``FUSABLE`` says what a model has of each kind; a model with none of them runs unchanged, and the bench's stats say
-so (``fused_pieces``).
+``counts`` says what a model has of each kind; a model with none of them runs unchanged, and the bench's stats say
+so (``fused_pieces``). On a CPU whose float32 linear layers go through oneDNN (``cpu_linear``), torch's own compiler
+refuses the MLPs' (an ``InductorError``, as for the ``compiled`` lever): the lever is for a GPU, and the CPU tests
+check it through a backend that runs the traced graphs as they are.
 """
 
 from __future__ import annotations
