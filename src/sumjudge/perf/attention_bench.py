@@ -7,7 +7,7 @@ is what tells whether a kernel reads the keys and values at the memory's speed. 
 decoder's step calls, on the inputs the decoder builds for it (``flex_decode``, ``cascade_decode``):
 
 - ``engine``: the engine's own step (``attention.gqa_decode_sdpa``: PyTorch's SDPA over the unrepeated key/value
-  heads with the step's dense mask);
+  heads with the step's dense mask, under the backends the engine allows, ``attention_backends``);
 - ``flex``: flex attention on the step's block mask;
 - ``shared_prefix``: each document's prefix read once (two flex-attention calls joined by log-sum-exp);
 - ``cascade``: the same reading plan in the cascade lever's Triton kernels.
@@ -96,14 +96,19 @@ def inputs(shape: DecodeShape, device, dtype, seed: int = 0) -> dict[str, Any]:
 
 def variant_call(name: str, x: dict[str, Any], scale: float):
     """The decoder's attention call of variant ``name`` over ``x`` (its per-step inputs made here, once)."""
-    from sumjudge.llm.attention import gqa_decode_sdpa
+    from sumjudge.llm.attention import attention_backends, gqa_decode_sdpa
     from sumjudge.llm.cascade_decode import cascade_blocks, cascade_decode_attention, check_available
     from sumjudge.llm.flex_decode import decode_blocks, flex_decode_attention
 
     q, k, v, mask = x["query"], x["key"], x["value"], x["mask"]
     if name == "engine":
         module = type("Layer", (), {"num_key_value_groups": q.shape[1] // k.shape[1]})()
-        return lambda: gqa_decode_sdpa(module, q, k, v, mask, scaling=scale)[0]
+
+        def engine():
+            with attention_backends(q.device):  # the backends the engine's forward passes allow (no cuDNN)
+                return gqa_decode_sdpa(module, q, k, v, mask, scaling=scale)[0]
+
+        return engine
     if name == "flex":
         blocks = decode_blocks(mask)
         return lambda: flex_decode_attention(q, k, v, blocks, scale, True)
