@@ -9,21 +9,11 @@ import torch
 
 from sumjudge.llm import cascade_decode
 from sumjudge.llm.cascade_decode import CascadeBlocks, cascade_decode_attention, interpreted
+from sumjudge.perf.attention_bench import dense as dense_attention  # each row over its own keys, in fp32
 
 pytestmark = pytest.mark.usefixtures("kernels_run")
 # compiled on a CUDA GPU, else on the CPU under Triton's interpreter
 DEVICE = "cuda" if torch.cuda.is_available() and not interpreted() else "cpu"
-
-
-def dense_attention(query, key, value, reads, scale):
-    """Each row's queries over the columns it reads, over its own keys (what the eager step computes)."""
-    rows, heads, _, dim = query.shape
-    groups = heads // key.shape[1]
-    k = key.float().repeat_interleave(groups, 1)
-    v = value.float().repeat_interleave(groups, 1)
-    s = torch.einsum("rhd,rhcd->rhc", query[:, :, 0].float(), k) * scale
-    s = s.masked_fill(~reads[:, None, :], float("-inf"))
-    return torch.einsum("rhc,rhcd->rhd", s.softmax(-1), v)[:, None]
 
 
 def layout(width: int):

@@ -45,6 +45,7 @@ from sumjudge.llm.cascade_decode import check_available as check_cascade
 from sumjudge.llm.decode_graphs import FixedShapeSteps
 from sumjudge.llm.fused_parts import counts as fused_counts
 from sumjudge.llm.fused_parts import fused_parts
+from sumjudge.llm.fused_parts import pieces as fused_pieces
 from sumjudge.llm.prefix_store import BLOCK, CAPACITY_MB, PrefixStore
 
 if TYPE_CHECKING:
@@ -226,6 +227,7 @@ class BatchDecoder:
         self.store = PrefixStore(prefix_store_mb << 20) if prefix_store_mb and self.share and one_device else None
         self.fixed_steps: FixedShapeSteps | None = None  # decode steps at fixed shapes (``decode_graphs``): on one CUDA device, as graphs
         self._compiled_model: Any = None  # torch.compile of the model, for the ``compiled`` lever (made when first used)
+        self._fused: dict = {}  # the model's pieces the ``fused`` lever compiles (``fused_parts.pieces``)
         self._admissions = 0  # admissions so far: a prefix group's key is (admission, group)
         if decode_graphs:
             self.use_fixed_steps(capture=True)
@@ -260,7 +262,8 @@ class BatchDecoder:
         self.fixed_steps = FixedShapeSteps(forward, self.pad, self.device, capture=capture, flex=flex,
                                            shared_prefix=shared_prefix, cascade=cascade)
         if fused:
-            self.fixed_steps.stats["fused_pieces"] = fused_counts(self.model)
+            self._fused = fused_pieces(self.model)
+            self.fixed_steps.stats["fused_pieces"] = fused_counts(self._fused)
         return True
 
     def forget_prefixes(self) -> None:
@@ -361,7 +364,7 @@ class BatchDecoder:
     def _fused_forward(self, ids, mask, positions, cache, **attention):
         """``_forward`` with the model's norms, MLPs and rotary embedding compiled (``fused_parts``; the ``fused``
         lever)."""
-        with fused_parts(self.model):
+        with fused_parts(self._fused):
             return self._forward(ids, mask, positions, cache, **attention)
 
     def start(self) -> "LiveBatch":

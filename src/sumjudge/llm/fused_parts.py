@@ -19,7 +19,7 @@ The model's own functions are compiled, so the numbers are theirs up to the orde
 A piece's compiled function serves every instance of its class: its module is an argument (``torch.compile`` guards
 its type and settings, such as a norm's epsilon, not which layer it is). Pieces are swapped in for the step's
 forward pass only (``fused_parts``) and put back after: prefill and the other levers run the model as it is.
-``counts`` says what a model has of each kind; a model with none of them runs unchanged, and the bench's stats say
+``pieces`` finds what a model has of each kind (once, when the lever is switched on); a model with none of them runs unchanged, and the bench's stats say
 so (``fused_pieces``). On a CPU whose float32 linear layers go through oneDNN (``cpu_linear``), torch's own compiler
 refuses the MLPs' (an ``InductorError``, as for the ``compiled`` lever): the lever is for a GPU, and the CPU tests
 check it through a backend that runs the traced graphs as they are.
@@ -63,15 +63,15 @@ def pieces(model) -> dict[str, list]:
     return found
 
 
-def counts(model) -> dict[str, int]:
-    """How many of each piece the lever fuses in ``model``."""
-    return {k: len(v) for k, v in pieces(model).items()}
+def counts(found: dict[str, list]) -> dict[str, int]:
+    """How many of each piece ``pieces`` found."""
+    return {k: len(v) for k, v in found.items()}
 
 
 @contextlib.contextmanager
-def fused_parts(model):
-    """The model's norms, MLPs and rotary embedding replaced by their compiled versions while the block runs."""
-    found = pieces(model)
+def fused_parts(found: dict[str, list]):
+    """The pieces ``pieces`` found (norms, MLPs, rotary embedding) replaced by their compiled versions while the block
+    runs."""
     saved: list[tuple[object, str, object, bool]] = []  # (owner, attribute, old value, was it the owner's own)
 
     def swap(owner, attr: str, value) -> None:

@@ -122,11 +122,11 @@ def variant_call(name: str, x: dict[str, Any], scale: float):
     raise ValueError(f"unknown attention variant {name!r} (known: {', '.join(VARIANTS)})")
 
 
-def dense(x: dict[str, Any], scale: float):
-    """Each row's queries over the columns its mask shows, over its own keys, in float32: (rows, 1, heads, dim)."""
+def dense(q, k, v, reads, scale: float):
+    """Each row's queries ``q`` (rows, heads, 1, dim) over the columns ``reads`` (rows, width) shows, over its own keys
+    and values (rows, kv_heads, width, dim), in float32: (rows, 1, heads, dim)."""
     import torch
 
-    q, k, v, reads = x["query"], x["key"], x["value"], x["mask"][:, 0, 0, :]
     groups = q.shape[1] // k.shape[1]
     scores = torch.einsum("rhd,rhcd->rhc", q[:, :, 0].float(), k.float().repeat_interleave(groups, 1)) * scale
     weights = scores.masked_fill(~reads[:, None, :], float("-inf")).softmax(-1)
@@ -186,7 +186,7 @@ def run(args) -> dict:
     shape = decode_shape(args)
     x = inputs(shape, device, getattr(torch, dtype))
     scale = shape.dim ** -0.5
-    want = dense(x, scale)
+    want = dense(x["query"], x["key"], x["value"], x["mask"][:, 0, 0, :], scale)
     itemsize = x["key"].element_size()
     asked = VARIANTS if args.attention in (True, "all") else tuple(n.strip() for n in args.attention.split(","))
     unknown = [n for n in asked if n not in VARIANTS]

@@ -287,10 +287,10 @@ def test_fused_steps_answer_as_the_decoders_own_steps_with_one_compiled_function
     monkeypatch.setattr(fused_parts, "_compiled", {})
     monkeypatch.setattr(torch, "compile", counting_compile)
     model = tiny_backend.decoder.model
-    assert fused_parts.counts(model) == {"norms": 5, "mlps": 2, "rotary": 1, "rotary_attrs": 2}
+    assert fused_parts.counts(fused_parts.pieces(model)) == {"norms": 5, "mlps": 2, "rotary": 1, "rotary_attrs": 2}
     want, got = _own_steps_then_fixed(tiny_backend, monkeypatch, fused=True)
     assert got == want and all(want.values())
-    assert tiny_backend.decoder.fixed_steps.stats["fused_pieces"] == fused_parts.counts(model)
+    assert tiny_backend.decoder.fixed_steps.stats["fused_pieces"] == fused_parts.counts(fused_parts.pieces(model))
     assert sorted(graphs) == ["LlamaMLP.forward", "LlamaRMSNorm.forward", "apply_rotary_pos_emb"]
     # one graph a step shape for each piece: 5 norms and 2 MLPs a step would compile 5 and 2 graphs a shape if each
     # layer's module were a version of its own
