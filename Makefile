@@ -41,6 +41,8 @@ ROUTER       := $(ROUTER_VENV)/bin/vllm-router
 # were loaded from memory under NumPy 2.4 (it converts a one-element array to an int).
 TRITON_DIR   ?= $(HOME)/.cache/sumjudge/triton-3.7.1
 TRITON_STAMP := $(TRITON_DIR)/.sumjudge-installed
+TRITON_GPU_DIR ?= $(HOME)/.cache/sumjudge/triton-3.6.0
+TRITON_GPU_STAMP := $(TRITON_GPU_DIR)/.sumjudge-installed
 
 .PHONY: router-env test-router test-kernels check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check gpu-levers scale lab lab-setup class-server lint data clean clean-figures
 
@@ -106,13 +108,19 @@ $(TRITON_STAMP):
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --target $(TRITON_DIR) triton==3.7.1
 	touch $@
 
+$(TRITON_GPU_STAMP):
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --target $(TRITON_GPU_DIR) triton==3.6.0
+	touch $@
+
 # The cascade lever's Triton kernels against attention computed densely, and in the decoder on the tiny model, run by
 # Triton's interpreter on the CPU (about 3 minutes on 2 cores; on a GPU `make gpu-levers` runs them compiled); then
-# compiled for an H100 and an A100 (no GPU needed), with no register spilled
-test-kernels: env $(TRITON_STAMP)
+# compiled for an H100 and an A100 (no GPU needed), with no register spilled, by that Triton and by the one PyTorch
+# 2.11's CUDA wheels carry (3.6.0; its interpreter cannot run the kernels under NumPy 2)
+test-kernels: env $(TRITON_STAMP) $(TRITON_GPU_STAMP)
 	TRITON_INTERPRET=1 PYTHONPATH=$(TRITON_DIR) $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/kernels \
 		--deselect tests_live/kernels/test_cascade_compiles.py
 	PYTHONPATH=$(TRITON_DIR) $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/kernels/test_cascade_compiles.py
+	PYTHONPATH=$(TRITON_GPU_DIR) $(BIN)/python -m pytest -q -rs -p no:cacheprovider tests_live/kernels/test_cascade_compiles.py
 
 $(ROUTER_STAMP):
 	$(PYTHON) -m venv $(ROUTER_VENV)
@@ -186,13 +194,13 @@ gpu-check:
 
 # The decode levers alone (the part of the GPU checklist the decode target rests on; not yet run on a GPU): one
 # layer's attention timed alone each way the decoder runs it (bench --attention), the engine against the flex,
-# shared_prefix, cascade and fused levers with a profile of each pass (bench --levers --profile), and the GPU tests of the levers.
+# shared_prefix, cascade, fused and cascade_fused levers with a profile of each pass (bench --levers --profile), and the GPU tests of the levers.
 gpu-levers:
 	mkdir -p $(GPU_OUT)
 	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --attention --shape llama3-8b --device cuda \
 		--docs 16 --doc-tokens 862 --max-new-tokens 64 --repeats 20 > $(GPU_OUT)/attention-llama3-8b.json
 	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --shape llama3-8b --device cuda --docs 16 \
-		--max-new-tokens 64 --repeats 1 --token-budget 131072 --sequential-limit 1 --levers flex,shared_prefix,cascade,fused \
+		--max-new-tokens 64 --repeats 1 --token-budget 131072 --sequential-limit 1 --levers flex,shared_prefix,cascade,fused,cascade_fused \
 		--profile $(GPU_OUT)/profiles > $(GPU_OUT)/bench-llama3-8b-levers.json
 	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu -k "lever or graphs" \
 		2>&1 | tee $(GPU_OUT)/gpu-lever-tests.txt

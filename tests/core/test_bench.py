@@ -206,6 +206,7 @@ def test_each_decode_lever_is_timed_against_the_engines_own_steps_and_answers_as
     assert r["lever_flex_compiled_error"] == "RuntimeError: this lever failed"
     # the cascade lever's Triton kernels run on a CUDA device (or under Triton's interpreter: tests_live/kernels)
     assert r["lever_cascade_error"].startswith("ConfigError: the cascade decode lever")
+    assert r["lever_cascade_fused_error"].startswith("ConfigError: the cascade decode lever")
     assert "lever_flex_compiled_decode_step_ms" not in r
     assert [n for n, _ in bench.chosen_levers("shared_prefix, flex")] == ["shared_prefix", "flex"]
     with pytest.raises(bench.ConfigError, match="unknown lever paged"):

@@ -384,7 +384,8 @@ def compiled_generate(s: BenchSetup) -> tuple[list[str], float]:
 
 # The decode levers ``--levers`` times, each against the engine's own steps: (name, ``use_fixed_steps`` settings)
 LEVERS = (("flex", {"flex": True}), ("shared_prefix", {"shared_prefix": True}), ("cascade", {"cascade": True}),
-          ("fused", {"fused": True}), ("compiled", {"compiled": True}),
+          ("fused", {"fused": True}), ("cascade_fused", {"cascade": True, "fused": True}),
+          ("compiled", {"compiled": True}),
           ("flex_compiled", {"flex": True, "compiled": True}))
 
 

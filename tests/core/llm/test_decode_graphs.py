@@ -262,22 +262,21 @@ def test_the_cascade_lever_is_refused_where_its_kernels_cannot_run(tiny_backend,
     assert tiny_backend.decoder.fixed_steps is before
 
 
-def test_fused_steps_answer_as_the_decoders_own_steps_with_one_compiled_function_a_piece(tiny_backend, monkeypatch):
-    """The ``fused`` lever (``fused_parts``): the tiny Llama's 5 norms, 2 MLPs and rotary embedding each compiled
-    (through a backend that runs each traced graph as it is, which changes no number: the CPU's compiler does not
-    take the engine's oneDNN linear layers), each piece's function compiled once per step shape whichever layer
-    calls it (the layer is an argument, not a new version), swapped in for the fixed-shape steps only and put back
-    after; the answers are the decoder's own steps'."""
+def counting_compile(monkeypatch):
+    """``torch.compile`` through a backend that runs each traced graph as it is (no number changes; the CPU's
+    compiler does not take the engine's oneDNN linear layers), for the ``fused`` lever's pieces (``fused_parts``'
+    compiled functions emptied first). Returns the graphs compiled, counted by the function compiled. Also used by
+    ``make test-kernels`` (``tests_live/kernels``)."""
     from collections import Counter
 
     import torch
 
     from sumjudge.llm import fused_parts
 
-    graphs: Counter = Counter()  # graphs compiled, by the function compiled
+    graphs: Counter = Counter()
     real = torch.compile
 
-    def counting_compile(fn, **kw):
+    def compile_counted(fn, **kw):
         def backend(gm, example_inputs):
             graphs[fn.__qualname__] += 1
             return gm.forward
@@ -285,7 +284,19 @@ def test_fused_steps_answer_as_the_decoders_own_steps_with_one_compiled_function
         return real(fn, backend=backend)
 
     monkeypatch.setattr(fused_parts, "_compiled", {})
-    monkeypatch.setattr(torch, "compile", counting_compile)
+    monkeypatch.setattr(torch, "compile", compile_counted)
+    return graphs
+
+
+def test_fused_steps_answer_as_the_decoders_own_steps_with_one_compiled_function_a_piece(tiny_backend, monkeypatch):
+    """The ``fused`` lever (``fused_parts``): the tiny Llama's 5 norms, 2 MLPs and rotary embedding each compiled
+    (through a backend that runs each traced graph as it is, which changes no number: the CPU's compiler does not
+    take the engine's oneDNN linear layers), each piece's function compiled once per step shape whichever layer
+    calls it (the layer is an argument, not a new version), swapped in for the fixed-shape steps only and put back
+    after; the answers are the decoder's own steps'."""
+    from sumjudge.llm import fused_parts
+
+    graphs = counting_compile(monkeypatch)
     model = tiny_backend.decoder.model
     assert fused_parts.counts(fused_parts.pieces(model)) == {"norms": 5, "mlps": 2, "rotary": 1, "rotary_attrs": 2}
     want, got = _own_steps_then_fixed(tiny_backend, monkeypatch, fused=True)
