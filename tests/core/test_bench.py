@@ -228,7 +228,37 @@ def test_profile_writes_where_each_pass_time_went(tiny_models, tmp_path):
         assert 0 < sum(t["share"] for t in p["top"]) <= 1.0001
         assert p["top"][0]["share"] >= p["top"][-1]["share"]
         assert p["top"][0]["name"][:40] in text  # the table lists what the JSON names
+        # the decoder's phases, by kind of work: every decode step of the profiled pass, its matmuls among them
+        assert set(p["ms_by_phase"]) >= {"prefill", "decode"} and p["decode_steps"] >= 15
+        for phase, kinds in p["ms_by_phase_and_kind"].items():
+            assert abs(sum(kinds.values()) - p["ms_by_phase"][phase]) < 0.01 * len(kinds)
+        assert sum(p["ms_by_phase"].values()) <= p["total_ms"] + 0.01
+        step = p["decode_ms_a_step_by_kind"]
+        assert step["matmul"] > 0 and "unattributed_ms" not in p
+        assert abs(sum(step.values()) * p["decode_steps"] - p["ms_by_phase"]["decode"]) < 0.01 * len(step) * 15
+    assert p["ms_by_phase_and_kind"]["prefill"]["attention"] > 0  # SDPA in the prefill, whatever the lever
     assert "profiles" not in bench.run(_args("float32"))  # only when asked
+
+
+def test_profiled_work_is_sorted_by_kind_from_its_name():
+    """``profile_kinds.kind_of``: the kernels of the committed H200 profile (figures/gpu) and the ones the levers
+    add, and CPU operators, each in its kind."""
+    from sumjudge.perf.profile_kinds import kind_of
+
+    kinds = {"fmha_cutlassF_bf16_aligned_64x128_rf_sm80(PyTorchMemEffAttention::A": "attention",
+             "cascade_partials": "attention", "triton_tem_fused_0": "attention",
+             "aten::_scaled_dot_product_flash_attention_for_cpu": "attention",
+             "nvjet_sm90_tst_144x64_64x8_4x1_v_bz_TNN": "matmul",
+             "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x1": "matmul",
+             "aten::addmm": "matmul", "mkldnn::_linear_pointwise": "matmul",
+             "triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0": "norm and reduce",
+             "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, ": "norm and reduce",
+             "triton_poi_fused_add_cat_mul_1": "elementwise and other",
+             "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::nat": "copy and index",
+             "void at::native::index_elementwise_kernel<128, 4, at::native::gpu_i": "copy and index",
+             "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_": "elementwise and other",
+             "aten::silu": "elementwise and other"}
+    assert {name: kind_of(name) for name in kinds} == kinds
 
 
 def test_a_reduced_precision_run_is_judged_by_the_fp32_check_and_its_loop_comparison_is_information(tiny_models,

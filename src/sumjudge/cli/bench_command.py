@@ -53,7 +53,8 @@ def add_arguments(p) -> None:
                    "list), each against dense attention in fp32, with the bytes it reads; --repeats calls timed")
     p.add_argument("--profile", metavar="FOLDER", help="also profile one engine pass (torch.profiler), and one with "
                    "each lever of --levers, into FOLDER/profile-NAME.txt: the costliest kernels by their own device "
-                   "time (CPU operators on a CPU); the JSON gets each pass's top rows")
+                   "time (CPU operators on a CPU); the JSON gets each pass's top rows and its time by phase (prefill, "
+                   "decode) and kind of work, and the decode phase a step by kind")
     p.add_argument("--max-batch", type=int, default=64, help="rows the engine decodes at once")
     p.add_argument("--tie-ulps", type=float, default=2.0,
                    help="reduced precision: a divergence counts as a numerical near-tie within this many ulps")

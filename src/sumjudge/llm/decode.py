@@ -30,6 +30,9 @@ A batch of prompts is decoded as follows.
 
 On one CUDA device the decode steps run at fixed shapes and are replayed as CUDA graphs (``decode_graphs``), so a
 step is one launch instead of hundreds; ``decode_graphs=False`` runs them eagerly as above.
+
+Under a running ``torch.profiler`` an admission is the range ``sumjudge.prefill`` and a step ``sumjudge.decode``
+(``phase``): ``bench --profile`` sums each phase's kernels by kind.
 """
 
 from __future__ import annotations
@@ -53,6 +56,19 @@ if TYPE_CHECKING:
 
 MIN_SHARED_PREFIX = 64  # tokens: below this, sharing saves less than the extra forward pass costs
 PREFILL_BUDGET = 4096  # tokens per prefill forward pass (rows x padded width); see the module's docstring
+
+
+PHASE = "sumjudge."  # the prefix of the profiler ranges ``phase`` opens
+
+
+def phase(torch, name: str):
+    """The profiler range ``sumjudge.NAME`` while ``torch.profiler`` runs (``bench --profile``); else nothing to
+    do (no range is recorded, no time spent)."""
+    from contextlib import nullcontext
+
+    from torch.autograd import profiler
+
+    return torch.profiler.record_function(PHASE + name) if profiler._is_profiler_enabled else nullcontext()
 
 
 def derive_seed(seed: int | None, sample_index: int) -> int:
@@ -468,7 +484,7 @@ class BatchDecoder:
             return
         torch = self.torch
         t0 = time.perf_counter()
-        with torch.inference_mode():
+        with torch.inference_mode(), phase(torch, "prefill"):
             cache, mask, last_pos, logits, spans = self._prefill_rows(rows)
             if live.rows:
                 width_a, width_b = live.mask.shape[1], mask.shape[1]
@@ -516,7 +532,7 @@ class BatchDecoder:
         torch = self.torch
         t0 = time.perf_counter()
         finished: list[tuple[object, DecodeResult]] = []
-        with torch.inference_mode():
+        with torch.inference_mode(), phase(torch, "decode"):
             nxt = self._choose(live.logits, live.rows, live.gens)
             chosen = nxt.tolist()  # one device-to-host copy per step, not one per row
             keep = []

@@ -37,6 +37,7 @@ from sumjudge.llm.extras import require
 from sumjudge.llm.hf import HFBackend
 from sumjudge.llm.models import LLAMA3_8B_SHAPE, llama3_tokenizer, resolve_model
 from sumjudge.llm.openai import OpenAIBackend
+from sumjudge.perf.profile_kinds import phase_kinds
 from sumjudge.prompts import render
 from sumjudge.run.methods import get_method
 from sumjudge.run.runs import server_stats
@@ -449,8 +450,9 @@ def profile_passes(s: BenchSetup, folder: str) -> dict[str, dict]:
     """``--profile FOLDER``: one more engine pass under ``torch.profiler`` with the engine's own steps and with each
     lever asked for (``--levers``; after a warm-up pass of its own), each written to ``FOLDER/profile-NAME.txt``: the
     costliest ``PROFILE_ROWS`` kernels by their own device time (CPU operators on a CPU), with their calls. Returns
-    per pass the file, the time the table covers, the calls that took any of it (kernel launches on a GPU) and the
-    ten costliest rows' shares."""
+    per pass the file, the time the table covers, the calls that took any of it (kernel launches on a GPU), the
+    ten costliest rows' shares, and the time by phase and kind of work (``profile_kinds``: prefill, decode, and the
+    decode phase a step)."""
     from torch.profiler import ProfilerActivity, profile
 
     out_dir = Path(folder)
@@ -465,7 +467,7 @@ def profile_passes(s: BenchSetup, folder: str) -> dict[str, dict]:
             engine_pass(s)  # warm: graphs captured, kernels compiled, outside the profile
             s.sync()
             with profile(activities=activities, **all_threads()) as prof:
-                engine_pass(s)
+                steps = engine_pass(s).stats["decode_steps"]
                 s.sync()
         averages = prof.key_averages()
         rows = sorted(averages, key=lambda e: getattr(e, key), reverse=True)
@@ -476,7 +478,8 @@ def profile_passes(s: BenchSetup, folder: str) -> dict[str, dict]:
                        "calls": sum(e.count for e in rows if getattr(e, key) > 0),
                        "top": [{"name": e.key[:120], "calls": e.count,
                                 "share": round(getattr(e, key) / total_us, 4) if total_us else 0.0}
-                               for e in rows[:10]]}
+                               for e in rows[:10]],
+                       **phase_kinds(prof.events(), cuda, steps)}
         print(f"bench: profile {name} written to {path}", file=sys.stderr, flush=True)
     return found
 
