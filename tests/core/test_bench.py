@@ -199,14 +199,17 @@ def test_each_decode_lever_is_timed_against_the_engines_own_steps_and_answers_as
     args.levers = True
     r = bench.run(args)
     assert bench.passed(r)
-    for name in ("flex", "shared_prefix", "fused", "compiled"):
+    for name in ("flex", "shared_prefix", "fused", "merged", "compiled"):
         assert r[f"lever_{name}_identical_to_engine"] == 8, name
         assert r[f"lever_{name}_decode_step_ms"] > 0 and r[f"lever_{name}_first_pass_s"] > 0
     assert r["lever_fused_fused_pieces"] == {"norms": 5, "mlps": 2, "rotary": 1, "rotary_attrs": 2}
     assert r["lever_flex_compiled_error"] == "RuntimeError: this lever failed"
     # the cascade lever's Triton kernels run on a CUDA device (or under Triton's interpreter: tests_live/kernels)
     assert r["lever_cascade_error"].startswith("ConfigError: the cascade decode lever")
-    assert r["lever_cascade_fused_error"].startswith("ConfigError: the cascade decode lever")
+    for name in ("cascade_fused", "cascade_fused_merged"):
+        assert r[f"lever_{name}_error"].startswith("ConfigError: the cascade decode lever")
+    assert r["lever_merged_merged_parts"] == {"attention": 2, "mlps": 2, "mlps_left": 0}
+    assert r["lever_merged_merged_calls"]["qkv"] > 0 and r["lever_merged_merged_calls"]["kv_own"] == 0
     assert "lever_flex_compiled_decode_step_ms" not in r
     assert [n for n, _ in bench.chosen_levers("shared_prefix, flex")] == ["shared_prefix", "flex"]
     with pytest.raises(bench.ConfigError, match="unknown lever paged"):

@@ -114,12 +114,15 @@ def test_decode_steps_replayed_as_cuda_graphs_answer_as_eager_steps_in_fp32(gpu_
 
 
 @pytest.mark.parametrize("lever", [{"flex": True}, {"shared_prefix": True}, {"cascade": True}, {"fused": True},
-                                   {"cascade": True, "fused": True}, {"compiled": True},
+                                   {"cascade": True, "fused": True}, {"merged": True},
+                                   {"cascade": True, "fused": True, "merged": True}, {"compiled": True},
                                    {"flex": True, "compiled": True}],
-                         ids=["flex", "shared_prefix", "cascade", "fused", "cascade_fused", "compiled", "flex_compiled"])
+                         ids=["flex", "shared_prefix", "cascade", "fused", "cascade_fused", "merged",
+                              "cascade_fused_merged", "compiled", "flex_compiled"])
 def test_each_decode_lever_replayed_as_cuda_graphs_answers_as_eager_steps_in_fp32(gpu_backend, lever):
     """The benchmark's levers (flex attention on a block mask, a shared prefix read once on flex attention or in the
-    cascade kernels, the norms, MLPs and rotary embedding compiled, both of those, the step compiled, flex compiled), captured as
+    cascade kernels, the norms, MLPs and rotary embedding compiled, both of those, the products merged, all three,
+    the step compiled, flex compiled), captured as
     CUDA graphs:
     the same tokens as the decoder's own eager steps, graphs captured and replayed, no capture error."""
     dec = gpu_backend.decoder

@@ -1,6 +1,6 @@
 """The ``cascade`` lever in the decoder (``BatchDecoder.use_fixed_steps(cascade=True)``) on the tiny random model in
 float32, in the scenario the ``shared_prefix`` lever is checked in (``tests/core/llm/test_decode_graphs.py``:
-``shared_groups_own_steps_then_lever``), alone and with the ``fused`` lever: greedy answers equal the decoder's own
+``shared_groups_own_steps_then_lever``), alone and with the ``fused`` and ``merged`` levers: greedy answers equal the decoder's own
 steps'. On a CPU the steps run eagerly under Triton's interpreter; captured as CUDA graphs on a GPU: ``tests/gpu``."""
 
 from __future__ import annotations
@@ -41,15 +41,19 @@ def test_cascade_steps_answer_as_the_decoders_own_steps(backend, monkeypatch):
     assert max(int((b.end > b.start).sum()) for b in seen) >= 6  # the groups' rows read their prefix once
 
 
-def test_cascade_and_fused_steps_together_answer_as_the_decoders_own_steps(backend, monkeypatch):
-    """The bench's ``cascade_fused``: the cascade kernels for attention and the norms, MLPs and rotary embedding
-    compiled (through ``counting_compile``'s backend) in the same steps; the answers are the decoder's own steps'."""
+@pytest.mark.parametrize("merged", [False, True], ids=["cascade_fused", "cascade_fused_merged"])
+def test_cascade_and_fused_steps_together_answer_as_the_decoders_own_steps(backend, monkeypatch, merged):
+    """The bench's ``cascade_fused`` and ``cascade_fused_merged``: the cascade kernels for attention, the norms,
+    MLPs and rotary embedding compiled (through ``counting_compile``'s backend), and the products merged, in the same
+    steps; the answers are the decoder's own steps'."""
     monkeypatch.setattr(decode_graphs, "COLUMN_BUCKET", 16)
     here = scenarios()
     graphs = here.counting_compile(monkeypatch)
     want, got, seen = here.shared_groups_own_steps_then_lever(backend, monkeypatch, "cascade_decode_attention",
-                                                              cascade=True, fused=True)
+                                                              cascade=True, fused=True, merged=merged)
     assert got == want
     assert seen and all(isinstance(b, cascade_decode.CascadeBlocks) for b in seen)
-    assert sorted(graphs) == ["LlamaMLP.forward", "LlamaRMSNorm.forward", "apply_rotary_pos_emb"]
-    assert backend.decoder.fixed_steps.stats["fused_pieces"]["mlps"] == 2
+    mlp = "merged_mlp" if merged else "LlamaMLP.forward"
+    assert sorted(graphs) == sorted([mlp, "LlamaRMSNorm.forward", "apply_rotary_pos_emb"])
+    if merged:
+        assert backend.decoder.fixed_steps.stats["merged_calls"]["kv_own"] == 0

@@ -45,7 +45,8 @@ def add_arguments(p) -> None:
                    "its own steps (step times, answers equal to the engine's): flex (flex attention on a block mask), "
                    "shared_prefix (each prefix group's shared keys/values read once a step), cascade (the same in "
                    "Triton kernels of its own; a CUDA GPU), fused (the step's norms, MLPs and rotary embedding "
-                   "compiled), cascade_fused (both), compiled (the step through torch.compile), "
+                   "compiled), cascade_fused (both), merged (each layer's q/k/v and gate/up products as one each), "
+                   "cascade_fused_merged (all three), compiled (the step through torch.compile), "
                    "flex_compiled (both); all of them, or a comma-separated list")
     p.add_argument("--attention", nargs="?", const="all", help="instead: one layer's decode-step attention at the "
                    "workload's shape (--shape, --docs x 4 agents sharing each document's --doc-tokens), timed alone "

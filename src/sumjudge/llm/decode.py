@@ -43,12 +43,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sumjudge.errors import ConfigError
 from sumjudge.llm.attention import attention_backends
 from sumjudge.llm.cascade_decode import check_available as check_cascade
 from sumjudge.llm.decode_graphs import FixedShapeSteps
+from sumjudge.llm.fused_parts import compiled as fused_compiled
 from sumjudge.llm.fused_parts import counts as fused_counts
 from sumjudge.llm.fused_parts import fused_parts
 from sumjudge.llm.fused_parts import pieces as fused_pieces
+from sumjudge.llm.merged_projections import Merged, merge, merged_mlp, merged_parts
 from sumjudge.llm.prefix_store import BLOCK, CAPACITY_MB, PrefixStore
 
 if TYPE_CHECKING:
@@ -243,7 +246,8 @@ class BatchDecoder:
         self.store = PrefixStore(prefix_store_mb << 20) if prefix_store_mb and self.share and one_device else None
         self.fixed_steps: FixedShapeSteps | None = None  # decode steps at fixed shapes (``decode_graphs``): on one CUDA device, as graphs
         self._compiled_model: Any = None  # torch.compile of the model, for the ``compiled`` lever (made when first used)
-        self._fused: dict = {}  # the model's pieces the ``fused`` lever compiles (``fused_parts.pieces``)
+        self._fused: dict | None = None  # the model's pieces the ``fused`` lever compiles (``fused_parts.pieces``)
+        self._merged: Merged | None = None  # the ``merged`` lever's products (``merged_projections.merge``)
         self._admissions = 0  # admissions so far: a prefix group's key is (admission, group)
         if decode_graphs:
             self.use_fixed_steps(capture=True)
@@ -257,15 +261,18 @@ class BatchDecoder:
                       "decode_steps": 0, "row_steps": 0, "underfilled_s": 0.0}
 
     def use_fixed_steps(self, capture: bool, flex: bool = False, compiled: bool = False,
-                        shared_prefix: bool = False, cascade: bool = False, fused: bool = False) -> bool:
+                        shared_prefix: bool = False, cascade: bool = False, fused: bool = False,
+                        merged: bool = False) -> bool:
         """Decode steps at fixed shapes from now on (``decode_graphs.FixedShapeSteps``): captured as CUDA graphs
         (``capture``; on one CUDA device, for models whose cache grows in place), or eagerly (any device: the CPU
-        tests' way of checking the fixed shapes). True if switched on. Five levers (off by default; the benchmark's
+        tests' way of checking the fixed shapes). True if switched on. Six levers (off by default; the benchmark's
         ``--levers`` times each): ``flex``, the steps' attention on flex attention's block mask; ``shared_prefix``,
         each prefix group's shared columns read once a step (``flex_decode``; on flex attention too); ``cascade``,
         the same in Triton kernels of its own (``cascade_decode``; ConfigError where they cannot run);
         ``compiled``, the steps' forward pass through ``torch.compile`` (compiled at the first step of each shape);
-        ``fused``, only the steps' norms, MLPs and rotary embedding compiled (``fused_parts``)."""
+        ``fused``, only the steps' norms, MLPs and rotary embedding compiled (``fused_parts``); ``merged``, each
+        layer's query/key/value and gate/up products as one each (``merged_projections``; with ``fused``, the merged
+        MLPs compiled)."""
 
         one_device = len({p.device for p in self.model.parameters()}) == 1
         on_cuda = getattr(self.device, "type", str(self.device).split(":")[0]) == "cuda"
@@ -274,11 +281,22 @@ class BatchDecoder:
             return False
         if cascade:
             check_cascade(self.device)
-        forward = self._compiled_forward if compiled else self._fused_forward if fused else self._forward
+        if compiled and merged:
+            raise ConfigError("the merged decode lever does not combine with compiled (the whole step compiled)")
+        forward = self._compiled_forward if compiled else self._parts_forward if fused or merged else self._forward
         self.fixed_steps = FixedShapeSteps(forward, self.pad, self.device, capture=capture, flex=flex,
                                            shared_prefix=shared_prefix, cascade=cascade)
-        if fused:
-            self._fused = fused_pieces(self.model)
+        self._merged = merge(self.model) if merged else None
+        self._fused = fused_pieces(self.model) if fused else None
+        if self._merged is not None:
+            self.fixed_steps.stats["merged_parts"] = self._merged.counts()
+            # merged products computed, and key/value projections that computed their own (0: every one was merged);
+            # counted as the steps' Python runs (on a GPU: when each graph is captured, not at its replays)
+            self.fixed_steps.stats["merged_calls"] = self._merged.calls
+            if self._fused is not None:  # the merged MLPs run merged_mlp compiled, not their own forward
+                kept = {id(m.module) for m in self._merged.mlps}
+                self._fused["mlps"] = [m for m in self._fused["mlps"] if id(m) not in kept]
+        if self._fused is not None:
             self.fixed_steps.stats["fused_pieces"] = fused_counts(self._fused)
         return True
 
@@ -377,10 +395,17 @@ class BatchDecoder:
         extra = {"cache_position": at} if at is not None else {}
         return self._forward(ids, mask, positions, cache, model=self._compiled_model, **extra, **attention)
 
-    def _fused_forward(self, ids, mask, positions, cache, **attention):
+    def _parts_forward(self, ids, mask, positions, cache, **attention):
         """``_forward`` with the model's norms, MLPs and rotary embedding compiled (``fused_parts``; the ``fused``
-        lever)."""
-        with fused_parts(self._fused):
+        lever) and its products merged (``merged_parts``; the ``merged`` lever), whichever is on."""
+        import contextlib
+
+        with contextlib.ExitStack() as parts:
+            if self._fused is not None:
+                parts.enter_context(fused_parts(self._fused))
+            if self._merged is not None:
+                mlp = fused_compiled(merged_mlp) if self._fused is not None else None
+                parts.enter_context(merged_parts(self._merged, mlp))
             return self._forward(ids, mask, positions, cache, **attention)
 
     def start(self) -> "LiveBatch":

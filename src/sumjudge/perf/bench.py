@@ -386,6 +386,7 @@ def compiled_generate(s: BenchSetup) -> tuple[list[str], float]:
 # The decode levers ``--levers`` times, each against the engine's own steps: (name, ``use_fixed_steps`` settings)
 LEVERS = (("flex", {"flex": True}), ("shared_prefix", {"shared_prefix": True}), ("cascade", {"cascade": True}),
           ("fused", {"fused": True}), ("cascade_fused", {"cascade": True, "fused": True}),
+          ("merged", {"merged": True}), ("cascade_fused_merged", {"cascade": True, "fused": True, "merged": True}),
           ("compiled", {"compiled": True}),
           ("flex_compiled", {"flex": True, "compiled": True}))
 
@@ -601,8 +602,9 @@ def baselines_report(m: Measured) -> dict:
                        f"lever_{name}_identical_to_engine": sum(a.text == b.text for a, b in zip(eng.resps, lever.resps)),
                        f"lever_{name}_graphs_captured": st.get("fixed_graphs_captured"),
                        f"lever_{name}_capture_error": st.get("fixed_capture_error")})
-        if st.get("fixed_fused_pieces") is not None:
-            result[f"lever_{name}_fused_pieces"] = st["fixed_fused_pieces"]
+        for part in ("fused_pieces", "merged_parts", "merged_calls"):
+            if st.get(f"fixed_{part}") is not None:
+                result[f"lever_{name}_{part}"] = st[f"fixed_{part}"]
     if m.scored is not None:
         (sets, methods), s_s = m.scored
         result.update({"option_sets": sets, "option_set_options": len(GEVAL_OPTIONS), "option_scoring": methods,

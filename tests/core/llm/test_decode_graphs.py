@@ -281,7 +281,7 @@ def counting_compile(monkeypatch):
             graphs[fn.__qualname__] += 1
             return gm.forward
 
-        return real(fn, backend=backend)
+        return real(fn, backend=backend, **kw)  # the lever's settings (fixed shapes) kept
 
     monkeypatch.setattr(fused_parts, "_compiled", {})
     monkeypatch.setattr(torch, "compile", compile_counted)
@@ -310,3 +310,98 @@ def test_fused_steps_answer_as_the_decoders_own_steps_with_one_compiled_function
     assert "forward" not in vars(norm)  # put back: the class's own forward again
     home = __import__(type(norm).__module__, fromlist=["apply_rotary_pos_emb"])
     assert home.apply_rotary_pos_emb not in fused_parts._compiled.values()
+
+
+def _storage(tensor) -> int:
+    return tensor.untyped_storage().data_ptr()
+
+
+@pytest.fixture(scope="module")
+def merged_backend(tmp_path_factory):
+    """A tiny model of its own: the ``merged`` lever makes its projections' weights views of merged ones."""
+    from sumjudge.llm.hf import HFBackend
+    from sumjudge.llm.models import build_tiny_model
+
+    return HFBackend(str(build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-llama3", seed=0)))
+
+
+def test_merged_steps_answer_as_the_decoders_own_steps_with_one_product_a_layer_for_qkv_and_gate_up(merged_backend,
+                                                                                                  monkeypatch):
+    """The ``merged`` lever (``merged_projections``): each layer's q/k/v weights and gate/up weights one tensor each,
+    the projections' own weights views of it (no memory added); in the steps one product for q/k/v (the key and value
+    projections handed their parts, never computing their own) and one for gate/up; the answers are the decoder's
+    own steps'; the projections' forwards put back after (the oneDNN path ``cpu_linear`` gave them)."""
+    be = merged_backend
+    model = be.decoder.model
+    q = next(m for m in model.modules() if hasattr(m, "q_proj")).q_proj
+    before = vars(q).get("forward")
+    want, got = _own_steps_then_fixed(be, monkeypatch, merged=True)
+    assert got == want and all(want.values())
+    found = be.decoder._merged
+    assert be.decoder.fixed_steps.stats["merged_parts"] == {"attention": 2, "mlps": 2, "mlps_left": 0}
+    assert found.calls["qkv"] > 0 and found.calls["kv_own"] == 0
+    for attn in found.attention:
+        lins = (attn.module.q_proj, attn.module.k_proj, attn.module.v_proj)
+        assert lins[0].weight.data_ptr() == attn.product.weight.data_ptr()
+        assert all(_storage(lin.weight) == _storage(attn.product.weight) for lin in lins)
+        assert not any("_sumjudge_pending" in vars(lin) for lin in lins)  # nothing handed on left behind
+    for mlp in found.mlps:
+        assert _storage(mlp.module.up_proj.weight) == _storage(mlp.product.weight) and "forward" not in vars(mlp.module)
+    assert vars(q).get("forward") is before
+    from sumjudge.llm.merged_projections import merge
+
+    assert merge(model) is found  # once a model
+
+
+def test_merged_and_fused_together_compile_the_merged_mlp_once_for_every_layer(merged_backend, monkeypatch):
+    """``merged`` with ``fused``: the merged MLP forward is what is compiled (one function, every layer), the MLPs'
+    own forwards are not; the answers are the decoder's own steps'."""
+    graphs = counting_compile(monkeypatch)
+    want, got = _own_steps_then_fixed(merged_backend, monkeypatch, merged=True, fused=True)
+    assert got == want
+    assert sorted(graphs) == ["LlamaRMSNorm.forward", "apply_rotary_pos_emb", "merged_mlp"]
+    assert len(set(graphs.values())) == 1
+    assert merged_backend.decoder.fixed_steps.stats["fused_pieces"]["mlps"] == 0
+    with pytest.raises(Exception, match="does not combine with compiled"):
+        merged_backend.decoder.use_fixed_steps(capture=False, merged=True, compiled=True)
+
+
+def test_an_mlp_of_another_form_is_left_as_it_is_and_projections_called_out_of_order_compute_their_own():
+    """``merge`` keeps only MLPs whose merged forward gives their own numbers on a probe (here gate and up swapped in
+    the product), and a key projection called before the query's computes its own product."""
+    import torch
+
+    from sumjudge.llm.merged_projections import merge, merged_parts
+
+    class SwappedMLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate_proj, self.up_proj, self.down_proj = (torch.nn.Linear(8, 16), torch.nn.Linear(8, 16),
+                                                            torch.nn.Linear(16, 8))
+            self.act_fn = torch.nn.SiLU()
+
+        def forward(self, x):
+            return self.down_proj(self.act_fn(self.up_proj(x)) * self.gate_proj(x))
+
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj, self.k_proj, self.v_proj = (torch.nn.Linear(8, 8), torch.nn.Linear(8, 4),
+                                                     torch.nn.Linear(8, 4))
+
+        def forward(self, x):
+            k = self.k_proj(x)
+            return torch.cat([self.q_proj(x), k, self.v_proj(x)], -1)
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(SwappedMLP(), Attention())
+    x = torch.randn(3, 8)
+    with torch.inference_mode():
+        own = model[1](x)
+    found = merge(model)
+    assert found.counts() == {"attention": 1, "mlps": 0, "mlps_left": 1}
+    assert _storage(model[0].gate_proj.weight) != _storage(model[0].up_proj.weight)  # not merged: its own weights
+    with torch.inference_mode(), merged_parts(found):
+        got = model[1](x)
+    assert torch.allclose(got, own, atol=1e-6)
+    assert found.calls == {"qkv": 1, "kv_own": 1}  # k computed its own; v took its part
