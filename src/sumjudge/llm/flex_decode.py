@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sumjudge.llm.compile_versions import allow_versions
+
 KV_BLOCK = 128  # columns of a flex-attention key/value block
 # compiled flex-attention kernels a process may hold: one per step shape (rows, columns, largest group) and call
 # (a whole decode step; a shared prefix's and the rest's), each compiled the first time it is met
@@ -36,7 +38,7 @@ def flex_attention_fn(device):
     Compiled at fixed shapes, one kernel per shape met. torch.compile keeps at most ``recompile_limit`` (8) versions
     of a function and then runs it uncompiled: the unfused reference, which also cannot be captured in a CUDA graph
     (measured on an H100 with the GPU tests' many shapes: the shared-prefix steps fell back to eager steps). So the
-    limit is raised to ``FLEX_SHAPES`` for the process (``torch._dynamo.config``, a global setting) when the kernel is
+    limit is raised to ``FLEX_SHAPES`` for the process (``compile_versions``, a global setting) when the kernel is
     first compiled, and the queries are passed contiguous (a stride is part of a version's guard too)."""
     from torch.nn.attention.flex_attention import flex_attention
 
@@ -44,11 +46,8 @@ def flex_attention_fn(device):
         return flex_attention
     if "fn" not in _compiled:
         import torch
-        import torch._dynamo
 
-        config = torch._dynamo.config
-        config.recompile_limit = max(config.recompile_limit, FLEX_SHAPES)
-        config.accumulated_recompile_limit = max(config.accumulated_recompile_limit, 4 * FLEX_SHAPES)
+        allow_versions(FLEX_SHAPES)
         _compiled["fn"] = torch.compile(flex_attention, dynamic=False)
     return _compiled["fn"]
 
