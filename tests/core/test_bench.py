@@ -236,6 +236,7 @@ def test_profile_writes_where_each_pass_time_went(tiny_models, tmp_path):
         for phase, kinds in p["ms_by_phase_and_kind"].items():
             assert abs(sum(kinds.values()) - p["ms_by_phase"][phase]) < 0.01 * len(kinds)
         assert sum(p["ms_by_phase"].values()) <= p["total_ms"] + 0.01
+        assert p["graphs_captured_in_pass"] == 0  # no graphs on a CPU
         step = p["decode_ms_a_step_by_kind"]
         assert step["matmul"] > 0 and "unattributed_ms" not in p
         assert abs(sum(step.values()) * p["decode_steps"] - p["ms_by_phase"]["decode"]) < 0.01 * len(step) * 15

@@ -139,6 +139,11 @@ def test_each_decode_lever_replayed_as_cuda_graphs_answers_as_eager_steps_in_fp3
     assert "capture_error" not in stats, stats
     assert stats["graphs_captured"] >= 2 and stats["graph_replays"] > 100
     assert got == want and len(want[0]) == 150
+    if lever.get("merged"):  # every product merged, none computed apart
+        assert stats["merged_parts"]["mlps_left"] == 0 and stats["merged_parts"]["mlps"] > 0
+        assert stats["merged_calls"]["qkv"] > 0 and stats["merged_calls"]["kv_own"] == 0
+        # the engine's own steps, whose graphs were captured before the merge moved the weights, are captured again
+        assert graphs is not None and _decode_with_admissions(dec, rows) == want
 
 
 def test_shared_prefix_and_flex_levers_answer_as_the_engine_on_the_gpu_in_fp32(tiny_model_dir, monkeypatch):

@@ -37,6 +37,7 @@ Under a running ``torch.profiler`` an admission is the range ``sumjudge.prefill`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections import Counter
@@ -66,12 +67,18 @@ PHASE = "sumjudge."  # the prefix of the profiler ranges ``phase`` opens
 
 def phase(torch, name: str):
     """The profiler range ``sumjudge.NAME`` while ``torch.profiler`` runs (``bench --profile``); else nothing to
-    do (no range is recorded, no time spent)."""
+    do (no range is recorded, no time spent). An operator's range (``_RecordFunctionFast``), not a user's
+    (``record_function``): the profiler ties a kernel to the innermost operator's range that launched it, and a
+    replayed CUDA graph's kernels (or a Triton kernel launched from Python) have no operator of their own, so they
+    are tied to the step's range; a user's range would leave them tied to nothing."""
     from contextlib import nullcontext
 
     from torch.autograd import profiler
 
-    return torch.profiler.record_function(PHASE + name) if profiler._is_profiler_enabled else nullcontext()
+    if not profiler._is_profiler_enabled:
+        return nullcontext()
+    fast = getattr(torch._C._profiler, "_RecordFunctionFast", None)
+    return fast(PHASE + name) if fast is not None else torch.profiler.record_function(PHASE + name)
 
 
 def derive_seed(seed: int | None, sample_index: int) -> int:
@@ -283,21 +290,24 @@ class BatchDecoder:
             check_cascade(self.device)
         if compiled and merged:
             raise ConfigError("the merged decode lever does not combine with compiled (the whole step compiled)")
-        forward = self._compiled_forward if compiled else self._parts_forward if fused or merged else self._forward
-        self.fixed_steps = FixedShapeSteps(forward, self.pad, self.device, capture=capture, flex=flex,
-                                           shared_prefix=shared_prefix, cascade=cascade)
         self._merged = merge(self.model) if merged else None
         self._fused = fused_pieces(self.model) if fused else None
+        stats: dict = {}
         if self._merged is not None:
-            self.fixed_steps.stats["merged_parts"] = self._merged.counts()
-            # merged products computed, and key/value projections that computed their own (0: every one was merged);
-            # counted as the steps' Python runs (on a GPU: when each graph is captured, not at its replays)
-            self.fixed_steps.stats["merged_calls"] = self._merged.calls
+            stats["merged_parts"] = self._merged.counts()
+            # merged products computed, key/value projections that computed their own (0: every one was merged),
+            # merged MLPs run (``merged_parts``): this lever's counts from now on
+            self._merged.calls = stats["merged_calls"] = {"qkv": 0, "kv_own": 0, "mlp": 0}
             if self._fused is not None:  # the merged MLPs run merged_mlp compiled, not their own forward
                 kept = {id(m.module) for m in self._merged.mlps}
                 self._fused["mlps"] = [m for m in self._fused["mlps"] if id(m) not in kept]
         if self._fused is not None:
-            self.fixed_steps.stats["fused_pieces"] = fused_counts(self._fused)
+            stats["fused_pieces"] = fused_counts(self._fused)
+        forward = self._compiled_forward if compiled else (
+            functools.partial(self._parts_forward, self._fused, self._merged) if fused or merged else self._forward)
+        self.fixed_steps = FixedShapeSteps(forward, self.pad, self.device, capture=capture, flex=flex,
+                                           shared_prefix=shared_prefix, cascade=cascade)
+        self.fixed_steps.stats.update(stats)
         return True
 
     def forget_prefixes(self) -> None:
@@ -395,17 +405,17 @@ class BatchDecoder:
         extra = {"cache_position": at} if at is not None else {}
         return self._forward(ids, mask, positions, cache, model=self._compiled_model, **extra, **attention)
 
-    def _parts_forward(self, ids, mask, positions, cache, **attention):
+    def _parts_forward(self, fused: dict | None, merged: Merged | None, ids, mask, positions, cache, **attention):
         """``_forward`` with the model's norms, MLPs and rotary embedding compiled (``fused_parts``; the ``fused``
-        lever) and its products merged (``merged_parts``; the ``merged`` lever), whichever is on."""
+        lever) and its products merged (``merged_parts``; the ``merged`` lever), whichever was switched on with the
+        steps that call it."""
         import contextlib
 
         with contextlib.ExitStack() as parts:
-            if self._fused is not None:
-                parts.enter_context(fused_parts(self._fused))
-            if self._merged is not None:
-                mlp = fused_compiled(merged_mlp) if self._fused is not None else None
-                parts.enter_context(merged_parts(self._merged, mlp))
+            if fused is not None:
+                parts.enter_context(fused_parts(fused))
+            if merged is not None:
+                parts.enter_context(merged_parts(merged, fused_compiled(merged_mlp) if fused is not None else None))
             return self._forward(ids, mask, positions, cache, **attention)
 
     def start(self) -> "LiveBatch":

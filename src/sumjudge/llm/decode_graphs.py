@@ -41,6 +41,7 @@ from typing import Any
 
 from sumjudge.llm.cascade_decode import cascade_blocks
 from sumjudge.llm.flex_decode import SharedPrefixInputs, decode_blocks, dense_mask_mod, plan_sharing
+from sumjudge.llm.merged_projections import weights_moved
 
 COLUMN_BUCKET = 128  # a step reads its cache's columns rounded up to this many: one graph per 128 steps of a row
 
@@ -110,7 +111,9 @@ class FixedShapeSteps:
         if mask.shape[1] != end - start + 1:
             raise ValueError(f"a decode mask of {mask.shape[1]} columns over a cache of {end - start} (+1 new)")
         width = column_bucket(end)
-        buffers = tuple((b.data_ptr(), tuple(b.shape)) for layer in layers for b in layer.buffers())
+        # a graph reads the cache's buffers and the weights where they were when it was captured: new buffers, or
+        # weights moved since (the ``merged`` lever's merge), and the graphs are captured again
+        buffers = (weights_moved(), *((b.data_ptr(), tuple(b.shape)) for layer in layers for b in layer.buffers()))
         if buffers != self.buffers:
             self.clear()
             self.buffers = buffers

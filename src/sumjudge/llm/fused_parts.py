@@ -31,16 +31,22 @@ import contextlib
 import functools
 import sys
 
+from sumjudge.llm.compile_versions import allow_versions
+
 NORMS = ("LlamaRMSNorm", "Qwen2RMSNorm", "MistralRMSNorm")
 MLPS = ("LlamaMLP", "Qwen2MLP", "MistralMLP")
 _compiled: dict = {}  # a function's compiled version, once per process
+PIECE_VERSIONS = 64  # compiled versions a piece may have: row buckets (7 up to 64 rows) x input layouts, with room
 
 
 def compiled(fn):
-    """``fn`` through ``torch.compile`` (fixed shapes; once per process)."""
+    """``fn`` through ``torch.compile`` (fixed shapes; once per process), keeping up to ``PIECE_VERSIONS`` versions
+    (``compile_versions``): one per row bucket and input layout met (with the ``merged`` lever, the rotary
+    embedding's queries and keys are slices of one product: other strides, other versions)."""
     if fn not in _compiled:
         import torch
 
+        allow_versions(PIECE_VERSIONS)
         _compiled[fn] = torch.compile(fn, dynamic=False)
     return _compiled[fn]
 

@@ -34,6 +34,13 @@ from typing import Any
 
 ATTENTION = ("q_proj", "k_proj", "v_proj")
 MLP = ("gate_proj", "up_proj", "down_proj")
+_moves = [0]  # how many times weights were moved in this process (``weights_moved``)
+
+
+def weights_moved() -> int:
+    """How many times a merge moved a model's weights in this process: a CUDA graph captured before a move reads
+    freed memory, so ``decode_graphs`` captures its steps again when this changes."""
+    return _moves[0]
 
 
 @dataclass
@@ -58,7 +65,7 @@ class Merged:
     attention: list[MergedAttention] = field(default_factory=list)
     mlps: list[MergedMLP] = field(default_factory=list)
     mlps_left: int = 0  # gated-looking MLPs whose probe did not match their own forward: left as they are
-    calls: dict = field(default_factory=lambda: {"qkv": 0, "kv_own": 0})
+    calls: dict = field(default_factory=dict)  # ``merged_parts``' counts, a new dict each time the lever is switched on
 
     def counts(self) -> dict[str, int]:
         return {"attention": len(self.attention), "mlps": len(self.mlps), "mlps_left": self.mlps_left}
@@ -100,6 +107,7 @@ def _share(parts: list, product) -> None:
     """The parts' weights (and biases) made views of the merged product's: their own storage is freed."""
     import torch
 
+    _moves[0] += 1
     with torch.no_grad():
         at = 0
         for p in parts:
@@ -134,8 +142,9 @@ def merge(model) -> Merged:
     """The model's attentions and gated MLPs with their products merged (once a model: a second call returns what
     the first merged)."""
     done = getattr(model, "_sumjudge_merged", None)
-    if done is not None:
-        return done
+    if done is not None and all(a.module.q_proj.weight.data_ptr() == a.product.weight.data_ptr()
+                                for a in done.attention):
+        return done  # else the model's weights were replaced since (moved, reloaded): merged again
     found = Merged()
     for module in model.modules():
         attn = _linears(module, ATTENTION)
@@ -152,6 +161,10 @@ def merge(model) -> Merged:
             else:  # another form of MLP: left as it is
                 found.mlps_left += 1
     object.__setattr__(model, "_sumjudge_merged", found)
+    if any(a.product.weight.is_cuda for a in found.attention):
+        import torch
+
+        torch.cuda.empty_cache()  # the projections' old blocks, too small for the merged weights, given back
     return found
 
 
@@ -163,6 +176,11 @@ def _query_forward(found: Merged, attn: MergedAttention, x):
     vars(module.k_proj)["_sumjudge_pending"] = (x, out[..., q_size:q_size + k_size])
     vars(module.v_proj)["_sumjudge_pending"] = (x, out[..., q_size + k_size:])
     return out[..., :q_size]
+
+
+def _mlp_forward(found: Merged, mlp: MergedMLP, run, x):
+    found.calls["mlp"] += 1
+    return run(mlp.module, mlp.product, mlp.size, x)
 
 
 def _handed_forward(found: Merged, linear, own, x):
@@ -177,7 +195,11 @@ def _handed_forward(found: Merged, linear, own, x):
 def merged_parts(found: Merged, mlp_forward=None):
     """The merged products swapped in while the block runs: each attention's query projection computes all three
     parts, each merged MLP runs ``merged_mlp`` (or ``mlp_forward``, the same function compiled, with the ``fused``
-    lever); everything put back after, nothing handed on left behind."""
+    lever); everything put back after, nothing handed on left behind. Counted in ``found.calls``: ``qkv`` merged
+    products, ``kv_own`` key/value projections that computed their own, ``mlp`` merged MLPs run (as Python runs
+    them: on a GPU when a step's graph is captured, not at its replays)."""
+    for name in ("qkv", "kv_own", "mlp"):
+        found.calls.setdefault(name, 0)
     saved: list[tuple[object, object, bool]] = []  # (module, old forward, was it the module's own)
 
     def swap(module, forward) -> None:
@@ -192,7 +214,7 @@ def merged_parts(found: Merged, mlp_forward=None):
             for linear in (m.k_proj, m.v_proj):
                 swap(linear, lambda x, lin=linear, own=linear.forward: _handed_forward(found, lin, own, x))
         for mlp in found.mlps:
-            swap(mlp.module, lambda x, m=mlp: run_mlp(m.module, m.product, m.size, x))
+            swap(mlp.module, lambda x, m=mlp: _mlp_forward(found, m, run_mlp, x))
         yield found
     finally:
         for module, old, own in reversed(saved):

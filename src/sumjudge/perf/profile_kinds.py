@@ -61,6 +61,8 @@ def phase_kinds(events, cuda: bool, decode_steps: int) -> dict:
     by_phase: dict[str, Counter] = {}
     attributed = seen = 0.0
     for e in events:
+        if getattr(e, "is_user_annotation", False):  # a range drawn again on the device's timeline: no work
+            continue
         if cuda:
             if e.device_type != DeviceType.CPU:  # a kernel (or a copy) as the device ran it
                 seen += e.time_range.elapsed_us()

@@ -37,11 +37,15 @@ def _decode_with_admissions(decoder, rows: list[DecodeRow], join_at: int) -> dic
     return out
 
 
+def _mixed_rows(be) -> list[DecodeRow]:
+    return [DecodeRow(ids=i, max_new_tokens=n, temperature=t, seed=7, sample_index=j)
+            for j, (i, n, t) in enumerate(zip(_prompts(be), (40, 5, 9, 12, 3), (0.0, 0.0, 0.8, 0.0, 0.7)))]
+
+
 def _own_steps_then_fixed(be, monkeypatch, **lever) -> tuple[dict, dict]:
     """The mixed rows (``_decode_with_admissions``: lengths, early leavers, sampled rows, admissions) decoded by the
     decoder's own steps, then at fixed shapes (eagerly) with ``lever``: (own answers, fixed-shape answers)."""
-    rows = [DecodeRow(ids=i, max_new_tokens=n, temperature=t, seed=7, sample_index=j)
-            for j, (i, n, t) in enumerate(zip(_prompts(be), (40, 5, 9, 12, 3), (0.0, 0.0, 0.8, 0.0, 0.7)))]
+    rows = _mixed_rows(be)
     monkeypatch.setattr(be.decoder, "fixed_steps", None)
     be.decoder.forget_prefixes()
     want = _decode_with_admissions(be.decoder, rows, join_at=2)
@@ -339,7 +343,8 @@ def test_merged_steps_answer_as_the_decoders_own_steps_with_one_product_a_layer_
     assert got == want and all(want.values())
     found = be.decoder._merged
     assert be.decoder.fixed_steps.stats["merged_parts"] == {"attention": 2, "mlps": 2, "mlps_left": 0}
-    assert found.calls["qkv"] > 0 and found.calls["kv_own"] == 0
+    calls = be.decoder.fixed_steps.stats["merged_calls"]
+    assert calls is found.calls and calls["qkv"] > 0 and calls["mlp"] > 0 and calls["kv_own"] == 0
     for attn in found.attention:
         lins = (attn.module.q_proj, attn.module.k_proj, attn.module.v_proj)
         assert lins[0].weight.data_ptr() == attn.product.weight.data_ptr()
@@ -404,4 +409,40 @@ def test_an_mlp_of_another_form_is_left_as_it_is_and_projections_called_out_of_o
     with torch.inference_mode(), merged_parts(found):
         got = model[1](x)
     assert torch.allclose(got, own, atol=1e-6)
-    assert found.calls == {"qkv": 1, "kv_own": 1}  # k computed its own; v took its part
+    assert found.calls == {"qkv": 1, "kv_own": 1, "mlp": 0}  # k computed its own; v took its part
+
+
+def test_steps_built_before_a_merge_moved_the_weights_are_built_again(tiny_backend, monkeypatch):
+    """A CUDA graph reads the weights where they were when it was captured: once a merge has moved weights
+    (``merged_projections.weights_moved``), the fixed-shape steps drop what they built and build it again."""
+    from sumjudge.llm import merged_projections
+
+    monkeypatch.setattr(decode_graphs, "COLUMN_BUCKET", 16)
+    want, got = _own_steps_then_fixed(tiny_backend, monkeypatch)
+    fixed = tiny_backend.decoder.fixed_steps
+    assert got == want and fixed.buffers[0] == merged_projections.weights_moved()
+    cleared: list = []
+    clear = decode_graphs.FixedShapeSteps.clear
+    monkeypatch.setattr(decode_graphs.FixedShapeSteps, "clear", lambda self: cleared.append(self) or clear(self))
+    run = fixed.run
+
+    def decode(move_at: int | None) -> int:
+        """The rows decoded again, the weights moved before step ``move_at``: how many times the steps were
+        dropped."""
+        steps = [0]
+
+        def counted_run(*a, **kw):
+            steps[0] += 1
+            if steps[0] == move_at:
+                merged_projections._moves[0] += 1
+            return run(*a, **kw)
+
+        monkeypatch.setattr(fixed, "run", counted_run)
+        del cleared[:]
+        tiny_backend.decoder.forget_prefixes()
+        assert _decode_with_admissions(tiny_backend.decoder, _mixed_rows(tiny_backend), join_at=2) == want
+        return len(cleared)
+
+    monkeypatch.setattr(merged_projections, "_moves", [0])
+    assert decode(move_at=8) == decode(move_at=None) + 1  # between two steps whose buffers are the same
+    assert fixed.buffers[0] == merged_projections.weights_moved() == 1
