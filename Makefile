@@ -113,7 +113,7 @@ $(TRITON_GPU_STAMP):
 	touch $@
 
 # The cascade lever's Triton kernels against attention computed densely, and in the decoder on the tiny model, run by
-# Triton's interpreter on the CPU (about 3 minutes on 2 cores; on a GPU `make gpu-levers` runs them compiled); then
+# Triton's interpreter on the CPU (about 7 minutes on 2 cores; on a GPU `make gpu-levers` runs them compiled); then
 # compiled for an H100 and an A100 (no GPU needed), with no register spilled, by that Triton and by the one PyTorch
 # 2.11's CUDA wheels carry (3.6.0; its interpreter cannot run the kernels under NumPy 2)
 test-kernels: env $(TRITON_STAMP) $(TRITON_GPU_STAMP)
