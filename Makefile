@@ -194,14 +194,17 @@ gpu-check:
 
 # The decode levers alone (the part of the GPU checklist the decode target rests on; not yet run on a GPU): one
 # layer's attention timed alone each way the decoder runs it (bench --attention), the engine against the flex,
-# shared_prefix, cascade, fused, cascade_fused, merged and cascade_fused_merged levers with a profile of each pass (bench --levers --profile), and the GPU tests of the levers.
+# shared_prefix, cascade, fused, cascade_fused, merged and cascade_fused_merged levers with a profile of each pass
+# (bench --levers --profile; each bench's stderr in a .log beside its JSON), and the GPU tests of the levers.
 gpu-levers:
 	mkdir -p $(GPU_OUT)
 	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --attention --shape llama3-8b --device cuda \
-		--docs 16 --doc-tokens 862 --max-new-tokens 64 --repeats 20 > $(GPU_OUT)/attention-llama3-8b.json
+		--docs 16 --doc-tokens 862 --max-new-tokens 64 --repeats 20 > $(GPU_OUT)/attention-llama3-8b.json \
+		2> $(GPU_OUT)/attention-llama3-8b.log
 	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --shape llama3-8b --device cuda --docs 16 \
-		--max-new-tokens 64 --repeats 1 --token-budget 131072 --sequential-limit 1 --levers flex,shared_prefix,cascade,fused,cascade_fused,merged,cascade_fused_merged \
-		--profile $(GPU_OUT)/profiles > $(GPU_OUT)/bench-llama3-8b-levers.json
+		--max-new-tokens 64 --repeats 1 --token-budget 131072 --sequential-limit 1 \
+		--levers flex,shared_prefix,cascade,fused,cascade_fused,merged,cascade_fused_merged \
+		--profile $(GPU_OUT)/profiles > $(GPU_OUT)/bench-llama3-8b-levers.json 2> $(GPU_OUT)/bench-llama3-8b-levers.log
 	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu -k "lever or graphs" \
 		2>&1 | tee $(GPU_OUT)/gpu-lever-tests.txt
 	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider tests_live/kernels/test_cascade_kernels.py \

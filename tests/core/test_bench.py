@@ -220,10 +220,12 @@ def test_profile_writes_where_each_pass_time_went(tiny_models, tmp_path):
     """``--profile FOLDER``: one profiled engine pass with its own steps and one with each lever asked for, each a
     table of the costliest operators (kernels on a GPU) in FOLDER and its top rows in the JSON."""
     args = _args("float32")
-    args.levers, args.profile = "flex", str(tmp_path / "prof")
+    args.levers, args.profile = "flex,cascade", str(tmp_path / "prof")
     r = bench.run(args)
     assert bench.passed(r)
-    assert set(r["profiles"]) == {"engine", "flex"}
+    assert set(r["profiles"]) == {"engine", "flex", "cascade"}
+    # a lever that cannot run here (the cascade kernels without Triton) gets its error; the others are profiled
+    assert r["profiles"].pop("cascade") == {"error": r["lever_cascade_error"]}
     for name, p in r["profiles"].items():
         text = (tmp_path / "prof" / f"profile-{name}.txt").read_text(encoding="utf-8")
         assert p["file"].endswith(f"profile-{name}.txt") and p["device"] == "cpu"

@@ -453,7 +453,7 @@ def profile_passes(s: BenchSetup, folder: str) -> dict[str, dict]:
     costliest ``PROFILE_ROWS`` kernels by their own device time (CPU operators on a CPU), with their calls. Returns
     per pass the file, the time the table covers, the calls that took any of it (kernel launches on a GPU), the
     ten costliest rows' shares, and the time by phase and kind of work (``profile_kinds``: prefill, decode, and the
-    decode phase a step)."""
+    decode phase a step); a lever that fails gets its error, and the other passes still run."""
     from torch.profiler import ProfilerActivity, profile
 
     out_dir = Path(folder)
@@ -464,16 +464,20 @@ def profile_passes(s: BenchSetup, folder: str) -> dict[str, dict]:
     passes = [("engine", None)] + (list(chosen_levers(s.args.levers)) if getattr(s.args, "levers", False) else [])
     found: dict[str, dict] = {}
     for name, settings in passes:
-        with steps_switched(s, settings):
-            engine_pass(s)  # warm: graphs captured, kernels compiled, outside the profile
-            s.sync()
-            fixed = s.be.decoder.fixed_steps
-            captured = fixed.stats["graphs_captured"] if fixed is not None else 0
-            with profile(activities=activities, **all_threads()) as prof:
-                steps = engine_pass(s).stats["decode_steps"]
+        try:
+            with steps_switched(s, settings):
+                engine_pass(s)  # warm: graphs captured, kernels compiled, outside the profile
                 s.sync()
-            # graphs captured inside the profiled pass: their warm-up steps are in its decode phase
-            recaptured = fixed.stats["graphs_captured"] - captured if fixed is not None else 0
+                fixed = s.be.decoder.fixed_steps
+                captured = fixed.stats["graphs_captured"] if fixed is not None else 0
+                with profile(activities=activities, **all_threads()) as prof:
+                    steps = engine_pass(s).stats["decode_steps"]
+                    s.sync()
+                # graphs captured inside the profiled pass: their warm-up steps are in its decode phase
+                recaptured = fixed.stats["graphs_captured"] - captured if fixed is not None else 0
+        except Exception as e:  # noqa: BLE001 - a lever that cannot run (as in lever_passes) is its profile's result
+            found[name] = {"error": f"{type(e).__name__}: {e}"[:500]}
+            continue
         averages = prof.key_averages()
         # a range drawn again on the device's timeline (a user's ``record_function``) is no work of its own
         rows = sorted((e for e in averages if not getattr(e, "is_user_annotation", False)),
