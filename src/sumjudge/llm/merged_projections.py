@@ -134,8 +134,12 @@ def _probe_matches(module, product, size: int) -> bool:
     x = torch.randn((3, w.shape[1]), generator=g).to(device=w.device, dtype=w.dtype)
     with torch.inference_mode():
         own, merged = module(x), merged_mlp(module, product, size, x)
+    # within rounding of the output's own scale (random weights of any size; a product's sums in another order)
     tol = 1e-4 if w.dtype == torch.float32 else 2e-2
-    return own.shape == merged.shape and bool(torch.allclose(own.float(), merged.float(), rtol=tol, atol=tol))
+    if own.shape != merged.shape:
+        return False
+    scale = float(own.float().abs().max())
+    return float((own.float() - merged.float()).abs().max()) <= tol * max(scale, 1e-6)
 
 
 def merge(model) -> Merged:
