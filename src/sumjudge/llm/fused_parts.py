@@ -31,6 +31,7 @@ import contextlib
 import functools
 import sys
 
+from sumjudge.llm.attribute_swaps import attributes_set
 from sumjudge.llm.compile_versions import allow_versions
 
 NORMS = ("LlamaRMSNorm", "Qwen2RMSNorm", "MistralRMSNorm")
@@ -78,13 +79,7 @@ def counts(found: dict[str, list]) -> dict[str, int]:
 def fused_parts(found: dict[str, list]):
     """The pieces ``pieces`` found (norms, MLPs, rotary embedding) replaced by their compiled versions while the block
     runs."""
-    saved: list[tuple[object, str, object, bool]] = []  # (owner, attribute, old value, was it the owner's own)
-
-    def swap(owner, attr: str, value) -> None:
-        saved.append((owner, attr, getattr(owner, attr), attr in vars(owner)))
-        setattr(owner, attr, value)
-
-    try:
+    with attributes_set() as swap:
         for module in found["norms"] + found["mlps"]:
             swap(module, "forward", functools.partial(compiled(type(module).forward), module))
         for home in found["rotary"]:
@@ -92,9 +87,3 @@ def fused_parts(found: dict[str, list]):
         for module in found["rotary_attrs"]:
             swap(module, "rotary_fn", compiled(module.rotary_fn))
         yield found
-    finally:
-        for owner, attr, old, own in reversed(saved):
-            if own:
-                setattr(owner, attr, old)
-            else:
-                delattr(owner, attr)
