@@ -75,7 +75,7 @@ def phase(torch, name: str):
 
     from torch.autograd import profiler
 
-    if not profiler._is_profiler_enabled:
+    if not getattr(profiler, "_is_profiler_enabled", False):
         return nullcontext()
     fast = getattr(torch._C._profiler, "_RecordFunctionFast", None)
     return fast(PHASE + name) if fast is not None else torch.profiler.record_function(PHASE + name)
