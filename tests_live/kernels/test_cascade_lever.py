@@ -1,7 +1,8 @@
 """The ``cascade`` lever in the decoder (``BatchDecoder.use_fixed_steps(cascade=True)``) on the tiny random model in
 float32, in the scenario the ``shared_prefix`` lever is checked in (``tests/core/llm/test_decode_graphs.py``:
-``shared_groups_own_steps_then_lever``), alone and with the ``fused`` and ``merged`` levers: greedy answers equal the decoder's own
-steps'. On a CPU the steps run eagerly under Triton's interpreter; captured as CUDA graphs on a GPU: ``tests/gpu``."""
+``shared_groups_own_steps_then_lever``), alone and with the ``fused`` and ``merged`` levers: greedy answers equal
+the decoder's own steps'. On a CPU the steps run eagerly under Triton's interpreter; captured as CUDA graphs on a GPU:
+``tests/gpu``."""
 
 from __future__ import annotations
 

@@ -32,6 +32,8 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from sumjudge.llm.attribute_swaps import attributes_set
+
 ATTENTION = ("q_proj", "k_proj", "v_proj")
 MLP = ("gate_proj", "up_proj", "down_proj")
 _moves = [0]  # how many times weights were moved in this process (``weights_moved``)
@@ -61,7 +63,7 @@ class MergedMLP:
 
 @dataclass
 class Merged:
-    """What ``merge`` found and merged in a model, and how often the merged query product was used."""
+    """What ``merge`` found and merged in a model, and what the merged forwards did (``calls``)."""
     attention: list[MergedAttention] = field(default_factory=list)
     mlps: list[MergedMLP] = field(default_factory=list)
     mlps_left: int = 0  # gated-looking MLPs whose probe did not match their own forward: left as they are
@@ -173,7 +175,7 @@ def merge(model) -> Merged:
 
 
 def _query_forward(found: Merged, attn: MergedAttention, x):
-    q_size, k_size, v_size = attn.sizes
+    q_size, k_size, _ = attn.sizes
     out = attn.product(x)
     found.calls["qkv"] += 1
     module = attn.module
@@ -204,28 +206,18 @@ def merged_parts(found: Merged, mlp_forward=None):
     them: on a GPU when a step's graph is captured, not at its replays)."""
     for name in ("qkv", "kv_own", "mlp"):
         found.calls.setdefault(name, 0)
-    saved: list[tuple[object, object, bool]] = []  # (module, old forward, was it the module's own)
-
-    def swap(module, forward) -> None:
-        saved.append((module, getattr(module, "forward"), "forward" in vars(module)))
-        vars(module)["forward"] = forward
-
     run_mlp = mlp_forward or merged_mlp
     try:
-        for attn in found.attention:
-            m = attn.module
-            swap(m.q_proj, lambda x, a=attn: _query_forward(found, a, x))
-            for linear in (m.k_proj, m.v_proj):
-                swap(linear, lambda x, lin=linear, own=linear.forward: _handed_forward(found, lin, own, x))
-        for mlp in found.mlps:
-            swap(mlp.module, lambda x, m=mlp: _mlp_forward(found, m, run_mlp, x))
-        yield found
+        with attributes_set() as swap:
+            for attn in found.attention:
+                m = attn.module
+                swap(m.q_proj, "forward", lambda x, a=attn: _query_forward(found, a, x))
+                for lin in (m.k_proj, m.v_proj):
+                    swap(lin, "forward", lambda x, lin=lin, own=lin.forward: _handed_forward(found, lin, own, x))
+            for mlp in found.mlps:
+                swap(mlp.module, "forward", lambda x, m=mlp: _mlp_forward(found, m, run_mlp, x))
+            yield found
     finally:
-        for module, old, own in reversed(saved):
-            if own:
-                vars(module)["forward"] = old
-            else:
-                del vars(module)["forward"]
         for attn in found.attention:
             for linear in (attn.module.k_proj, attn.module.v_proj):
                 vars(linear).pop("_sumjudge_pending", None)
