@@ -192,7 +192,7 @@ gpu-check:
 	PYTHONPATH=$(CURDIR)/src SUMJUDGE_NOTEBOOK_WORKERS=8 $(GPU_PY) -m pytest -v -rs -p no:cacheprovider \
 		tests/core/test_notebooks.py 2>&1 | tee $(GPU_OUT)/notebooks-ci-cuda.txt
 
-# The decode levers alone (the part of the GPU checklist the decode target rests on; not yet run on a GPU): one
+# The decode levers alone (what decode at 50% of the weights' bound rests on; not yet run on a GPU): one
 # layer's attention timed alone each way the decoder runs it (bench --attention), the engine against the flex,
 # shared_prefix, cascade, fused, cascade_fused, merged and cascade_fused_merged levers with a profile of each pass
 # (bench --levers --profile; each bench's stderr in a .log beside its JSON), and the GPU tests of the levers.
