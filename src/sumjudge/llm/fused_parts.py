@@ -4,7 +4,8 @@ the step as it is.
 A decode step of a Llama-shaped model launches, per layer, seven matrix products and about thirty small elementwise
 kernels: two RMS norms of six to eight operations each, the rotary embedding of queries and keys (slices, a
 concatenation, products, sums), the gated activation, residual sums, cache writes. Replayed as a CUDA graph each
-still costs a few microseconds of GPU time, about as much as the step's attention at the 8B bench's shape. The
+still costs a few microseconds of GPU time, and all of them together about as much as the step's attention at the
+8B bench's shape. The
 ``compiled`` lever compiles the whole model and was slower than the engine's own step on an H100
 (docs/benchmark.md); this compiles only the pieces with no cache, mask or attention in them, each one function for
 every layer:

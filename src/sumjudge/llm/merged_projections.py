@@ -1,11 +1,10 @@
 """The ``merged`` decode lever: each layer's query, key and value projections as one matrix product, and its gated
 MLP's gate and up projections as one.
 
-A decode step's products are thin (64 rows at the 8B bench's shape), and the BLAS reads a small weight well below
-the memory's bandwidth: in the H200 profile (figures/gpu) the key and value projections (4,096 x 1,024) at about
-30% of it, the query and output projections at about 60%, the MLP's at about 73%. One product over the
-concatenated weight reads the same bytes in one kernel, as vLLM's ``QKVParallelLinear`` and
-``MergedColumnParallelLinear`` do.
+A decode step's products are thin (64 rows at the 8B bench's shape), and the smaller a weight the further below the
+memory's bandwidth the BLAS seems to read it (docs/benchmark.md, ``merged``: a reading of the H200 profile in
+figures/gpu, whose kernels are matched to projections by their calls). One product over the concatenated weight
+reads the same bytes in one kernel, as vLLM's ``QKVParallelLinear`` and ``MergedColumnParallelLinear`` do.
 
 ``merge`` (once a model, when the lever is switched on) concatenates each attention's query, key and value weights
 (and biases, which Qwen2 has) and each MLP's gate and up weights into one tensor, and makes the projections' own
@@ -22,7 +21,7 @@ merged product is a linear layer that computes as the projections do (on a CPU t
 
 The products' sums run in another order than the separate products' (one kernel, other tiles): numbers move in
 their last bits, as in another batch; the answers are checked equal to the decoder's own steps on the tiny model
-in float32 (``tests/core/llm/test_decode_graphs.py``) and on a GPU (``tests/gpu``).
+in float32 (``tests/core/llm/test_decode_graphs.py``), and on a GPU by ``tests/gpu`` (not yet run there).
 """
 
 from __future__ import annotations
