@@ -169,8 +169,6 @@ render-page: env
 bench: env
 	$(BIN)/sumjudge bench
 
-# The paper profile's runs at full size against the stand-in server (no model): requests per second, client CPU,
-# memory, log and cache size, slots kept full at 2 s per request (figures/scale/scale.json, concurrency.png)
 # The GPU checklist (docs/benchmark.md, "On a GPU"), on a machine whose python has torch with CUDA, from the
 # source tree: the engine on Llama-3-8B-shaped bf16 weights (vs one generate per request, one batched generate
 # and the compiled static-cache generate; decode steps eager and as CUDA graphs, and with each decode lever; option
@@ -210,8 +208,12 @@ gpu-levers:
 	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider tests_live/kernels/test_cascade_kernels.py \
 		2>&1 | tee $(GPU_OUT)/gpu-kernel-tests.txt
 
+# The paper profile's runs at full size against the stand-in server (no model): requests per second, client CPU,
+# memory, log and cache size, slots kept full at 2 s per request (figures/scale/scale.json, concurrency.png); then
+# the routing curves, four stand-in replicas behind vllm-router (at 1 s a request by every routing compared, at 2 s
+# the chosen one beside round robin; figures/scale/routed-*.json, routing-curve*.png, quoted in docs/serving.md)
 scale: env $(ROUTER_STAMP)
-	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/sumjudge scale --out figures/scale --replicas 1 2 4
+	$(BIN)/sumjudge scale --out figures/scale
 	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m sumjudge.perf.scale --routing figures/scale --docs docs/serving.md
 	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m sumjudge.perf.scale --routing figures/scale --docs docs/serving.md \
 		--latency 2 --policies sticky_least_loaded,round_robin

@@ -197,7 +197,7 @@ def test_the_serving_docs_quote_the_committed_router_measurements():
     root = project_root()
     docs = (root / "docs" / "serving.md").read_text(encoding="utf-8")
     measured = sorted((root / "figures" / "scale").glob("routed-*.json"))
-    assert [p.name for p in measured] == ["routed-madisse-mesa-100.json", "routed-madisse-mesa-400-2s.json",
+    assert [p.name for p in measured] == ["routed-madisse-mesa-400-2s.json",
                                           "routed-madisse-mesa-400.json"]
     for path in measured:
         report = json.loads(path.read_text(encoding="utf-8"))
