@@ -98,8 +98,8 @@ def test_numbers_are_alike_at_the_precision_shown():
 def test_the_check_names_the_cpu_and_the_kernels_its_replay_ran_on():
     import os
 
+    from sumjudge.perf.machine import cpu_name
     from sumjudge.reproduce.check import HELD_TO_AVX2, HELD_TO_SSE42, lower_kernels, replay_kernels
-    from sumjudge.results.page import cpu_name
 
     held = lower_kernels()
     assert held in (HELD_TO_AVX2, HELD_TO_SSE42)

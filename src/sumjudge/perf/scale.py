@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -29,6 +27,7 @@ import yaml
 
 from sumjudge.errors import ConfigError
 from sumjudge.perf.local_replicas import CACHE_AWARE_SETTINGS, CHOSEN_POLICY, Fleet, router_from_environment
+from sumjudge.perf.machine import machine
 from sumjudge.profiles import load
 from sumjudge.run.folder import RunConfig
 from sumjudge.run.methods import settings_from
@@ -349,19 +348,6 @@ def quote_routing(docs: Path, report: dict[str, Any] | None, name: str, figure: 
     quoted = (f"{start}\nMeasured {machine_['date']} on {machine_['cores']} cores of an {machine_['cpu']} "
               f"(`figures/scale/{name}`, `figures/scale/{figure}`):\n\n{routed_table(report)}\n")
     docs.write_text(head + quoted + end + rest.split(end, 1)[1], encoding="utf-8")
-
-
-def machine() -> dict[str, Any]:
-    """The machine the figures were measured on: CPU model (``/proc/cpuinfo`` where there is one), cores."""
-
-    cpu = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"cpu": cpu or platform.processor() or platform.machine(), "cores": os.cpu_count(),
-            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
 
 
 def main(argv: list[str] | None = None) -> None:

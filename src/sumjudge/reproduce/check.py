@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from sumjudge.paths import figures_dir, project_root
+from sumjudge.perf.machine import cpu_name
 from sumjudge.report import TABLE_DIGITS
 from sumjudge.results.banner import notebook_banner
 from sumjudge.results.notes import LABEL_COLUMNS, notes
 from sumjudge.results.page import (
     PAPER_ONLY,
     commit,
-    cpu_name,
     load_provenance,
     page_body,
     page_profile,

@@ -23,6 +23,7 @@ from typing import Any
 from sumjudge.llm.models import resolve_model
 from sumjudge.llm.recording import compress
 from sumjudge.paths import project_root, runs_dir
+from sumjudge.perf.machine import cpu_name
 from sumjudge.results.banner import index_banner, notebook_banner
 from sumjudge.results.model_files import local_parameters, safetensors_parameters, weights_sha256
 from sumjudge.results.notes import notes
@@ -43,16 +44,6 @@ def commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + (" +changes" if dirty else "")
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def engines(runs: Path, profile: str) -> list[dict[str, Any]]:
