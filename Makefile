@@ -44,7 +44,7 @@ TRITON_STAMP := $(TRITON_DIR)/.sumjudge-installed
 TRITON_GPU_DIR ?= $(HOME)/.cache/sumjudge/triton-3.6.0
 TRITON_GPU_STAMP := $(TRITON_GPU_DIR)/.sumjudge-installed
 
-.PHONY: router-env test-router test-kernels check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench gpu-check gpu-levers scale lab lab-setup class-server lint data clean clean-figures
+.PHONY: router-env test-router test-kernels check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench bench-cpu gpu-check gpu-levers scale lab lab-setup class-server lint data clean clean-figures
 
 # everything requirements.txt pins (the hf and models extras included), then the checkout with no dependencies
 $(STAMP): requirements.txt pyproject.toml
@@ -168,6 +168,18 @@ render-page: env
 
 bench: env
 	$(BIN)/sumjudge bench
+
+# The engine against one generate per request on this CPU, the runs docs/benchmark.md quotes (its CPU table is
+# bench.cpu_table of them; the commit in each file's name): the tiny random model in fp32 (make bench's run) and in
+# bf16, and the smoke model in fp32 on 16 requests (the loop alone takes minutes on 2 cores)
+BENCH_CPU_OUT ?= figures/cpu
+bench-cpu: env
+	mkdir -p $(BENCH_CPU_OUT)
+	$(eval BENCH_COMMIT := $(shell git rev-parse --short HEAD))
+	$(BIN)/sumjudge bench > $(BENCH_CPU_OUT)/bench-tiny-float32-$(BENCH_COMMIT).json
+	$(BIN)/sumjudge bench --dtype bfloat16 > $(BENCH_CPU_OUT)/bench-tiny-bfloat16-$(BENCH_COMMIT).json
+	$(BIN)/sumjudge bench --model smoke --docs 4 --max-new-tokens 32 --repeats 1 \
+		> $(BENCH_CPU_OUT)/bench-smoke-float32-$(BENCH_COMMIT).json
 
 # The GPU checklist (docs/benchmark.md, "On a GPU"), on a machine whose python has torch with CUDA, from the
 # source tree: the engine on Llama-3-8B-shaped bf16 weights (vs one generate per request, one batched generate

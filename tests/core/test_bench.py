@@ -267,6 +267,30 @@ def test_profiled_work_is_sorted_by_kind_from_its_name():
     assert {name: kind_of(name) for name in kinds} == kinds
 
 
+def test_the_cpu_table_shows_what_a_cpu_run_measured():
+    table = bench.cpu_table([("a", {"model": "tiny", "dtype": "float32", "requests": 4, "identical_count": 4,
+                                    "equivalent_outputs": True, "engine_prefill_tokens_per_s": 1234.5,
+                                    "engine_decode_tokens_per_s": 56.78}), ("b", {"requests": 4})])
+    assert "| model, dtype | tiny, float32 | - |" in table
+    assert "| answers identical to the loop's | 4 of 4 | - |" in table
+    assert "| prefill / decode tokens/s | 1,234 / 56.8 | - |" in table
+    assert "| the rest near-ties (output check passed) | True | - |" in table
+
+
+def test_the_bench_command_names_the_machine_it_ran_on(capsys):
+    """``sumjudge bench`` on the tiny model: its JSON names this CPU (model name, cores) beside the timings."""
+    import json
+    import os
+
+    from sumjudge.cli.main import main
+    from sumjudge.perf.machine import cpu_name
+
+    rc = main(["bench", "--docs", "1", "--doc-tokens", "60", "--max-new-tokens", "4", "--repeats", "1"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["machine"]["cpu"] == cpu_name() and out["machine"]["cores"] == os.cpu_count()
+    assert out["device"] == "cpu" and out["engine_s"] > 0
+
+
 def test_a_reduced_precision_run_is_judged_by_the_fp32_check_and_its_loop_comparison_is_information(tiny_models,
                                                                                                    monkeypatch):
     """bf16: a loop comparison that fails (a margin over the tie tolerance) does not fail the run when the engine

@@ -37,6 +37,7 @@ from sumjudge.llm.extras import require
 from sumjudge.llm.hf import HFBackend
 from sumjudge.llm.models import LLAMA3_8B_SHAPE, llama3_tokenizer, resolve_model
 from sumjudge.llm.openai import OpenAIBackend
+from sumjudge.perf.machine import machine
 from sumjudge.perf.profile_kinds import phase_kinds
 from sumjudge.prompts import render
 from sumjudge.run.methods import get_method
@@ -710,14 +711,19 @@ def fp32_check(args) -> dict:
 TABLE_LEVERS = tuple(name for name, _ in LEVERS)  # the levers' columns of the GPU table, in ``LEVERS``' order
 _LEVER_HEADS = " / ".join(n.replace("_", " ") for n in TABLE_LEVERS)
 _EACH = " / ".join("{}" for _ in TABLE_LEVERS)
+# rows both tables show: (row, the fields it shows, their format)
+WORKLOAD_ROW = ("requests x mean prompt tokens, new tokens", ("requests", "mean_prompt_tokens", "max_new_tokens"),
+                "{} x {:.0f}, {}")
+LOOP_ROW = ("one `generate` per request, s (timed over)", ("sequential_s", "sequential_timed_requests"), "{} ({})")
+ENGINE_ROW = ("engine, s (prefill, decode)", ("engine_s", "engine_prefill_s", "engine_decode_s"), "{} ({}, {})")
 GPU_TABLE_ROWS = (  # (row, the fields it shows, their format): docs/benchmark.md's GPU table (``gpu_table``)
-    ("requests x mean prompt tokens, new tokens", ("requests", "mean_prompt_tokens", "max_new_tokens"), "{} x {:.0f}, {}"),
+    WORKLOAD_ROW,
     ("rows decoded at once", ("mean_batch_rows",), "{:.0f}"),
-    ("one `generate` per request, s (timed over)", ("sequential_s", "sequential_timed_requests"), "{} ({})"),
+    LOOP_ROW,
     ("one batched `generate`, s", ("batched_generate_s",), "{}"),
     ("static cache, compiled `generate`, s (first call)", ("compiled_generate_s", "compiled_generate_first_call_s"),
      "{} ({})"),
-    ("engine, s (prefill, decode)", ("engine_s", "engine_prefill_s", "engine_decode_s"), "{} ({}, {})"),
+    ENGINE_ROW,
     ("engine over the loop / batched / compiled", ("speedup", "engine_vs_batched_generate",
                                                    "engine_vs_compiled_generate"), "{}x / {}x / {}x"),
     ("decode step, ms: graphs / eager", ("engine_decode_step_ms", "eager_decode_step_ms"), "{} / {}"),
@@ -740,11 +746,36 @@ GPU_TABLE_ROWS = (  # (row, the fields it shows, their format): docs/benchmark.m
 )
 
 
+# docs/benchmark.md's CPU table (``cpu_table``): the rows a CPU run measures, and how its answers compare
+CPU_TABLE_ROWS = (
+    ("model, dtype", ("model", "dtype"), "{}, {}"),
+    WORKLOAD_ROW,
+    LOOP_ROW,
+    ENGINE_ROW,
+    ("engine over the loop", ("speedup",), "{}x"),
+    ("decode step, ms (steps)", ("engine_decode_step_ms", "engine_decode_steps"), "{} ({})"),
+    ("prefill / decode tokens/s", ("engine_prefill_tokens_per_s", "engine_decode_tokens_per_s"), "{:,.0f} / {:,.1f}"),
+    ("answers identical to the loop's", ("identical_count", "requests"), "{} of {}"),
+    ("the rest near-ties (output check passed)", ("equivalent_outputs",), "{}"),
+)
+
+
 def gpu_table(runs: list[tuple[str, dict]]) -> str:
-    """A markdown table of ``sumjudge bench`` runs' JSON (label, result), one column each; what a run did not
-    measure shows as a dash: the cell when its first field is missing, else the missing part."""
+    """``bench_table`` with the GPU rows (``GPU_TABLE_ROWS``)."""
+    return bench_table(runs, GPU_TABLE_ROWS)
+
+
+def cpu_table(runs: list[tuple[str, dict]]) -> str:
+    """``bench_table`` with the CPU rows (``CPU_TABLE_ROWS``)."""
+    return bench_table(runs, CPU_TABLE_ROWS)
+
+
+def bench_table(runs: list[tuple[str, dict]], rows) -> str:
+    """A markdown table of ``sumjudge bench`` runs' JSON (label, result), one column each, one row each of ``rows``
+    (name, fields, format); what a run did not measure shows as a dash: the cell when its first field is missing,
+    else the missing part."""
     lines = ["| | " + " | ".join(f"`{label}`" for label, _ in runs) + " |", "|---" * (len(runs) + 1) + "|"]
-    for name, fields, fmt in GPU_TABLE_ROWS:
+    for name, fields, fmt in rows:
         cells = []
         for _, r in runs:
             if r.get(fields[0]) is None:
@@ -865,16 +896,18 @@ def passed(result: dict) -> bool:
 
 
 def main(args) -> int:
+    """The JSON of the benchmark asked for, on stdout, with the machine it ran on (``machine``: CPU model, cores,
+    Python, date; a GPU run also names its GPU)."""
     if getattr(args, "backend", "hf") == "openai":
         if not args.model or not args.base_url:
             raise ConfigError("bench --backend openai needs --base-url and --model (the name the server serves)")
-        print(json.dumps(run_openai(args), indent=2))
+        print(json.dumps({**run_openai(args), "machine": machine()}, indent=2))
         return 0
 
     require("sumjudge bench on the hf backend (`bench --backend openai` needs no extra)")
     if getattr(args, "turns", 0):
-        print(json.dumps(run_turns(args), indent=2))
+        print(json.dumps({**run_turns(args), "machine": machine()}, indent=2))
         return 0
-    result = run(args)
+    result = {**run(args), "machine": machine()}
     print(json.dumps(result, indent=2))
     return 0 if passed(result) else 1

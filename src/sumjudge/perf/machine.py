@@ -11,9 +11,10 @@ from typing import Any
 
 
 def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says of the processor or the machine."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith("model name") and line.split(":", 1)[1].strip():
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
@@ -21,13 +22,6 @@ def cpu_name() -> str:
 
 
 def machine() -> dict[str, Any]:
-    """The machine the figures were measured on: CPU model (``/proc/cpuinfo`` where there is one), cores."""
-
-    cpu = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"cpu": cpu or platform.processor() or platform.machine(), "cores": os.cpu_count(),
-            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
+    """The machine the figures were measured on: CPU model (``cpu_name``), cores, Python and the date."""
+    return {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d")}
