@@ -171,7 +171,7 @@ bench: env
 
 # The engine against one generate per request on this CPU, the runs docs/benchmark.md quotes (its CPU table is
 # bench.cpu_table of them; the commit in each file's name): the tiny random model in fp32 (make bench's run) and in
-# bf16, and the smoke model in fp32 on 16 requests (the loop alone takes minutes on 2 cores)
+# bf16, and the smoke model in fp32 on 16 requests (on a CPU the loop is the slow part)
 BENCH_CPU_OUT ?= figures/cpu
 bench-cpu: env
 	mkdir -p $(BENCH_CPU_OUT)

@@ -267,6 +267,29 @@ def test_profiled_work_is_sorted_by_kind_from_its_name():
     assert {name: kind_of(name) for name in kinds} == kinds
 
 
+def test_the_cpu_tables_in_the_docs_are_the_committed_runs_json():
+    """docs/benchmark.md's CPU table is ``bench.cpu_table`` of the JSON files its header names (figures/cpu, written
+    by ``make bench-cpu``), and the page names the CPU each was measured on."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    docs = (root / "docs" / "benchmark.md").read_text()
+    headers = [line for line in docs.splitlines() if line.startswith("| | `tiny-")]
+    assert headers
+    for header in headers:
+        labels = re.findall(r"`([^`]+)`", header)
+        commit = labels[0].rsplit("-", 1)[1]
+        runs = [(label, json.loads((root / "figures" / "cpu" / f"bench-{label}.json").read_text()))
+                for label in labels]
+        assert len(runs) >= 2 and bench.cpu_table(runs) in docs, header
+        for label, r in runs:
+            m = r["machine"]
+            assert r["device"] == "cpu" and label.endswith(commit) and label.startswith(f"{r['model']}-{r['dtype']}-")
+            assert f"at {commit} on {m['cores']} cores of an {m['cpu']}, {m['date']}" in docs
+
+
 def test_the_cpu_table_shows_what_a_cpu_run_measured():
     table = bench.cpu_table([("a", {"model": "tiny", "dtype": "float32", "requests": 4, "identical_count": 4,
                                     "equivalent_outputs": True, "engine_prefill_tokens_per_s": 1234.5,
