@@ -87,6 +87,9 @@ def test_bench_check_catches_a_decoding_bug(tiny_models, monkeypatch, dtype):
     r = bench.run(_args(dtype))
     assert not r["identical_outputs"] and not r["equivalent_outputs"]
     assert any(d["step"] == 4 and d["ulps"] > 100 for d in r["divergences"])
+    scored = [d["ulps"] for d in r["divergences"] if d["ulps"] is not None]
+    assert r["largest_divergence_ulps"] == max(scored) > 100
+    assert r["unscored_divergences"] == len(r["divergences"]) - len(scored)
     for d in r["divergences"]:  # margins are counted in ulps of the model's dtype, not of generate()'s fp32 scores
         if d["ulps"] is not None:
             assert d["ulps"] == pytest.approx(d["margin"] / bench.ulp(d["top_logit"], getattr(torch, dtype)), rel=1e-3)
@@ -298,6 +301,11 @@ def test_the_cpu_table_shows_what_a_cpu_run_measured():
     assert "| answers identical to the loop's | 4 of 4 | - |" in table
     assert "| prefill / decode tokens/s | 1,234 / 56.8 | - |" in table
     assert "| the rest near-ties (output check passed) | True | - |" in table
+    assert "| largest margin where one parted, ulps (none scored) | - | - |" in table  # none parted
+    table = bench.cpu_table([("a", {"largest_divergence_ulps": 2.0, "unscored_divergences": 0,
+                                    "fp32_check": {"identical_count": 8, "requests": 8}}), ("b", {})])
+    assert "| largest margin where one parted, ulps (none scored) | 2 (0) | - |" in table
+    assert "| in bf16: the tiny model in fp32, answers identical | 8 of 8 | - |" in table  # a nested field
 
 
 def test_the_bench_command_names_the_machine_it_ran_on(capsys):
@@ -306,12 +314,21 @@ def test_the_bench_command_names_the_machine_it_ran_on(capsys):
     import os
 
     from sumjudge.cli.main import main
-    from sumjudge.perf.machine import cpu_name
+    from sumjudge.perf.machine import CPU_FEATURES, cpu_features, cpu_name
 
     rc = main(["bench", "--docs", "1", "--doc-tokens", "60", "--max-new-tokens", "4", "--repeats", "1"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["machine"]["cpu"] == cpu_name() and out["machine"]["cores"] == os.cpu_count()
+    assert out["machine"]["cpu_features"] == cpu_features() and set(cpu_features()) <= set(CPU_FEATURES)
     assert out["device"] == "cpu" and out["engine_s"] > 0
+
+
+def test_a_machine_is_described_by_its_cores_model_and_instruction_sets():
+    from sumjudge.perf.machine import described
+
+    m = {"cpu": "Some CPU", "cores": 2, "cpu_features": ["avx2", "avx512f"]}
+    assert described(m) == "2 cores of an Some CPU (avx2, avx512f)"
+    assert described({**m, "cpu_features": []}).endswith("(none of avx2, avx512f, avx512_bf16, amx_bf16)")
 
 
 def test_a_reduced_precision_run_is_judged_by_the_fp32_check_and_its_loop_comparison_is_information(tiny_models,

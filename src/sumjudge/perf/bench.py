@@ -227,9 +227,13 @@ def check_outputs(be, reqs, seq_texts: list[str], eng_texts: list[str], max_new_
                 d.update(top_logit=top, margin=round(margin, 6), ulps=round(margin / ulp(top, be.model.dtype), 2))
             divergences.append(d)
     near_ties = [d for d in divergences if d["ulps"] is not None and d["ulps"] <= tie_ulps]
+    scored = [d["ulps"] for d in divergences if d["ulps"] is not None]
     return {
         "identical_outputs": not divergences, "identical_count": len(seq_texts) - len(divergences),
         "divergences": divergences, "tie_tolerance_ulps": tie_ulps,
+        # the widest margin where an answer parted from the loop's (None: none parted, or none had a score)
+        "largest_divergence_ulps": max(scored) if scored else None,
+        "unscored_divergences": len(divergences) - len(scored),
         "equivalent_outputs": len(near_ties) == len(divergences) and all(consistent),
         "engine_rerun_consistent": all(consistent),
     }
@@ -756,7 +760,11 @@ CPU_TABLE_ROWS = (
     ("decode step, ms (steps)", ("engine_decode_step_ms", "engine_decode_steps"), "{} ({})"),
     ("prefill / decode tokens/s", ("engine_prefill_tokens_per_s", "engine_decode_tokens_per_s"), "{:,.0f} / {:,.1f}"),
     ("answers identical to the loop's", ("identical_count", "requests"), "{} of {}"),
+    ("largest margin where one parted, ulps (none scored)", ("largest_divergence_ulps", "unscored_divergences"),
+     "{:g} ({})"),
     ("the rest near-ties (output check passed)", ("equivalent_outputs",), "{}"),
+    ("in bf16: the tiny model in fp32, answers identical", ("fp32_check.identical_count", "fp32_check.requests"),
+     "{} of {}"),
 )
 
 
@@ -778,15 +786,25 @@ def bench_table(runs: list[tuple[str, dict]], rows) -> str:
     for name, fields, fmt in rows:
         cells = []
         for _, r in runs:
-            if r.get(fields[0]) is None:
+            values = [field_of(r, f) for f in fields]
+            if values[0] is None:
                 cells.append("-")
                 continue
             parts = fmt.replace("{", "\x00{").split("\x00")[1:]  # one format piece per field, text kept
             lead = fmt[:fmt.index("{")]
-            cells.append(lead + "".join(piece.format(r[f]) if r.get(f) is not None else "-" + piece[piece.index("}") + 1:]
-                                        for f, piece in zip(fields, parts)).replace("-x", "-"))
+            cells.append(lead + "".join(piece.format(v) if v is not None else "-" + piece[piece.index("}") + 1:]
+                                        for v, piece in zip(values, parts)).replace("-x", "-"))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def field_of(result: dict, field: str):
+    """A bench JSON's value at ``field``, where a dot reaches into a nested result (``fp32_check.identical_count``);
+    None where the run has none."""
+    value = result
+    for key in field.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def score_option_sets(be, reqs, n: int) -> tuple[int, list[str]]:

@@ -21,7 +21,29 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+# the instruction sets a CPU timing depends on most (torch's and oneDNN's kernels for float32 and bfloat16), as
+# /proc/cpuinfo names them: one model name can stand for CPUs with and without them
+CPU_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def cpu_features() -> list[str]:
+    """Which of ``CPU_FEATURES`` this CPU has (empty where ``/proc/cpuinfo`` is not there)."""
+    try:
+        flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return [f for f in CPU_FEATURES if f in flags]
+
+
 def machine() -> dict[str, Any]:
-    """The machine the figures were measured on: CPU model (``cpu_name``), cores, Python and the date."""
-    return {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d")}
+    """The machine the figures were measured on: CPU model (``cpu_name``), the instruction sets of ``CPU_FEATURES``
+    it has, cores, Python and the date."""
+    return {"cpu": cpu_name(), "cpu_features": cpu_features(), "cores": os.cpu_count(),
+            "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
+
+
+def described(m: dict[str, Any]) -> str:
+    """``machine``'s record as the docs name it: "2 cores of an <CPU> (<features>)"."""
+    features = ", ".join(m.get("cpu_features") or []) or "none of " + ", ".join(CPU_FEATURES)
+    return f"{m['cores']} cores of an {m['cpu']} ({features})"
