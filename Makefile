@@ -202,23 +202,32 @@ gpu-check:
 	PYTHONPATH=$(CURDIR)/src SUMJUDGE_NOTEBOOK_WORKERS=8 $(GPU_PY) -m pytest -v -rs -p no:cacheprovider \
 		tests/core/test_notebooks.py 2>&1 | tee $(GPU_OUT)/notebooks-ci-cuda.txt
 
-# The decode levers alone (what decode at 50% of the weights' bound rests on; not yet run on a GPU): one
-# layer's attention timed alone each way the decoder runs it (bench --attention), the engine against the flex,
-# shared_prefix, cascade, fused, cascade_fused, merged and cascade_fused_merged levers with a profile of each pass
-# (bench --levers --profile; each bench's stderr in a .log beside its JSON), and the GPU tests of the levers.
+# The decode levers alone (what decode at 50% of the weights' bound rests on; not yet run on a GPU), what settles it
+# first, each step under a time limit (GPU_STEP_S seconds; a step that fails or runs out leaves the next ones to run):
+# the engine against the flex, shared_prefix, cascade, fused, cascade_fused, merged and cascade_fused_merged levers
+# (bench --levers: each lever's step time, share of the bound and answers against the engine's), the levers' GPU
+# tests, the same bench with a profile of each pass (bench --profile: where a step's time goes), one layer's attention
+# timed alone each way the decoder runs it (bench --attention) and the cascade kernels checked on the GPU; each bench's
+# stderr in a .log beside its JSON
+LEVERS_MEASURED = flex,shared_prefix,cascade,fused,cascade_fused,merged,cascade_fused_merged
+LEVERS_BENCH = bench --shape llama3-8b --device cuda --docs 16 --max-new-tokens 64 --repeats 1 --token-budget 131072 \
+	--sequential-limit 1 --levers $(LEVERS_MEASURED)
+GPU_STEP_S ?= 300
 gpu-levers:
 	mkdir -p $(GPU_OUT)
-	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --attention --shape llama3-8b --device cuda \
-		--docs 16 --doc-tokens 862 --max-new-tokens 64 --repeats 20 > $(GPU_OUT)/attention-llama3-8b.json \
+	-PYTHONPATH=$(CURDIR)/src timeout $(GPU_STEP_S) $(GPU_PY) -m sumjudge.cli.main $(LEVERS_BENCH) \
+		> $(GPU_OUT)/bench-llama3-8b-levers.json 2> $(GPU_OUT)/bench-llama3-8b-levers.log
+	-PYTHONPATH=$(CURDIR)/src timeout $(GPU_STEP_S) $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu \
+		-k "lever or graphs" > $(GPU_OUT)/gpu-lever-tests.txt 2>&1; tail -3 $(GPU_OUT)/gpu-lever-tests.txt
+	-PYTHONPATH=$(CURDIR)/src timeout $(GPU_STEP_S) $(GPU_PY) -m sumjudge.cli.main $(LEVERS_BENCH) \
+		--profile $(GPU_OUT)/profiles > $(GPU_OUT)/bench-llama3-8b-levers-profiled.json \
+		2> $(GPU_OUT)/bench-llama3-8b-levers-profiled.log
+	-PYTHONPATH=$(CURDIR)/src timeout $(GPU_STEP_S) $(GPU_PY) -m sumjudge.cli.main bench --attention --shape llama3-8b \
+		--device cuda --docs 16 --doc-tokens 862 --max-new-tokens 64 --repeats 20 > $(GPU_OUT)/attention-llama3-8b.json \
 		2> $(GPU_OUT)/attention-llama3-8b.log
-	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --shape llama3-8b --device cuda --docs 16 \
-		--max-new-tokens 64 --repeats 1 --token-budget 131072 --sequential-limit 1 \
-		--levers flex,shared_prefix,cascade,fused,cascade_fused,merged,cascade_fused_merged \
-		--profile $(GPU_OUT)/profiles > $(GPU_OUT)/bench-llama3-8b-levers.json 2> $(GPU_OUT)/bench-llama3-8b-levers.log
-	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu -k "lever or graphs" \
-		2>&1 | tee $(GPU_OUT)/gpu-lever-tests.txt
-	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider tests_live/kernels/test_cascade_kernels.py \
-		2>&1 | tee $(GPU_OUT)/gpu-kernel-tests.txt
+	-PYTHONPATH=$(CURDIR)/src timeout $(GPU_STEP_S) $(GPU_PY) -m pytest -q -rs -p no:cacheprovider \
+		tests_live/kernels/test_cascade_kernels.py > $(GPU_OUT)/gpu-kernel-tests.txt 2>&1; \
+		tail -3 $(GPU_OUT)/gpu-kernel-tests.txt
 
 # The paper profile's runs at full size against the stand-in server (no model): requests per second, client CPU,
 # memory, log and cache size, slots kept full at 2 s per request (figures/scale/scale.json, concurrency.png); then
