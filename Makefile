@@ -171,7 +171,8 @@ bench: env
 
 # The engine against one generate per request on this CPU, the runs docs/benchmark.md quotes (its CPU table is
 # bench.cpu_table of them; the commit in each file's name): the tiny random model in fp32 (make bench's run) and in
-# bf16, and the smoke model in fp32 on 16 requests (on a CPU the loop is the slow part)
+# bf16, and the smoke model in fp32 on 16 requests (on a CPU the loop is the slow part); then a chain of 6 turns asked
+# beside a flood of 96 requests, from one source and from two taking turns (bench --turns)
 BENCH_CPU_OUT ?= figures/cpu
 bench-cpu: env
 	mkdir -p $(BENCH_CPU_OUT)
@@ -180,6 +181,8 @@ bench-cpu: env
 	$(BIN)/sumjudge bench --dtype bfloat16 > $(BENCH_CPU_OUT)/bench-tiny-bfloat16-$(BENCH_COMMIT).json
 	$(BIN)/sumjudge bench --model smoke --docs 4 --max-new-tokens 32 --repeats 1 \
 		> $(BENCH_CPU_OUT)/bench-smoke-float32-$(BENCH_COMMIT).json
+	$(BIN)/sumjudge bench --turns 6 --docs 24 --max-new-tokens 16 --max-batch 8 --doc-tokens 200 \
+		> $(BENCH_CPU_OUT)/turns-tiny-float32-$(BENCH_COMMIT).json
 
 # The GPU checklist (docs/benchmark.md, "On a GPU"), on a machine whose python has torch with CUDA, from the
 # source tree: the engine on Llama-3-8B-shaped bf16 weights (vs one generate per request, one batched generate

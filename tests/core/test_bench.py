@@ -310,6 +310,14 @@ def test_the_cpu_table_shows_what_a_cpu_run_measured():
     assert "| in bf16: the tiny model in fp32, answers identical | 8 of 8 | - |" in table  # a nested field
 
 
+def test_the_turns_table_shows_each_way_of_serving_the_chain_and_the_flood():
+    r = {"one_source": {"chain_s": 1.5, "chain_decode_steps": 270, "all_s": 1.5, "all_decode_steps": 270},
+         "two_sources": {"chain_s": 0.9, "chain_decode_steps": 135, "all_s": 1.3, "all_decode_steps": 195}}
+    table = bench.turns_table(r)
+    assert "| the chain's last answer: decode steps (s) | 270 (1.5) | 135 (0.9) |" in table
+    assert "| the whole workload: decode steps (s) | 270 (1.5) | 195 (1.3) |" in table
+
+
 def test_the_bench_command_names_the_machine_it_ran_on(capsys):
     """``sumjudge bench`` on the tiny model: its JSON names this CPU (model name, cores) beside the timings."""
     import json

@@ -902,6 +902,19 @@ def run_turns(args) -> dict:
             if turns["chain_decode_steps"] else None}
 
 
+def turns_table(result: dict) -> str:
+    """``run_turns``' JSON as the markdown table docs/benchmark.md quotes: for each way of serving (one source, two
+    taking turns), the decode steps and seconds until the chain's last answer and until the whole workload's."""
+    ways = (("one source (first come, first served)", result["one_source"]),
+            ("two sources taking turns", result["two_sources"]))
+    lines = ["| | " + " | ".join(name for name, _ in ways) + " |", "|---" * (len(ways) + 1) + "|"]
+    for row, what in (("the chain's last answer: decode steps (s)", "chain"),
+                      ("the whole workload: decode steps (s)", "all")):
+        lines.append(f"| {row} | " + " | ".join(f"{w[what + '_decode_steps']} ({w[what + '_s']})" for _, w in ways)
+                     + " |")
+    return "\n".join(lines)
+
+
 def passed(result: dict) -> bool:
     """fp32 must be identical to the loop; a reduced-precision run passes when the engine answers the same on a rerun
     and its ``fp32_check`` (the tiny model in fp32 on the same device) is identical to the loop. Its own comparison
