@@ -310,6 +310,28 @@ def test_the_cpu_table_shows_what_a_cpu_run_measured():
     assert "| in bf16: the tiny model in fp32, answers identical | 8 of 8 | - |" in table  # a nested field
 
 
+def test_the_docs_quote_the_committed_chain_beside_a_flood():
+    """docs/benchmark.md's "Continuous batching" table is ``bench.turns_table`` of the committed ``bench --turns``
+    run (figures/cpu), with its workload and machine as the file records them."""
+    import json
+    import re
+    from pathlib import Path
+
+    from sumjudge.perf.machine import described
+
+    root = Path(__file__).resolve().parents[2]
+    docs = (root / "docs" / "benchmark.md").read_text()
+    names = set(re.findall(r"figures/cpu/(turns-[\w.-]+\.json)", docs))
+    assert len(names) == 1
+    name = names.pop()
+    r = json.loads((root / "figures" / "cpu" / name).read_text())
+    commit = name.rsplit("-", 1)[1].removesuffix(".json")
+    assert bench.turns_table(r) in docs
+    words = " ".join(docs.split())  # the prose as read, whatever its line breaks
+    assert f"queues {r['flood_requests']} requests, another then asks {r['chain_turns']} turns" in words
+    assert f"at {commit} on {described(r['machine'])}, {r['machine']['date']}" in words
+
+
 def test_the_turns_table_shows_each_way_of_serving_the_chain_and_the_flood():
     r = {"one_source": {"chain_s": 1.5, "chain_decode_steps": 270, "all_s": 1.5, "all_decode_steps": 270},
          "two_sources": {"chain_s": 0.9, "chain_decode_steps": 135, "all_s": 1.3, "all_decode_steps": 195}}
