@@ -754,6 +754,7 @@ GPU_TABLE_ROWS = (  # (row, the fields it shows, their format): docs/benchmark.m
 CPU_TABLE_ROWS = (
     ("model, dtype", ("model", "dtype"), "{}, {}"),
     WORKLOAD_ROW,
+    ("tokens a prefill pass at most (-: the engine's 4,096)", ("prefill_budget",), "{:,}"),
     LOOP_ROW,
     ENGINE_ROW,
     ("engine over the loop", ("speedup",), "{}x"),
