@@ -171,9 +171,9 @@ bench: env
 
 # The engine against one generate per request on this CPU, the runs docs/benchmark.md quotes (its CPU table is
 # bench.cpu_table of them; the commit in each file's name): the tiny random model in fp32 (make bench's run) and in
-# bf16, and the smoke model in fp32 on 16 requests (on a CPU the loop is the slow part); then a chain of 6 turns asked
-# beside a flood of 96 requests, from one source and from two taking turns (bench --turns); then the smoke model in
-# bf16 on 32 longer prompts with each admission's prefill in one pass, in passes of 4,096 tokens and of 2,048
+# bf16, and the smoke model in fp32 and in bf16 on 16 requests (on a CPU the loop is the slow part); then a chain of 6
+# turns asked beside a flood of 96 requests, from one source and from two taking turns (bench --turns); then the smoke
+# model in bf16 on 32 longer prompts with each admission's prefill in one pass, in passes of 4,096 tokens and of 2,048
 BENCH_CPU_OUT ?= figures/cpu
 bench-cpu: env
 	mkdir -p $(BENCH_CPU_OUT)
@@ -182,6 +182,8 @@ bench-cpu: env
 	$(BIN)/sumjudge bench --dtype bfloat16 > $(BENCH_CPU_OUT)/bench-tiny-bfloat16-$(BENCH_COMMIT).json
 	$(BIN)/sumjudge bench --model smoke --docs 4 --max-new-tokens 32 --repeats 1 \
 		> $(BENCH_CPU_OUT)/bench-smoke-float32-$(BENCH_COMMIT).json
+	$(BIN)/sumjudge bench --model smoke --dtype bfloat16 --docs 4 --max-new-tokens 32 --repeats 1 \
+		> $(BENCH_CPU_OUT)/bench-smoke-bfloat16-$(BENCH_COMMIT).json
 	$(BIN)/sumjudge bench --turns 6 --docs 24 --max-new-tokens 16 --max-batch 8 --doc-tokens 200 \
 		> $(BENCH_CPU_OUT)/turns-tiny-float32-$(BENCH_COMMIT).json
 	for budget in 1000000 4096 2048; do $(BIN)/sumjudge bench --model smoke --dtype bfloat16 --docs 8 --doc-tokens 850 \

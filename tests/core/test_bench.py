@@ -296,18 +296,19 @@ def test_the_cpu_tables_in_the_docs_are_the_committed_runs_json():
 
 
 def test_the_cpu_table_shows_what_a_cpu_run_measured():
-    table = bench.cpu_table([("a", {"model": "tiny", "dtype": "float32", "requests": 4, "identical_count": 4,
+    table = bench.cpu_table([("a", {"model": "tiny", "dtype": "float32", "requests": 8, "identical_count": 4,
+                                    "sequential_timed_requests": 4,
                                     "equivalent_outputs": True, "engine_prefill_tokens_per_s": 1234.5,
                                     "engine_decode_tokens_per_s": 56.78}), ("b", {"requests": 4})])
     assert "| model, dtype | tiny, float32 | - |" in table
-    assert "| answers identical to the loop's | 4 of 4 | - |" in table
+    assert "| answers identical to the loop's, of those it answered | 4 of 4 | - |" in table  # the loop's 4 of 8
     assert "| prefill / decode tokens/s | 1,234 / 56.8 | - |" in table
     assert "| the rest near-ties (output check passed) | True | - |" in table
-    assert "| largest margin where one parted, ulps (none scored) | - | - |" in table  # none parted
+    assert "| largest margin where an answer parted, ulps (partings without a margin) | - | - |" in table  # none
     table = bench.cpu_table([("a", {"largest_divergence_ulps": 2.0, "unscored_divergences": 0,
                                     "fp32_check": {"identical_count": 8, "requests": 8}}), ("b", {})])
-    assert "| largest margin where one parted, ulps (none scored) | 2 (0) | - |" in table
-    assert "| in bf16: the tiny model in fp32, answers identical | 8 of 8 | - |" in table  # a nested field
+    assert "| largest margin where an answer parted, ulps (partings without a margin) | 2 (0) | - |" in table
+    assert "| fp32 check (the tiny model in fp32, its own requests): answers identical | 8 of 8 | - |" in table
 
 
 def test_the_docs_quote_the_committed_chain_beside_a_flood():

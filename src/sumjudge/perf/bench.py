@@ -754,18 +754,19 @@ GPU_TABLE_ROWS = (  # (row, the fields it shows, their format): docs/benchmark.m
 CPU_TABLE_ROWS = (
     ("model, dtype", ("model", "dtype"), "{}, {}"),
     WORKLOAD_ROW,
-    ("tokens a prefill pass at most (-: the engine's 4,096)", ("prefill_budget",), "{:,}"),
+    ("tokens a prefill pass at most (-: the engine's default, 4,096)", ("prefill_budget",), "{:,}"),
     LOOP_ROW,
     ENGINE_ROW,
     ("engine over the loop", ("speedup",), "{}x"),
     ("decode step, ms (steps)", ("engine_decode_step_ms", "engine_decode_steps"), "{} ({})"),
     ("prefill / decode tokens/s", ("engine_prefill_tokens_per_s", "engine_decode_tokens_per_s"), "{:,.0f} / {:,.1f}"),
-    ("answers identical to the loop's", ("identical_count", "requests"), "{} of {}"),
-    ("largest margin where one parted, ulps (none scored)", ("largest_divergence_ulps", "unscored_divergences"),
-     "{:g} ({})"),
-    ("the rest near-ties (output check passed)", ("equivalent_outputs",), "{}"),
-    ("in bf16: the tiny model in fp32, answers identical", ("fp32_check.identical_count", "fp32_check.requests"),
+    ("answers identical to the loop's, of those it answered", ("identical_count", "sequential_timed_requests"),
      "{} of {}"),
+    ("largest margin where an answer parted, ulps (partings without a margin)",
+     ("largest_divergence_ulps", "unscored_divergences"), "{:g} ({})"),
+    ("the rest near-ties (output check passed)", ("equivalent_outputs",), "{}"),
+    ("fp32 check (the tiny model in fp32, its own requests): answers identical",
+     ("fp32_check.identical_count", "fp32_check.requests"), "{} of {}"),
 )
 
 
