@@ -281,8 +281,10 @@ def test_the_cpu_tables_in_the_docs_are_the_committed_runs_json():
 
     root = Path(__file__).resolve().parents[2]
     docs = (root / "docs" / "benchmark.md").read_text()
-    headers = [line for line in docs.splitlines() if line.startswith("| | `tiny-")]
-    assert headers
+    cpu_runs = root / "figures" / "cpu"
+    headers = [line for line in docs.splitlines() if line.startswith("| | `")
+               and (cpu_runs / f"bench-{line.split('`')[1]}.json").exists()]
+    assert len(headers) >= 2  # the engine against the loop, and the prefill's passes
     for header in headers:
         labels = re.findall(r"`([^`]+)`", header)
         commit = labels[0].rsplit("-", 1)[1]
@@ -292,7 +294,7 @@ def test_the_cpu_tables_in_the_docs_are_the_committed_runs_json():
         for label, r in runs:
             m = r["machine"]
             assert r["device"] == "cpu" and label.endswith(commit) and label.startswith(f"{r['model']}-{r['dtype']}-")
-            assert f"at {commit} on {described(m)}, {m['date']}" in docs
+            assert f"at {commit} on {described(m)}, {m['date']}" in " ".join(docs.split())
 
 
 def test_the_cpu_table_shows_what_a_cpu_run_measured():

@@ -91,7 +91,8 @@ def cpu_has_native_bf16() -> bool:
 
 def resolve_dtype(dtype: str | None, device: str) -> str:
     """The dtype a model loads in. None: bfloat16 on a GPU, float32 on a CPU. ``cpu-native``: bfloat16 on a GPU
-    or on a CPU that computes it natively (about twice float32's speed there), float32 on other CPUs."""
+    or on a CPU that computes it natively, float32 on other CPUs (which is faster on such a CPU depends on the CPU:
+    docs/benchmark.md's CPU table times the smoke model both ways)."""
 
     if dtype not in (None, *DTYPES):
         raise ConfigError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
