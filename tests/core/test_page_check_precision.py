@@ -108,3 +108,17 @@ def test_the_check_names_the_cpu_and_the_kernels_its_replay_ran_on():
     assert "X86_V4" not in line.split("NumPy", 1)[1].split(";", 1)[0]  # AVX-512 dispatch held off
     if "torch" in line:
         assert ("torch AVX2" if held is HELD_TO_AVX2 else "torch DEFAULT") in line
+
+
+def test_the_kernels_held_follow_the_cpus_flags(monkeypatch):
+    """AVX2 on an AVX-512 CPU (or one whose flags cannot be read), SSE4.2 elsewhere; the machine record names the
+    instruction sets of ``CPU_FEATURES`` among the same flags."""
+    from sumjudge.perf import machine
+    from sumjudge.reproduce import check
+
+    for flags, held in ((["sse4_2", "avx2", "avx512f"], check.HELD_TO_AVX2), (["sse4_2", "avx2"], check.HELD_TO_SSE42),
+                        ([], check.HELD_TO_AVX2)):
+        monkeypatch.setattr(check, "cpu_flags", lambda flags=flags: flags)
+        assert check.lower_kernels() == held
+    monkeypatch.setattr(machine, "cpu_flags", lambda: ["fpu", "avx2", "amx_bf16", "avx512_bf16"])
+    assert machine.cpu_features() == ["avx2", "avx512_bf16", "amx_bf16"]

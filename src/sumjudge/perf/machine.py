@@ -26,13 +26,18 @@ def cpu_name() -> str:
 CPU_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 
 
+def cpu_flags() -> list[str]:
+    """The CPU's flags as ``/proc/cpuinfo`` lists them (its first processor's; empty where there is none)."""
+    try:
+        return next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("flags")), [])
+    except OSError:
+        return []
+
+
 def cpu_features() -> list[str]:
     """Which of ``CPU_FEATURES`` this CPU has (empty where ``/proc/cpuinfo`` is not there)."""
-    try:
-        flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                      if line.startswith("flags")), [])
-    except OSError:
-        flags = []
+    flags = cpu_flags()
     return [f for f in CPU_FEATURES if f in flags]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sumjudge.paths import figures_dir, project_root
-from sumjudge.perf.machine import cpu_name
+from sumjudge.perf.machine import cpu_flags, cpu_name
 from sumjudge.report import TABLE_DIGITS
 from sumjudge.results.banner import notebook_banner
 from sumjudge.results.notes import LABEL_COLUMNS, notes
@@ -223,11 +223,8 @@ KERNEL_SETTINGS = tuple(HELD_TO_AVX2)
 def lower_kernels() -> dict[str, str]:
     """The settings that hold NumPy's and OpenBLAS's CPU dispatch and torch's (MKL's, oneDNN's) kernels one level
     below this CPU's best (AVX2 on an AVX-512 CPU, SSE4.2 elsewhere)."""
-    try:
-        flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
-    except OSError:
-        flags = ""
-    return HELD_TO_AVX2 if " avx512f" in flags or not flags else HELD_TO_SSE42
+    flags = cpu_flags()
+    return HELD_TO_AVX2 if "avx512f" in flags or not flags else HELD_TO_SSE42
 
 
 def kernels() -> str:
