@@ -207,9 +207,11 @@ gpu-check:
 	-PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m sumjudge.cli.main bench --shape llama3-8b --device cuda --docs 16 \
 		--max-new-tokens 64 --repeats 1 --token-budget 131072 --compiled-generate --sequential-limit 4 \
 		> $(GPU_OUT)/bench-llama3-8b-compiled.json
-	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee $(GPU_OUT)/gpu-tests.txt
+	PYTHONPATH=$(CURDIR)/src $(GPU_PY) -m pytest -q -rs -p no:cacheprovider -m gpu tests/gpu \
+		> $(GPU_OUT)/gpu-tests.txt 2>&1; echo $$? > $(GPU_OUT)/gpu-tests.status; cat $(GPU_OUT)/gpu-tests.txt
 	PYTHONPATH=$(CURDIR)/src SUMJUDGE_NOTEBOOK_WORKERS=8 $(GPU_PY) -m pytest -v -rs -p no:cacheprovider \
-		tests/core/test_notebooks.py 2>&1 | tee $(GPU_OUT)/notebooks-ci-cuda.txt
+		tests/core/test_notebooks.py > $(GPU_OUT)/notebooks-ci-cuda.txt 2>&1; s=$$?; cat $(GPU_OUT)/notebooks-ci-cuda.txt; \
+		exit $$(( s || $$(cat $(GPU_OUT)/gpu-tests.status) ))
 
 # The decode levers alone (what decode at 50% of the weights' bound rests on; not yet run on a GPU), what settles it
 # first, each step under a time limit (GPU_STEP_S seconds; a step that fails or runs out leaves the next ones to run):
