@@ -235,3 +235,14 @@ def test_settings_alike_in_every_row_are_named_with_the_reason_the_table_states(
                                        if "FACTAX" in e else "[50, 50]"))))
     assert one(table_notes("t2", r, cols), "`t2`: FACTAX") == (
         "`t2`: FACTAX and FACTAX-WD show the same numbers in every row (2 rows each): the table cannot tell them apart")
+
+
+def test_a_paper_number_from_another_dataset_is_named():
+    r, cols = rows({"stances": "2+2", "dataset": "tofueval-meetingbank", "paper_dataset": "mediasum", "bacc": "62.5",
+                    "bacc_95%_ci": "[40, 80]", "n": "12", "same_dataset_as_paper": "False"},
+                   {"stances": "1+3", "dataset": "tofueval-mediasum", "paper_dataset": "mediasum", "bacc": "60",
+                    "bacc_95%_ci": "[40, 80]", "n": "12", "same_dataset_as_paper": "True"})
+    said = [s for s in table_notes("t", r, cols) if "another dataset" in s]
+    assert said == ["`t`: 1 of 2 rows put the paper's number from another dataset beside ours (e.g. 2+2 / "
+                    "tofueval-meetingbank: ours on tofueval-meetingbank, the paper's on mediasum): the two are not one "
+                    "experiment; read ours against the other rows of this table, not against the paper's"]

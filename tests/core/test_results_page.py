@@ -401,10 +401,10 @@ def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_reco
     assert fewest_of_a_class(lines) == 4
     record = {"wall_s": 2165.0, "machine": {"cpu": "AMD EPYC"}}
     words = " ".join(few_examples_words(lines, record, "smoke"))
-    assert "rest on 4 examples of one gold class" in words and "at least 3 times the examples" in words
+    assert "rest on 4 examples of one gold class" in words and "at least 2.5 times the examples" in words
     in_all = ["## t", "", "| evaluator | bacc | n |", "|---|---|---|", "| mesa | 50 | 3 |"]
     assert "rest on 3 examples in all" in " ".join(few_examples_words(in_all, record, "smoke"))
-    assert "at least 7 times the examples" in " ".join(few_examples_words(in_all, record, "smoke"))  # 20 of 2 classes
+    assert "at least 6.7 times the examples" in " ".join(few_examples_words(in_all, record, "smoke"))  # 20 / 3
     assert "took 36 min on AMD EPYC" in words
     cached = " ".join(few_examples_words(lines, {**record, "calls": 150, "backend_calls": 0}, "smoke"))
     assert "read every answer from the response cache" in cached and "took" not in cached
@@ -414,7 +414,28 @@ def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_reco
     assert fewest_of_a_class(support) == 2
     only_n = ["## t", "", "| judge | bacc | n |", "|---|---|---|", "| a | 50 | 8 |", "| b | 50 | 0 |"]
     said = " ".join(few_examples_words(only_n, record, "smoke"))
-    assert "rest on 8 examples in all" in said and "10 of each gold class would take at least 3 times" in said
+    assert "rest on 8 examples in all" in said and "10 of each gold class would take at least 2.5 times" in said
+
+
+def test_the_banner_names_each_setting_the_profile_changed_from_the_paper_setting():
+    """Page 10 and page 00 run the zero-shot judge with other n and context: the banner says each value beside the
+    paper setting's (the paper profile's, else the notebook's default), so two numbers for one judge are explained."""
+    from sumjudge.results.banner import setting_changes, setting_words
+
+    ten = {k: (v, p) for k, v, p in setting_changes("10_madisse_main", "smoke")}
+    assert ten["n"] == (12, None) and ten["context_length"] == (2048, None)
+    assert ten["rounds"] == (1, 3) and ten["sessions"] == (1, 3) and ten["adjudicators"] == (1, 3)
+    assert "profile" not in ten and "seed" not in ten  # plumbing, not a setting
+    words = " ".join(setting_words("10_madisse_main", "smoke"))
+    assert "`n` 12 (all)" in words and "`rounds` 1 (3)" in words and "`evaluators` [zero-shot, cot, madisse] (all)" in words
+    zero = {k: v for k, v, _ in setting_changes("00_quickstart", "smoke")}
+    assert zero["n"] == 20 and zero["context_length"] == 1024
+    arena = " ".join(setting_words("50_judge_arena", "smoke"))
+    assert "`n` 20 (200)" in arena and "`methods` 8 of the 16" in arena  # the paper profile's own arena
+    fine_tune = {k: (v, p) for k, v, p in setting_changes("43_factax_supervised", "smoke")}
+    assert fine_tune["sft_config"] == ("lora", "paper") and fine_tune["max_steps"] == (2, -1)
+    assert setting_words("10_madisse_main", "paper") == []
+    assert setting_words("02_lab_llm_judges", "smoke") == []  # it replays notebook 50's recording
 
 
 def test_what_a_profile_leaves_out_is_a_section_of_the_page(tmp_path, monkeypatch):

@@ -16,7 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sumjudge import profiles
+from sumjudge.paths import project_root
 from sumjudge.profiles.paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
+from sumjudge.run.notebooks import notebook_defaults
 
 
 def parameters_text(n: Any) -> str:
@@ -175,12 +178,75 @@ def few_examples_words(lines: list[str], record: dict[str, Any], profile: str) -
         cost = ""
     # a count of one class needs ENOUGH of it; a count of all examples, ENOUGH of each of the two classes at least
     wanted = ENOUGH_OF_A_CLASS * (1 if what.startswith("of one") else 2)
-    more = (f"at least {-(-wanted // fewest)} times the examples" if fewest else "examples of a class it has "
+    more = (f"at least {wanted / fewest:.2g} times the examples" if fewest else "examples of a class it has "
             "none of")
     return [f"> Some cells rest on {fewest} example{'s' if fewest != 1 else ''} {what}: {ENOUGH_OF_A_CLASS} of each "
             f"gold class would take {more}{cost}. The `{profile}` profile keeps "
             "its samples small so that every page can be recorded on a laptop's CPU; read a rate over one class (FPR, "
             "FNR, F1) here as an example of the computation, not as an estimate.", ">"]
+
+
+# --- the setting the page ran in ------------------------------------------------------------------------------
+
+PLUMBING = {"profile", "backend", "model", "base_url", "seed", "plan", "page", "replay_profile"}  # not a setting
+SETTING_FIELDS = {"n": "all", "context_length": "the model's own"}  # profile fields a notebook's tables rest on
+# (field: what None means)
+REPLAYS_ANOTHER = "replay_profile"  # a parameter of a notebook that replays another's recording (the lab): its
+# settings are that notebook's, said on its page
+LIST_AT_MOST = 6  # a longer list of the paper setting's (judges, datasets) is said as how many of them are kept
+
+
+def _setting(name: str, v: Any) -> str:
+    """A setting's value as the banner says it: None as what it means (a count of examples: all of them)."""
+    if v is None or v == "":
+        return SETTING_FIELDS.get(name) or ("all" if re.search(r"(^|_)n$", name) else "unset")
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(str(x) for x in v) + "]" if v else "none"
+    return str(v)
+
+
+def _change(name: str, mine: Any, theirs: Any) -> str:
+    """``name`` here (the paper setting's in brackets); a long list as how many of the paper setting's it keeps."""
+    if isinstance(mine, list) and isinstance(theirs, list) and len(theirs) > LIST_AT_MOST and set(mine) <= set(theirs):
+        return f"`{name}` {len(mine)} of the {len(theirs)}"
+    paper = "all" if theirs is None and isinstance(mine, list) else _setting(name, theirs)  # None: the whole list
+    return f"`{name}` {_setting(name, mine)} ({paper})"
+
+
+def setting_changes(notebook: str, profile: str) -> list[tuple[str, Any, Any]]:
+    """(name, this profile's value, the paper setting's) for each setting ``profile`` runs ``notebook`` with that the
+    ``paper`` profile does not: the profile fields its tables rest on (``SETTING_FIELDS``) and the notebook's
+    parameters (the paper setting's: the ``paper`` profile's, else the notebook's own default). [] for the
+    ``paper`` profile, a name that is no profile (a page folder named otherwise), or a notebook that is not in
+    ``notebooks/``."""
+    nb = project_root() / "notebooks" / f"{notebook}.ipynb"
+    if profile == PAPER_PROFILE or profile not in profiles.available() or not nb.exists():
+        return []
+    defaults = notebook_defaults(nb)
+    if REPLAYS_ANOTHER in defaults:
+        return []
+    mine, paper = profiles.load(profile, notebook=notebook), profiles.load(PAPER_PROFILE, notebook=notebook)
+    out = [(f, getattr(mine, f), getattr(paper, f)) for f in SETTING_FIELDS if getattr(mine, f) != getattr(paper, f)]
+    for k, v in mine.parameters.items():
+        if k in defaults and k not in PLUMBING and k not in SETTING_FIELDS:
+            theirs = paper.parameters.get(k, defaults[k])
+            if v != theirs:
+                out.append((k, v, theirs))
+    return out
+
+
+def setting_words(notebook: str, profile: str) -> list[str]:
+    """The banner's line on the setting: what ``profile`` changed from the paper setting for this notebook (each
+    name, its value here and the paper setting's), so that a reader does not take a paper's number beside ours
+    for the same experiment; [] where nothing is changed."""
+    changes = setting_changes(notebook, profile)
+    if not changes:
+        return []
+    said = ", ".join(_change(k, v, p) for k, v, p in changes)
+    return [f"> **Setting:** the `{profile}` profile changes these settings of the paper setting (in brackets: the "
+            f"`{PAPER_PROFILE}` profile's value, else the notebook's own default): {said}. A paper's number "
+            "beside ours was measured in the paper's setting, and two pages that run one judge with other settings "
+            "show two numbers for it.", ">"]
 
 
 # --- the banners -----------------------------------------------------------------------------------------------
@@ -216,6 +282,7 @@ def notebook_banner(notebook: str, profile: str, record: dict[str, Any], page: P
     papers_model = answered_by_papers_model(paper, [e.get("model") for e in engines])
     if not papers_model:
         out += [f"> The model is not the paper's, so this page {NOT_EVIDENCE}.", ">"]
+    out += setting_words(notebook, profile)
     out += few_examples_words(lines, record, profile)
     return out + [f"> {difference_words(profile, papers_model)}", ""]
 

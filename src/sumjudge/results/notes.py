@@ -16,7 +16,8 @@ come):
   has BAcc 50 [50, 50]), a balanced accuracy whose whole interval lies under chance;
 - two settings or judges identical in every result cell (with the reason where the table states it: a Critic that
   never objected, ``no_issue_share`` 1), or, in a table without settings, every row of a metric alike (a metric fixed
-  by design, ``FIXED_BY_DESIGN``, such as a test set's size, is left alone).
+  by design, ``FIXED_BY_DESIGN``, such as a test set's size, is left alone);
+- a paper's number measured on another dataset than the row's (``same_dataset_as_paper`` False).
 
 Every number a note prints and every comparison a rule makes is the value as the page shows it (``shown``: 3
 significant digits, as ``report.save_table`` writes the tables), so that a replay on another CPU kind, whose floats
@@ -142,13 +143,13 @@ def _is_interval(column: str) -> bool:
 
 
 def _why_empty(row: dict[str, str]) -> str:
-    """What the row says about its missing number: its note, its undefined groups, a count of 0."""
-    note = row.get("note") or ""
-    if note and note != "nan":
-        return note
+    """What the row says about its missing number: its undefined groups, its note, a count of 0."""
     groups, undefined = number(row.get("groups")), number(row.get("undefined_groups"))
     if undefined and not groups:
         return f"no group defined, {shown(undefined)} undefined"
+    note = row.get("note") or ""
+    if note and note != "nan":
+        return note
     zero = next((c for c in ("runs", "scored_runs") if number(row.get(c)) == 0), None)
     return f"{zero} 0" if zero else ""
 
@@ -342,8 +343,18 @@ def alike_rows(t: Table) -> list[str]:
             for metric, vals in groups.items() if len(vals) >= 3 and len(set(vals)) == 1 and vals[0] is not None]
 
 
+def paper_on_another_dataset(t: Table) -> list[str]:
+    """Rows whose paper number was measured on another dataset than ours (``same_dataset_as_paper`` False, the
+    paper's in ``paper_dataset``)."""
+    hits = [(r, f"ours on {r.get('dataset') or '?'}, the paper's on {r.get('paper_dataset') or '?'}") for r in t.rows
+            if (r.get("same_dataset_as_paper") or "").strip().lower() == "false" and t.has_number(r)]
+    return [_rows_note(t, hits, "put the paper's number from another dataset beside ours",
+                       "the two are not one experiment; read ours against the other rows of this table, not against "
+                       "the paper's")] if hits else []
+
+
 RULES = (no_number, on_zero, few_examples, few_of_a_class, few_groups, mostly_unreadable, one_label, zero_width,
-         under_chance, identical_settings, alike_rows)
+         under_chance, identical_settings, alike_rows, paper_on_another_dataset)
 
 
 def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> list[str]:

@@ -44,7 +44,13 @@ def test_table3_on_topical_chat_is_blank_with_a_note_and_on_summeval_is_printed(
                           paper_table="table3", paper_row="original")
     got = {(r["aspect"], r["metric"]): r["paper"] for r in se}
     assert got[("average", "rho")] == 0.597 and got[("average", "tau")] == 0.575
-    assert got[("coherence", "tau")] == 0.588 and all("note" not in r for r in se)
+    assert got[("coherence", "tau")] == 0.588 and all("note" not in r for r in se if r["aspect"] != "average")
+    # an average of fewer aspects than the printed one says so, and the fewest groups an aspect rests on
+    average = [r for r in se if r["aspect"] == "average"]
+    assert all(r["note"] == "the average of 1 of the dataset's 4 aspects (coherence); the printed average is over all 4"
+               and r["groups"] == 4 for r in average)
+    every = metrics("summeval", ["kendall"], aspects=("coherence", "consistency", "fluency", "relevance"))
+    assert all("note" not in r for r in correlation_rows("x", every, experiment="t", model="m"))
 
 
 def test_a_statistic_the_table_did_not_print_stays_blank():

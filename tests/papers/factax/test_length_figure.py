@@ -11,8 +11,10 @@ matplotlib.use("Agg")
 from sumjudge.papers.factax.tables import bucket_counts, length_figure, length_rows  # noqa: E402
 
 
-def write_run(folder, examples):
+def write_run(folder, examples, dataset=None):
     folder.mkdir()
+    if dataset:
+        (folder / "config.json").write_text(json.dumps({"run": {"method": "factax", "dataset": dataset}}))
     (folder / "results.jsonl").write_text("\n".join(
         json.dumps({"example": {"summary": " ".join(["w"] * words), "label": gold}, "judgement": {"label": said}})
         for words, gold, said in examples))
@@ -38,3 +40,8 @@ def test_a_one_label_judge_is_drawn_against_the_gold_shares_and_named(tmp_path):
     assert lines == {"says 1 to all (0.8)": 0.8, "says 0 to all (0.2)": 0.2}
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "A (said 0 to all)" in legend and "B" in legend and not any("coin" in t for t in legend)
+
+
+def test_each_row_names_its_runs_dataset(tmp_path):
+    runs = {"A": write_run(tmp_path / "a", [(10, 1, 1), (80, 0, 0)], dataset="summeval-consistency")}
+    assert {r["dataset"] for r in length_rows(runs, [0, 60])} == {"summeval-consistency"}

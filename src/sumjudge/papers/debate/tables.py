@@ -14,6 +14,8 @@ from typing import Any
 
 from sumjudge import plots
 from sumjudge.data import registry
+from sumjudge.errors import ConfigError
+from sumjudge.judges.aspects import aspects_for
 from sumjudge.judges.base import Judgement
 from sumjudge.judges.settings import make_config
 from sumjudge.llm.engine import run_sync
@@ -139,7 +141,11 @@ def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, mo
             if col == "average":
                 rep = metrics["average"][m]
                 ci = (metrics.get("average_ci") or {}).get(m)  # a bootstrap over the groups (older runs: none)
-                extra = {"ci": tuple(ci) if ci else None}
+                each = [metrics["aspects"][a][m] for a in metrics["aspects"]]  # the fewest groups an aspect rests on
+                extra = {"ci": tuple(ci) if ci else None, "groups": min((e["n_groups"] for e in each), default=None),
+                         "undefined_groups": max((e["undefined_groups"] for e in each), default=None)}
+                fewer = average_of_fewer_aspects(metrics["dataset"], list(metrics["aspects"]))
+                note = "; ".join(x for x in (note, fewer) if x) or None
             else:
                 a = metrics["aspects"][col]
                 rep = a[m]["mean"]
@@ -153,6 +159,19 @@ def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, mo
                          "n": metrics["n_examples"], **extra, **parse_columns(metrics),
                          **({"note": note} if note else {})})
     return rows
+
+
+def average_of_fewer_aspects(dataset: str, rated: list[str]) -> str | None:
+    """What an ``average`` row averages where the run rated fewer of the dataset's aspects than the printed average
+    (every aspect the paper lists for it): None where it rated them all, or the dataset lists none."""
+    try:
+        every = [a.name for a in aspects_for(dataset, None)]
+    except ConfigError:  # a dataset without registered aspects: nothing to compare with
+        return None
+    if not every or set(every) <= set(rated):
+        return None
+    return (f"the average of {len(rated)} of the dataset's {len(every)} aspects ({', '.join(rated)}); the printed "
+            f"average is over all {len(every)}")
 
 
 def debate_columns(aspect_metrics: dict[str, Any]) -> dict[str, Any]:

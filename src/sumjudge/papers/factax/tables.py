@@ -470,17 +470,20 @@ def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]
     """Figure 2: accuracy per summary length (words) bucket, per method (label -> run folder), with Wilson's 95%
     interval over the bucket's readable judgements, and how many of them the method labelled 1 and 0 (``labels
     said``) and the gold labels call 1 and 0 (``gold labels``): a method that says one label to every example scores
-    the share of that gold class, whatever the lengths."""
+    the share of that gold class, whatever the lengths. Each row names its run's dataset (the run's ``config.json``),
+    so that the table does not read as the one beside it on another dataset."""
 
     rows = []
     for label, run in runs.items():
         res = read_results(run)
+        cfg_path = Path(run) / "config.json"
+        dataset = (json.loads(cfg_path.read_text()).get("run") or {}).get("dataset") if cfg_path.is_file() else None
         lengths = [len(r["example"]["summary"].split()) for r in res]
         gold, pred = [r["example"]["label"] for r in res], [r["judgement"]["label"] for r in res]
         said, golds = (bucket_counts(lengths, labels, pred, edges) for labels in (pred, gold))
         for b, s, g in zip(length_buckets(lengths, gold, pred, edges), said, golds):
             ci = wilson_ci(100 * b["accuracy"], b["n"])
-            rows.append({"method": label, **b, "ci_low": None if ci is None else ci[0] / 100,
+            rows.append({"method": label, "dataset": dataset, **b, "ci_low": None if ci is None else ci[0] / 100,
                          "ci_high": None if ci is None else ci[1] / 100, **said_column(s, g)})
     return rows
 
