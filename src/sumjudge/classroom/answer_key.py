@@ -53,6 +53,20 @@ def _interval(row: dict[str, Any]) -> str:
     return "no interval" if lo in (None, "") else f"[{_pct(lo)}, {_pct(hi)}]"
 
 
+def chance_words(row: dict[str, Any]) -> str:
+    """Whether the judge of an arena row is shown to be better than chance on its examples (its BAcc interval above
+    50%), said in words; '' for a row without an interval."""
+    lo, hi = row.get("bacc_ci_low"), row.get("bacc_ci_high")
+    if lo in (None, "") or hi in (None, ""):
+        return ""
+    where = f"On {row.get('dataset')} (n = {row.get('n')})"
+    if float(lo) > 0.5:
+        return f"{where}, its interval lies above 50: the example judge is shown better than chance on these examples."
+    return (f"{where}, its interval {_interval(row)} contains 50 or lies under it: the example judge as given is not "
+            "shown better than a coin on these examples. That is the starting point: read its skeptic's lists for a "
+            "few examples (what did it list, and was it in the document?) before changing a prompt.")
+
+
 def by_hand_bootstrap(gold: list[int], label: list[int], resamples: int = 1000, seed: int = 0
                       ) -> tuple[float, float, float]:
     """BAcc and a 95% percentile interval, written out as exercise 3 asks: the recall of each gold class, their mean;
@@ -258,6 +272,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             *markdown_rows([{**r, "bacc": _pct(r["bacc"]), "interval": _interval(r)} for r in mine],
                        ["dataset", "judge", "model", "n", "bacc", "interval", SAID_COLUMN, "roc_auc", "threshold",
                         "unreadable_share", "calls_per_example"]), "",
+            *[line for r in mine if chance_words(r) for line in (chance_words(r), "")],
             "## Exercise 7 · Is it different?", ""]
     if paired:
         out += [*is_it_different(paired), "",
