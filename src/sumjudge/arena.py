@@ -185,7 +185,17 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
             "prompt_tokens_per_example": (cost["prompt_tokens_per_example"]
                                           + cost.get("option_prompt_tokens_per_example", 0)),
             "completion_tokens_per_example": cost["completion_tokens_per_example"],
-            "wall_s_per_example": metrics.get("wall_s", 0.0) / n}
+            "wall_s_per_example": model_seconds(metrics, n)}
+
+
+def model_seconds(metrics: dict[str, Any], n: int) -> float | None:
+    """A cell's wall seconds per example where they measure its judge: None where no call reached a model (every
+    answer from the response cache: an earlier run paid for them) or its answers were replayed from a recording
+    (the seconds are the replay's). A page then shows no time rather than one that measures nothing."""
+    engine = metrics.get("engine") or {}
+    if engine.get("replayed") or not engine.get("backend_calls", 1):
+        return None
+    return metrics.get("wall_s", 0.0) / n
 
 
 def published_columns(cell: Cell, model: str, level: str | None, spec=None) -> dict[str, Any]:

@@ -286,3 +286,12 @@ def test_an_arena_cell_looks_its_method_and_its_dataset_up_once(method, tmp_path
                           held_out=4, llm=LLM(be, cache=NullCache()), progress=False)
     assert len(res["arena"]) == 1 and len(res["predictions"]) == 4
     assert lookups == {("method", method): 1, ("dataset", "qags-xsum"): 1}
+
+
+def test_a_cells_seconds_are_shown_only_where_they_measure_its_judge():
+    from sumjudge.arena import model_seconds
+
+    asked = {"wall_s": 6.0, "engine": {"backend_calls": 3, "replayed": False}}
+    assert model_seconds(asked, 3) == 2.0
+    assert model_seconds({**asked, "engine": {"backend_calls": 0, "cache_hits": 3}}, 3) is None  # the cache's answers
+    assert model_seconds({**asked, "engine": {"backend_calls": 3, "replayed": True}}, 3) is None  # a replay's seconds

@@ -147,3 +147,11 @@ def test_the_engine_to_ask_is_named_one_way():
     assert Ask("openai:m@http://h:8000/v1", "hf", "smoke", None, {}).args == ("openai", "m", "http://h:8000/v1", {})
     with pytest.raises(ConfigError, match="backend:model@base_url"):
         Ask("http://h:8000/v1", "hf", "smoke", None, {})
+
+
+def test_a_runs_engine_stats_say_whether_its_answers_were_replayed(tmp_path):
+    from sumjudge.run.runs import engine_stats
+
+    replayed = replay_llm(recorded_engine(tmp_path), "scripted", "scripted", None, {})
+    assert engine_stats(replayed)["replayed"] is True
+    assert engine_stats(LLM(ScriptedBackend()))["replayed"] is False

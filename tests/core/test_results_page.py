@@ -149,6 +149,27 @@ def test_wall_time_columns_are_not_compared():
     assert results_check.table_difference("t", a, b.replace("0.5", "0.4")) is not None
 
 
+def test_a_render_keeps_the_recorded_seconds_and_drops_those_that_measured_nothing(tmp_path):
+    """A replay's seconds measure the replay: a rendered page keeps each row's recorded time, and leaves empty a
+    time the replay leaves empty (answers read from a recording or the cache); only such a time makes --render
+    rewrite a page that the check otherwise verifies."""
+    before = "\n".join(["# p", "", "## arena", "",
+                         "| judge | bacc | wall_s_per_example |", "|---|---|---|",
+                         "| z | 0.5 | 0.148 |", "| mine | 0.6 | 6.12 |", "",
+                         "## model time", "", "| exercise | wall_s |", "|---|---|", "| 6 | 122 |", ""])
+    fresh = ["## arena", "", "| judge | bacc | wall_s_per_example |", "|---|---|---|",
+             "| z | 0.5 | nan |".replace("nan", ""), "| mine | 0.6 | 0.01 |", "",
+             "## model time", "", "| exercise | wall_s |", "|---|---|", "| 6 | 0.3 |"]
+    assert results_check.seconds_left_out(before, fresh)
+    assert not results_check.seconds_left_out(before, [ln.replace("|  |", "| 0.2 |") for ln in fresh])
+    page = tmp_path / "p.md"
+    page.write_text("\n".join(["# p", ""] + fresh), encoding="utf-8")
+    results_check.keep_recorded_seconds(before, page)
+    text = page.read_text(encoding="utf-8")
+    assert "| z | 0.5 |  |" in text  # the replay measured nothing there: no time shown
+    assert "| mine | 0.6 | 6.12 |" in text and "| 6 | 122 |" in text  # the recording's seconds kept
+
+
 def test_weights_are_named_by_their_sha256(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     (tmp_path / "config.json").write_text("{}")

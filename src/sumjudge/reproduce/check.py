@@ -182,6 +182,68 @@ def table_difference(name: str, committed: str, regenerated: str,
             f"on the page, {b[col] or '(empty)'} regenerated)")
 
 
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _time_tables(lines: list[str]) -> dict[str, tuple[list[int], list[list[str]]]]:
+    """Each section's table that has time columns: (their indices, its rows' cells)."""
+    out: dict[str, tuple[list[int], list[list[str]]]] = {}
+    for name, md in parse_sections(lines).items():
+        rows = [_cells(x) for x in md.splitlines() if x.startswith("|") and not re.match(r"^\|[\s:|-]+\|$", x.strip())]
+        times = [i for i, h in enumerate(rows[0]) if TIME_COLUMN.search(h)] if rows else []
+        if times:
+            out[name] = (times, rows[1:])
+    return out
+
+
+def _time_free(cells: list[str], times: list[int]) -> tuple[str, ...]:
+    return tuple(c for i, c in enumerate(cells) if i not in times)
+
+
+def seconds_left_out(page_text: str, fresh_lines: list[str]) -> bool:
+    """Whether the page shows a time in a cell its replay leaves empty (a time that measured nothing: the seconds
+    of answers read from the cache or a recording, ``arena.model_seconds``). The check compares no time column, so
+    this is said only to ``--render``, which then rewrites the page."""
+    page, fresh = _time_tables(page_text.splitlines()), _time_tables(fresh_lines)
+    for name, (times, rows) in fresh.items():
+        shown = {_time_free(r, times): r for r in page.get(name, ([], []))[1]}
+        for r in rows:
+            old = shown.get(_time_free(r, times))
+            if old and any(i < len(r) and not r[i] and i < len(old) and old[i] not in ("", "nan") for i in times):
+                return True
+    return False
+
+
+def keep_recorded_seconds(before: str, page: Path) -> None:
+    """A rendered page's time cells as the recording measured them: a replay's seconds measure the replay, so where
+    a row is the one the page showed before in every other cell, its time cells keep the page's values, unless the
+    replay leaves the cell empty (it measured nothing there); a new row keeps the replay's."""
+    old = _time_tables(before.splitlines())
+    lines = page.read_text(encoding="utf-8").splitlines()
+    name, k, seen = None, 0, {}
+    for j, line in enumerate(lines):
+        if line.startswith("## "):
+            base = line[3:].strip()
+            seen[base] = seen.get(base, 0) + 1
+            name, k = (base if seen[base] == 1 else f"{base} ({seen[base]})"), 0
+            continue
+        if name not in old or not line.startswith("|") or re.match(r"^\|[\s:|-]+\|$", line.strip()):
+            continue
+        k += 1
+        if k == 1:  # the header
+            continue
+        times, rows = old[name]
+        cells = _cells(line)
+        match = next((r for r in rows if _time_free(r, times) == _time_free(cells, times)), None)
+        if match is None:
+            continue
+        kept = [(match[i] if i in times and c and i < len(match) else c) for i, c in enumerate(cells)]
+        if kept != cells:
+            lines[j] = "| " + " | ".join(kept) + " |"
+    page.write_text("\n".join(lines), encoding="utf-8")
+
+
 def notebook_differences(nb: Path, page: Path, regenerated: Path, record: dict[str, Any]) -> list[str]:
     """What differs between a notebook's committed page and its regenerated tables and figures."""
 
@@ -327,6 +389,13 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
                 nb, page, regenerated / nb.stem, rec)
         if diffs is None:
             verdict = "not recorded (marked on its page)"
+        elif not diffs and render and status.get(nb.stem) == "ok" and seconds_left_out(
+                (page / f"{nb.stem}.md").read_text(encoding="utf-8"), page_body(nb, regenerated / nb.stem, None)):
+            before = (page / f"{nb.stem}.md").read_text(encoding="utf-8")
+            rec = prov["notebooks"][nb.stem] = render_notebook_page(nb, regenerated / nb.stem, page, rec, at)
+            keep_recorded_seconds(before, page / f"{nb.stem}.md")
+            changed = True
+            verdict = "rendered from its answers: it showed seconds that measured nothing"
         elif not diffs:
             verdict = "verified: the replay gives this page"
             if state == "stale":
@@ -334,7 +403,9 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
                 if mark:
                     rec["check"], changed = {"state": "recorded"}, True
         elif render and status.get(nb.stem) == "ok":
+            before = (page / f"{nb.stem}.md").read_text(encoding="utf-8")
             rec = prov["notebooks"][nb.stem] = render_notebook_page(nb, regenerated / nb.stem, page, rec, at)
+            keep_recorded_seconds(before, page / f"{nb.stem}.md")
             changed = True
             verdict = "rendered from its answers: " + "; ".join(diffs)
         elif state == "stale" and rec["check"].get("differences") == diffs:
