@@ -246,3 +246,11 @@ def test_a_paper_number_from_another_dataset_is_named():
     assert said == ["`t`: 1 of 2 rows put the paper's number from another dataset beside ours (e.g. 2+2 / "
                     "tofueval-meetingbank: ours on tofueval-meetingbank, the paper's on mediasum): the two are not one "
                     "experiment; read ours against the other rows of this table, not against the paper's"]
+
+
+def test_a_judge_shown_little_of_each_document_is_named():
+    r, cols = rows({"evaluator": "three", "bacc": "50", "n": "8", "transcript_kept_%": "5.7"},
+                   {"evaluator": "single", "bacc": "60", "n": "8", "transcript_kept_%": "80"})
+    said = [s for s in table_notes("t", r, cols) if "less than half" in s]
+    assert said and said[0].startswith("`t`: 1 of 2 rows rest on judgements that saw less than half of each document "
+                                       "(e.g. three: transcript_kept_% 5.7)")

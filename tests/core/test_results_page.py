@@ -315,7 +315,8 @@ def test_a_page_whose_model_is_not_the_papers_says_what_it_is_for_and_shows_no_d
               "engines": [{"backend": "hf", "model": "qwen2.5-coder-0.5b-instruct", "dtype": "bfloat16",
                            "parameters": 494032768}]}
     banner = banner_of(write_notebook_page(nb, tmp_path / "figures" / nb.stem, out, record).read_text())
-    assert "`qwen2.5-coder-0.5b-instruct` (494,032,768 parameters (0.49B); bfloat16)" in banner
+    assert ("`qwen2.5-coder-0.5b-instruct` (494,032,768 parameters (0.49B); bfloat16; dequantised from its 4-bit GGUF, "
+            "q4_k_m)") in banner  # the smoke model's weights are the quantised file's, said
     assert "MADISSE: Llama-3-70B-Instruct (70B parameters)" in banner
     assert "**n:** 5 to 30 (the `n` column of 2 of the 3 tables on this page)" in banner
     assert "it is not evidence for or against the paper's claim" in banner
@@ -325,7 +326,7 @@ def test_a_page_whose_model_is_not_the_papers_says_what_it_is_for_and_shows_no_d
     assert list(comparison(rows, papers_setting=True)["difference"].round(1)) == [-12.6]
     record["engines"][0].pop("parameters")  # not recorded, and no such model folder here: not guessed
     banner = banner_of(write_notebook_page(nb, tmp_path / "figures" / nb.stem, out, record).read_text())
-    assert "`qwen2.5-coder-0.5b-instruct` (parameters unknown; bfloat16)" in banner
+    assert "`qwen2.5-coder-0.5b-instruct` (parameters unknown; bfloat16; dequantised" in banner
 
 
 def test_the_papers_model_on_the_paper_profile_shows_the_difference_and_no_caveat(tmp_path):

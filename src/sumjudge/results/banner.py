@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sumjudge import profiles
+from sumjudge.llm.models import QUANTISED_SOURCES
 from sumjudge.paths import project_root
 from sumjudge.profiles.paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
 from sumjudge.run.notebooks import notebook_defaults
@@ -61,7 +62,8 @@ def model_words(engines: list[dict[str, Any]]) -> str:
         dtype = e.get("dtype") or "dtype not recorded"
         if dtype not in m["dtypes"]:
             m["dtypes"].append(dtype)
-    return ", ".join(f"`{name}` ({parameters_text(m['parameters'])}; {', '.join(m['dtypes'])})"
+    return ", ".join(f"`{name}` ({parameters_text(m['parameters'])}; {', '.join(m['dtypes'])}"
+                     + (f"; dequantised from its {QUANTISED_SOURCES[name]}" if name in QUANTISED_SOURCES else "") + ")"
                      for name, m in by_model.items()) or "none recorded"
 
 

@@ -17,7 +17,8 @@ come):
 - two settings or judges identical in every result cell (with the reason where the table states it: a Critic that
   never objected, ``no_issue_share`` 1), or, in a table without settings, every row of a metric alike (a metric fixed
   by design, ``FIXED_BY_DESIGN``, such as a test set's size, is left alone);
-- a paper's number measured on another dataset than the row's (``same_dataset_as_paper`` False).
+- a paper's number measured on another dataset than the row's (``same_dataset_as_paper`` False);
+- a judge shown less than half of each document (a ``*_kept_%`` column: the document cut to fit the context).
 
 Every number a note prints and every comparison a rule makes is the value as the page shows it (``shown``: 3
 significant digits, as ``report.save_table`` writes the tables), so that a replay on another CPU kind, whose floats
@@ -353,8 +354,20 @@ def paper_on_another_dataset(t: Table) -> list[str]:
                        "the paper's")] if hits else []
 
 
+KEPT = re.compile(r"_kept_%$")  # the share of each document a judge was shown (a cut to fit its context)
+
+
+def little_of_the_document(t: Table) -> list[str]:
+    """Rows whose judge was shown less than half of each document (a ``*_kept_%`` column under 50)."""
+    hits = [(r, f"{c} {shown(r.get(c))}") for r in t.rows for c in t.columns
+            if KEPT.search(c) and (number(r.get(c)) is not None and number(r.get(c)) < 50)]
+    return [_rows_note(t, hits, "rest on judgements that saw less than half of each document",
+                       "the document was cut to fit the context; an error only the cut part shows is invisible to "
+                       "the judge, and the paper's judge read all of it")] if hits else []
+
+
 RULES = (no_number, on_zero, few_examples, few_of_a_class, few_groups, mostly_unreadable, one_label, zero_width,
-         under_chance, identical_settings, alike_rows, paper_on_another_dataset)
+         under_chance, identical_settings, alike_rows, paper_on_another_dataset, little_of_the_document)
 
 
 def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> list[str]:
