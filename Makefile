@@ -44,7 +44,7 @@ TRITON_STAMP := $(TRITON_DIR)/.sumjudge-installed
 TRITON_GPU_DIR ?= $(HOME)/.cache/sumjudge/triton-3.6.0
 TRITON_GPU_STAMP := $(TRITON_GPU_DIR)/.sumjudge-installed
 
-.PHONY: router-env test-router test-kernels check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench bench-cpu gpu-check gpu-levers scale lab lab-setup class-server lint data clean clean-figures
+.PHONY: router-env test-router test-kernels check-page check-page-lower-kernels mark-stale render-page rerun-drift env test test-fast test-install test-vllm vllm-env test-llamacpp llamacpp-env reproduce bench bench-cpu bench-vllm gpu-check gpu-levers scale lab lab-setup class-server lint data clean clean-figures
 
 # everything requirements.txt pins (the hf and models extras included), then the checkout with no dependencies
 $(STAMP): requirements.txt pyproject.toml
@@ -189,6 +189,13 @@ bench-cpu: env
 	for budget in 1000000 4096 2048; do $(BIN)/sumjudge bench --model smoke --dtype bfloat16 --docs 8 --doc-tokens 850 \
 		--max-new-tokens 32 --token-budget 32768 --repeats 1 --sequential-limit 2 --prefill-budget $$budget \
 		> $(BENCH_CPU_OUT)/bench-smoke-bfloat16-prefill$$budget-$(BENCH_COMMIT).json || exit 1; done
+
+# The engine against one request at a time on a real vLLM server (its CPU build, on the live tests' tiny model),
+# the run docs/benchmark.md quotes (bench.openai_table of it; the commit in the file's name)
+bench-vllm: env $(VLLM_STAMP)
+	mkdir -p $(BENCH_CPU_OUT)
+	$(BIN)/python -m tests_live.vllm.bench --python $(VLLM_VENV)/bin/python \
+		--out $(BENCH_CPU_OUT)/openai-vllm-tiny-$(shell git rev-parse --short HEAD).json
 
 # The GPU checklist (docs/benchmark.md, "On a GPU"), on a machine whose python has torch with CUDA, from the
 # source tree: the engine on Llama-3-8B-shaped bf16 weights (vs one generate per request, one batched generate

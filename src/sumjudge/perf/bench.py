@@ -770,6 +770,20 @@ CPU_TABLE_ROWS = (
 )
 
 
+# docs/benchmark.md's table of ``bench --backend openai`` runs (``openai_table``): one request at a time against the
+# engine's concurrent requests on a server
+OPENAI_TABLE_ROWS = (
+    ("served model", ("server_model",), "{}"),
+    WORKLOAD_ROW,
+    ("one request at a time, s", ("sequential_s",), "{}"),
+    ("engine (concurrent requests), s", ("engine_s",), "{}"),
+    ("engine over one at a time", ("speedup",), "{}x"),
+    ("server's prefix-cache hits: one at a time / engine", ("prefix_cache_hit_rate_sequential",
+                                                            "prefix_cache_hit_rate_engine"), "{:.0%} / {:.0%}"),
+    ("answers identical in both passes", ("identical_count", "requests"), "{} of {}"),
+)
+
+
 def gpu_table(runs: list[tuple[str, dict]]) -> str:
     """``bench_table`` with the GPU rows (``GPU_TABLE_ROWS``)."""
     return bench_table(runs, GPU_TABLE_ROWS)
@@ -778,6 +792,11 @@ def gpu_table(runs: list[tuple[str, dict]]) -> str:
 def cpu_table(runs: list[tuple[str, dict]]) -> str:
     """``bench_table`` with the CPU rows (``CPU_TABLE_ROWS``)."""
     return bench_table(runs, CPU_TABLE_ROWS)
+
+
+def openai_table(runs: list[tuple[str, dict]]) -> str:
+    """``bench_table`` with the server rows (``OPENAI_TABLE_ROWS``)."""
+    return bench_table(runs, OPENAI_TABLE_ROWS)
 
 
 def bench_table(runs: list[tuple[str, dict]], rows) -> str:
