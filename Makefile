@@ -248,11 +248,14 @@ gpu-levers:
 		tail -3 $(GPU_OUT)/gpu-kernel-tests.txt
 
 # The paper profile's runs at full size against the stand-in server (no model): requests per second, client CPU,
-# memory, log and cache size, slots kept full at 2 s per request (figures/scale/scale.json, concurrency.png); then
+# memory, log and cache size, slots kept full at 2 s per request (figures/scale/scale.json, concurrency.png); their
+# plan (calls, tokens, hours and dollars at an example throughput and price: figures/scale/plan-paper.jsonl); then
 # the routing curves, four stand-in replicas behind vllm-router (at 1 s a request by every routing compared, at 2 s
 # the chosen one beside round robin; figures/scale/routed-*.json, routing-curve*.png, quoted in docs/serving.md)
 scale: env $(ROUTER_STAMP)
 	$(BIN)/sumjudge scale --out figures/scale
+	$(BIN)/sumjudge plan --profile paper --tokens-per-s 2500 --prefill-tokens-per-s 25000 --price-in 0.6 \
+		--price-out 0.8 > figures/scale/plan-paper.jsonl
 	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m sumjudge.perf.scale --routing figures/scale --docs docs/serving.md
 	SUMJUDGE_ROUTER=$(ROUTER) $(BIN)/python -m sumjudge.perf.scale --routing figures/scale --docs docs/serving.md \
 		--latency 2 --policies sticky_least_loaded,round_robin

@@ -235,6 +235,27 @@ def with_total(rows: list[dict], label: str = "total") -> list[dict]:
     return rows + [total]
 
 
+PLAN_TABLE = (  # docs/benchmark.md's plan table (``plan_table``): (column, field, format)
+    ("run", "run", "{}"), ("examples", "examples", "{:,}"), ("calls", "calls", "{:,}"),
+    ("at most, with retries", "calls_with_retries_at_most", "{:,}"), ("prompt tokens", "prompt_tokens", "{:,}"),
+    ("completion tokens at most", "completion_tokens_at_most", "{:,}"), ("hours", "hours", "{}"),
+    ("dollars", "dollars", "{:,.2f}"))
+RUN_NAMES = {"madisse": "MADISSE", "mesa": "MESA"}  # a run as the docs name it
+
+
+def plan_table(rows: list[dict]) -> str:
+    """A markdown table of ``sumjudge plan``'s rows (its JSON lines), the total's examples left blank (runs of
+    different datasets do not add up)."""
+    lines = ["| " + " | ".join(c for c, _, _ in PLAN_TABLE) + " |", "|---" * len(PLAN_TABLE) + "|"]
+    for r in rows:
+        total = r["run"] == "total"
+        cells = [("" if total and field == "examples" else
+                  RUN_NAMES.get(r[field], r[field]) if field == "run" else fmt.format(r[field]))
+                 for _, field, fmt in PLAN_TABLE]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def plan(runs: list[str], *, profile: str = "paper", tokenizer: str | None = None, model: str | None = None,
          context_length: int = 131072, limit: int | None = None, rates: Rates = Rates()) -> list[dict]:
     """One ``PlannedRun`` per run of ``scale.paper_runs()`` named in ``runs`` (as dicts), and a total row."""
