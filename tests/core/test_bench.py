@@ -420,3 +420,33 @@ def test_the_bench_command_with_attention_prints_the_attention_bench(capsys):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["what"] == "one layer's decode-step attention, each variant alone"
     assert out["engine_us"] > 0 and "flex_us" not in out
+
+
+def test_the_docs_quote_the_committed_server_run():
+    """docs/benchmark.md's run against a server is ``bench.openai_table`` of the committed ``make bench-vllm`` JSON
+    (figures/cpu), with its workload and machine as the file records them."""
+    import json
+    import re
+    from pathlib import Path
+
+    from sumjudge.perf.machine import described
+
+    root = Path(__file__).resolve().parents[2]
+    docs = (root / "docs" / "benchmark.md").read_text()
+    names = set(re.findall(r"figures/cpu/(openai-[\w.-]+\.json)", docs))
+    assert len(names) == 1
+    name = names.pop()
+    r = json.loads((root / "figures" / "cpu" / name).read_text())
+    label, commit = name.removesuffix(".json"), name.removesuffix(".json").rsplit("-", 1)[1]
+    assert bench.openai_table([(label, r)]) in docs
+    assert "root" not in r["server_model"] and "server" not in r  # no path or port of the machine it ran on
+    assert f"at {commit} on {described(r['machine'])}, {r['machine']['date']}" in " ".join(docs.split())
+
+
+def test_the_openai_table_shows_both_passes():
+    table = bench.openai_table([("a", {"server_model": {"id": "m"}, "requests": 16, "mean_prompt_tokens": 900,
+                                       "max_new_tokens": 32, "sequential_s": 3.2, "engine_s": 0.9, "speedup": 3.56,
+                                       "prefix_cache_hit_rate_sequential": 0.66,
+                                       "prefix_cache_hit_rate_engine": 0.5})])
+    assert "| served model | m |" in table and "| engine over one at a time | 3.56x |" in table
+    assert "| server's prefix-cache hits: one at a time / engine | 66% / 50% |" in table
