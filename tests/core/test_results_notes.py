@@ -222,7 +222,8 @@ def test_settings_alike_in_every_row_are_named_with_the_reason_the_table_states(
                      for m, v, ci in (("r", f"0.2100447289472331{4 + i}", "[-0.4, 0.554]"),  # alike as shown
                                       ("rho", "0.2391163213276835", "[-0.37, 0.611]"))))
     assert table_notes("fig2", r, cols) == [
-        "`fig2`: 3 settings show the same numbers in every row (e.g. iterations: n = 1 and iterations: n = 2, 2 rows "
+        "`fig2`: 3 settings show the same `reproduced` and `95% CI` in every row (e.g. iterations: n = 1 and "
+        "iterations: n = 2, 2 rows "
         "each): the table cannot tell them apart; the Critic never objected (no_issue_share 1 in every row that "
         "states it), so every debate stopped at the Scorer's first score"]
     r, cols = rows(*({"evaluator": e, "dataset": d, "metric": "BAcc %", "paper": p, "reproduced": v, "95% CI": ci,
@@ -234,7 +235,8 @@ def test_settings_alike_in_every_row_are_named_with_the_reason_the_table_states(
                                       ("diasumfact", "64.6" if "FACTAX" in e else "50", "[47.9, 81.2]"
                                        if "FACTAX" in e else "[50, 50]"))))
     assert one(table_notes("t2", r, cols), "`t2`: FACTAX") == (
-        "`t2`: FACTAX and FACTAX-WD show the same numbers in every row (2 rows each): the table cannot tell them apart")
+        "`t2`: FACTAX and FACTAX-WD show the same `reproduced` and `95% CI` in every row (2 rows each): the table "
+        "cannot tell them apart")
 
 
 def test_a_paper_number_from_another_dataset_is_named():

@@ -403,7 +403,7 @@ def test_the_index_banner_and_its_last_run_files_say_what_they_cover(tmp_path):
     text = write_index(out, "smoke").read_text()
     assert "> **Models:** `m` (parameters unknown; float32)" in text and "MESA: gpt-4o" in text
     assert "**n:** 5 to 30 (the `n` column of 4 of the 6 tables on the 2 pages)" in text
-    assert "The model is not the paper's on every page that called a model" in text
+    assert "On every page that called a model, the model is not that page's paper's" in text
     assert "Every page's tables leave out the `difference` column" in text
     assert "## Parse rates" not in text and "shared engine" not in text and "| cot | 0.9 |" not in text
     assert "parse_rates_smoke.md" not in text and "time_profile_smoke.md" not in text
@@ -449,11 +449,12 @@ def test_the_banner_names_each_setting_the_profile_changed_from_the_paper_settin
     assert ten["rounds"] == (1, 3) and ten["sessions"] == (1, 3) and ten["adjudicators"] == (1, 3)
     assert "profile" not in ten and "seed" not in ten  # plumbing, not a setting
     words = " ".join(setting_words("10_madisse_main", "smoke"))
-    assert "`n` 12 (all)" in words and "`rounds` 1 (3)" in words and "`evaluators` [zero-shot, cot, madisse] (all)" in words
+    assert "`n` 12 instead of all" in words and "`rounds` 1 instead of 3" in words
+    assert "`evaluators` [zero-shot, cot, madisse] instead of all" in words
     zero = {k: v for k, v, _ in setting_changes("00_quickstart", "smoke")}
     assert zero["n"] == 20 and zero["context_length"] == 1024
     arena = " ".join(setting_words("50_judge_arena", "smoke"))
-    assert "`n` 20 (200)" in arena and "`methods` 8 of the 16" in arena  # the paper profile's own arena
+    assert "`n` 20 instead of 200" in arena and "`methods` 8 of its 16" in arena  # the paper profile's own arena
     fine_tune = {k: (v, p) for k, v, p in setting_changes("43_factax_supervised", "smoke")}
     assert fine_tune["sft_config"] == ("lora", "paper") and fine_tune["max_steps"] == (2, -1)
     assert setting_words("10_madisse_main", "paper") == []

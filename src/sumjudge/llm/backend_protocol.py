@@ -30,7 +30,8 @@ class Capabilities:
     and ``score`` report each result through ``on_results`` as soon as it is done. ``async_tokenizer``: the
     backend counts on the event loop (``acount_tokens`` / ``aprompt_tokens``, coroutines), so a remote tokenizer
     needs no worker thread. ``routes_by_session``: ``generate`` and ``score`` take ``sessions`` (each request's
-    example), which a router in front of replicas uses to keep an example's calls on one replica."""
+    example), which a router in front of replicas uses to keep an example's calls on one replica. ``replayed``:
+    the answers are read from a recording, not computed (the time a call takes measures the replay)."""
 
     option_scoring: OptionScoring = "none"
     tokenizer: Tokenizer = "none"
@@ -40,6 +41,7 @@ class Capabilities:
     streams_results: bool = False
     async_tokenizer: bool = False
     routes_by_session: bool = False
+    replayed: bool = False
 
 
 # a source's (a shared engine's client's) share of a local decoder's work, in ``decode_stats`` as ``own_<name>``

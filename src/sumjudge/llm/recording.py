@@ -342,7 +342,7 @@ class ReplayBackend:
         # one batch at a time and every result at once: the order answers are handed out in is the request order
         return Capabilities(option_scoring=self._caps.option_scoring, tokenizer="local" if self._caps.tokenizer
                             != "none" else "none", server_metrics=False, context_length=self._caps.context_length,
-                            max_inflight=1, streams_results=False, async_tokenizer=False)
+                            max_inflight=1, streams_results=False, async_tokenizer=False, replayed=True)
 
     def _answer(self, kind: str, req) -> dict[str, Any] | Exception:
         key = cache_key(kind, self.info, req.key_fields())

@@ -240,7 +240,6 @@ PLAN_TABLE = (  # docs/benchmark.md's plan table (``plan_table``): (column, fiel
     ("at most, with retries", "calls_with_retries_at_most", "{:,}"), ("prompt tokens", "prompt_tokens", "{:,}"),
     ("completion tokens at most", "completion_tokens_at_most", "{:,}"), ("hours", "hours", "{}"),
     ("dollars", "dollars", "{:,.2f}"))
-RUN_NAMES = {"madisse": "MADISSE", "mesa": "MESA"}  # a run as the docs name it
 
 
 def plan_table(rows: list[dict]) -> str:
@@ -250,7 +249,7 @@ def plan_table(rows: list[dict]) -> str:
     for r in rows:
         total = r["run"] == "total"
         cells = [("" if total and field == "examples" else
-                  RUN_NAMES.get(r[field], r[field]) if field == "run" else fmt.format(r[field]))
+                  fmt.format(r[field]))
                  for _, field, fmt in PLAN_TABLE]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

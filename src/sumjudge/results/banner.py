@@ -210,9 +210,9 @@ def _setting(name: str, v: Any) -> str:
 def _change(name: str, mine: Any, theirs: Any) -> str:
     """``name`` here (the paper setting's in brackets); a long list as how many of the paper setting's it keeps."""
     if isinstance(mine, list) and isinstance(theirs, list) and len(theirs) > LIST_AT_MOST and set(mine) <= set(theirs):
-        return f"`{name}` {len(mine)} of the {len(theirs)}"
+        return f"`{name}` {len(mine)} of its {len(theirs)}"
     paper = "all" if theirs is None and isinstance(mine, list) else _setting(name, theirs)  # None: the whole list
-    return f"`{name}` {_setting(name, mine)} ({paper})"
+    return f"`{name}` {_setting(name, mine)} instead of {paper}"
 
 
 def setting_changes(notebook: str, profile: str) -> list[tuple[str, Any, Any]]:
@@ -245,8 +245,8 @@ def setting_words(notebook: str, profile: str) -> list[str]:
     if not changes:
         return []
     said = ", ".join(_change(k, v, p) for k, v, p in changes)
-    return [f"> **Setting:** the `{profile}` profile changes these settings of the paper setting (in brackets: the "
-            f"`{PAPER_PROFILE}` profile's value, else the notebook's own default): {said}. A paper's number "
+    return [f"> **Setting:** the `{profile}` profile runs this notebook with {said} (the paper setting's value: the "
+            f"`{PAPER_PROFILE}` profile's, else the notebook's own default). A paper's number "
             "beside ours was measured in the paper's setting, and two pages that run one judge with other settings "
             "show two numbers for it.", ">"]
 
@@ -310,7 +310,7 @@ def index_banner(profile: str, out: Path, records: list[dict[str, Any]]) -> list
     lines = [f"> **Models:** {model_words(engines)}, beside **the papers' models** ({theirs}). **n:** {n}.", ">"]
     if others:
         which = "every page that called a model" if others == called else f"{others} of the {called} pages"
-        lines += [f"> The model is not the paper's on {which}: such a page {NOT_EVIDENCE}.", ">"]
+        lines += [f"> On {which}, the model is not that page's paper's: such a page {NOT_EVIDENCE}.", ">"]
     subject = ("The tables of a page whose model is not its paper's" if profile == PAPER_PROFILE and others < called
                else "Every page's tables")
     return lines + [f"> {difference_words(profile, not others, subject)}", ""]

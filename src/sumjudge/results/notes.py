@@ -322,11 +322,12 @@ def identical_settings(t: Table) -> list[str]:
     m = len(groups[same[0][0]])
     each = f"{m} row{'s' if m > 1 else ''} each"
     pair = f"{names[0]} and {names[1]}"
+    what = " and ".join(f"`{c}`" for c in cells)  # the result cells compared: other columns may differ
     if len(same) == 1 and len(names) == 2:
-        head = f"{pair} show the same numbers in every row ({each})"
+        head = f"{pair} show the same {what} in every row ({each})"
     else:
         count = f"{len(same)} sets of settings" if len(same) > 1 else f"{len(names)} settings"
-        head = f"{count} show the same numbers in every row (e.g. {pair}, {each})"
+        head = f"{count} show the same {what} in every row (e.g. {pair}, {each})"
     rows = [r for keys in same for k in keys for r in groups[k]]
     return [f"`{t.name}`: {head}: the table cannot tell them apart{_never_objected(rows)}"]
 

@@ -421,7 +421,7 @@ def engine_stats(llm: Calls) -> dict[str, Any]:
     """The engine's counters for this run only (its own context: an engine may be shared by several runs), and
     whether its answers were replayed from a recording (``replayed``: then its wall time measures the replay)."""
     return {"backend": llm.info.name, "model": llm.info.model, "revision": llm.info.revision,
-            "replayed": getattr(llm.engine.backend, "name", None) == "replay", **llm.context.usage.as_dict()}
+            "replayed": llm.capabilities.replayed, **llm.context.usage.as_dict()}
 
 
 def clean_nan(o):
