@@ -313,22 +313,27 @@ def test_the_cpu_table_shows_what_a_cpu_run_measured():
     assert "| fp32 check (the tiny model in fp32, its own requests): answers identical | 8 of 8 | - |" in table
 
 
-def test_the_docs_quote_the_committed_chain_beside_a_flood():
-    """docs/benchmark.md's "Continuous batching" table is ``bench.turns_table`` of the committed ``bench --turns``
-    run (figures/cpu), with its workload and machine as the file records them."""
+def quoted_run(kind: str) -> tuple[str, str, dict, str]:
+    """(docs/benchmark.md, the one figures/cpu file of ``kind`` it names, that file's JSON, the commit in its name)."""
     import json
     import re
     from pathlib import Path
 
-    from sumjudge.perf.machine import described
-
     root = Path(__file__).resolve().parents[2]
     docs = (root / "docs" / "benchmark.md").read_text()
-    names = set(re.findall(r"figures/cpu/(turns-[\w.-]+\.json)", docs))
-    assert len(names) == 1
+    names = set(re.findall(rf"figures/cpu/({kind}-[\w.-]+\.json)", docs))
+    assert len(names) == 1, names
     name = names.pop()
-    r = json.loads((root / "figures" / "cpu" / name).read_text())
-    commit = name.rsplit("-", 1)[1].removesuffix(".json")
+    return docs, name, json.loads((root / "figures" / "cpu" / name).read_text()), \
+        name.removesuffix(".json").rsplit("-", 1)[1]
+
+
+def test_the_docs_quote_the_committed_chain_beside_a_flood():
+    """docs/benchmark.md's "Continuous batching" table is ``bench.turns_table`` of the committed ``bench --turns``
+    run (figures/cpu), with its workload and machine as the file records them."""
+    from sumjudge.perf.machine import described
+
+    docs, name, r, commit = quoted_run("turns")
     assert bench.turns_table(r) in docs
     words = " ".join(docs.split())  # the prose as read, whatever its line breaks
     assert f"queues {r['flood_requests']} requests, another then asks {r['chain_turns']} turns" in words
@@ -425,20 +430,10 @@ def test_the_bench_command_with_attention_prints_the_attention_bench(capsys):
 def test_the_docs_quote_the_committed_server_run():
     """docs/benchmark.md's run against a server is ``bench.openai_table`` of the committed ``make bench-vllm`` JSON
     (figures/cpu), with its workload and machine as the file records them."""
-    import json
-    import re
-    from pathlib import Path
-
     from sumjudge.perf.machine import described
 
-    root = Path(__file__).resolve().parents[2]
-    docs = (root / "docs" / "benchmark.md").read_text()
-    names = set(re.findall(r"figures/cpu/(openai-[\w.-]+\.json)", docs))
-    assert len(names) == 1
-    name = names.pop()
-    r = json.loads((root / "figures" / "cpu" / name).read_text())
-    label, commit = name.removesuffix(".json"), name.removesuffix(".json").rsplit("-", 1)[1]
-    assert bench.openai_table([(label, r)]) in docs
+    docs, name, r, commit = quoted_run("openai")
+    assert bench.openai_table([(name.removesuffix(".json"), r)]) in docs
     assert "root" not in r["server_model"] and "server" not in r  # no path or port of the machine it ran on
     assert f"at {commit} on {described(r['machine'])}, {r['machine']['date']}" in " ".join(docs.split())
 
