@@ -457,6 +457,7 @@ def test_the_banner_names_each_setting_the_profile_changed_from_the_paper_settin
     assert "`n` 20 instead of 200" in arena and "`methods` 8 of its 16" in arena  # the paper profile's own arena
     fine_tune = {k: (v, p) for k, v, p in setting_changes("43_factax_supervised", "smoke")}
     assert fine_tune["sft_config"] == ("lora", "paper") and fine_tune["max_steps"] == (2, -1)
+    assert "`max_steps` 2 instead of the configured epochs" in " ".join(setting_words("43_factax_supervised", "smoke"))
     assert setting_words("10_madisse_main", "paper") == []
     assert setting_words("02_lab_llm_judges", "smoke") == []  # it replays notebook 50's recording
 

@@ -198,8 +198,13 @@ REPLAYS_ANOTHER = "replay_profile"  # a parameter of a notebook that replays ano
 LIST_AT_MOST = 6  # a longer list of the paper setting's (judges, datasets) is said as how many of them are kept
 
 
+MEANS = {("max_steps", -1): "the configured epochs"}  # a value that stands for something, as the banner says it
+
+
 def _setting(name: str, v: Any) -> str:
     """A setting's value as the banner says it: None as what it means (a count of examples: all of them)."""
+    if isinstance(v, (int, str)) and (name, v) in MEANS:
+        return MEANS[(name, v)]
     if v is None or v == "":
         return SETTING_FIELDS.get(name) or ("all" if re.search(r"(^|_)n$", name) else "unset")
     if isinstance(v, (list, tuple)):

@@ -111,6 +111,7 @@ def test_without_ftsota_the_stand_ins_fill_their_domains(tmp_path):
     assert rows["[CNN/DM]"]["reproduced"] == pytest.approx(100 * 5 / 6)
     assert rows["[XSum]"]["reproduced"] == pytest.approx(50.0)
     assert rows["[MACRO]"]["reproduced"] == pytest.approx((100 * 5 / 6 + 50) / 2)
+    assert rows["[MACRO]"]["note"].startswith("MACRO over the 2 domains present here (CNN/DM, XSum); the paper's")
 
 
 def test_a_users_file_with_domain_enters_the_domain_and_macro_hand_worked(tmp_path):

@@ -433,6 +433,8 @@ def test_ambiguity_metrics_treat_ambiguous_as_positive():
     m = ambiguity_metrics(exs, js)
     assert m["fnr"] == pytest.approx(1 / 2) and m["fpr"] == pytest.approx(1 / 3)
     assert m["bacc"] == pytest.approx(1 - (1 / 2 + 1 / 3) / 2)
+    # the label counts the tables show are in the detectors' own labels: 1 = ambiguous
+    assert m["said"] == {"1": 2, "0": 3} and m["gold"] == {"1": 2, "0": 3}
 
 
 def test_the_random_detector_s_interval_is_a_coin_s_not_one_draw_s():

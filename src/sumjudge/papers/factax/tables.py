@@ -351,10 +351,18 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                          "paper": paper_value("factax", table, row, DOMAIN_COLUMN.get(dom, "")),
                          **_mean_spread([d.get(dom) for d in doms_per_run]), "ci": scaled_ci(intervals.get(dom)),
                          "n": sizes.get(dom), "n_examples": judged.get(dom), "domain": dom, "model": model_of,
-                         "note": ("MACRO over the domains present here (Reports, Stories enter as Pearson x100, as in the paper)"
+                         "note": (macro_note([d for d in doms_per_run[0] if d != "MACRO"])
                                   if dom == "MACRO" else "Pearson of the domain's dataset" if dom in SCORED_DOMAINS
                                   else "pooled over the domain's datasets")})
     return rows
+
+
+def macro_note(domains: list[str]) -> str:
+    """What a MACRO row averages: the domains present here, where the paper's MACRO averages every domain of its
+    table (Reports and Stories as Pearson x100)."""
+    return (f"MACRO over the {len(domains)} domain{'s' if len(domains) != 1 else ''} present here "
+            f"({', '.join(domains)}); the paper's averages every domain of its table, so the two compare only where "
+            "the same domains are present")
 
 
 def threshold_note(run_dir: str | Path) -> str | None:

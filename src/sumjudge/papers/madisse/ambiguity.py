@@ -133,11 +133,17 @@ for _name, _cfg, _fn, _desc in (
 
 def ambiguity_metrics(examples, judgements: list[Judgement]) -> dict[str, Any]:
     """Ambiguity detection against the human ambiguity labels. binary_report's positive class is label 0,
-    so both sides are flipped: "positive" = ambiguous, FNR = missed ambiguous sentences."""
+    so both sides are flipped: "positive" = ambiguous, FNR = missed ambiguous sentences. The label counts (``said``,
+    ``gold``) are given back in the detectors' own labels, 1 = ambiguous, as the tables show them."""
     flip = (lambda v: None if v is None else 1 - v)
     flipped = [Judgement(example_id=j.example_id, label=flip(j.label), label_source=j.label_source,
                          scores={k: flip(v) for k, v in j.scores.items()}) for j in judgements]
-    return binary_metrics([flip(int(ex.ambiguity.ambiguous)) for ex in examples], flipped)
+    out = binary_metrics([flip(int(ex.ambiguity.ambiguous)) for ex in examples], flipped)
+    for m in (out, *out.get("variants", {}).values()):
+        for key in ("said", "gold"):
+            if m.get(key) is not None:
+                m[key] = {"1": m[key].get("0", 0), "0": m[key].get("1", 0)}
+    return out
 
 
 def needs_ambiguity_labels(method: str, dataset: str, examples: list) -> None:
