@@ -244,6 +244,14 @@ def keep_recorded_seconds(before: str, page: Path) -> None:
     page.write_text("\n".join(lines), encoding="utf-8")
 
 
+def render_keeping_seconds(nb: Path, src: Path, page: Path, record: dict[str, Any], at: str) -> dict[str, Any]:
+    """``render_notebook_page``, then the page's recorded seconds kept (``keep_recorded_seconds``); the new record."""
+    before = (page / f"{nb.stem}.md").read_text(encoding="utf-8")
+    record = render_notebook_page(nb, src, page, record, at)
+    keep_recorded_seconds(before, page / f"{nb.stem}.md")
+    return record
+
+
 def notebook_differences(nb: Path, page: Path, regenerated: Path, record: dict[str, Any]) -> list[str]:
     """What differs between a notebook's committed page and its regenerated tables and figures."""
 
@@ -391,9 +399,7 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
             verdict = "not recorded (marked on its page)"
         elif not diffs and render and status.get(nb.stem) == "ok" and seconds_left_out(
                 (page / f"{nb.stem}.md").read_text(encoding="utf-8"), page_body(nb, regenerated / nb.stem, None)):
-            before = (page / f"{nb.stem}.md").read_text(encoding="utf-8")
-            rec = prov["notebooks"][nb.stem] = render_notebook_page(nb, regenerated / nb.stem, page, rec, at)
-            keep_recorded_seconds(before, page / f"{nb.stem}.md")
+            rec = prov["notebooks"][nb.stem] = render_keeping_seconds(nb, regenerated / nb.stem, page, rec, at)
             changed = True
             verdict = "rendered from its answers: it showed seconds that measured nothing"
         elif not diffs:
@@ -403,9 +409,7 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
                 if mark:
                     rec["check"], changed = {"state": "recorded"}, True
         elif render and status.get(nb.stem) == "ok":
-            before = (page / f"{nb.stem}.md").read_text(encoding="utf-8")
-            rec = prov["notebooks"][nb.stem] = render_notebook_page(nb, regenerated / nb.stem, page, rec, at)
-            keep_recorded_seconds(before, page / f"{nb.stem}.md")
+            rec = prov["notebooks"][nb.stem] = render_keeping_seconds(nb, regenerated / nb.stem, page, rec, at)
             changed = True
             verdict = "rendered from its answers: " + "; ".join(diffs)
         elif state == "stale" and rec["check"].get("differences") == diffs:
