@@ -272,7 +272,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             *markdown_rows([{**r, "bacc": _pct(r["bacc"]), "interval": _interval(r)} for r in mine],
                        ["dataset", "judge", "model", "n", "bacc", "interval", SAID_COLUMN, "roc_auc", "threshold",
                         "unreadable_share", "calls_per_example"]), "",
-            *[line for r in mine if chance_words(r) for line in (chance_words(r), "")],
+            *[line for r in mine if (said := chance_words(r)) for line in (said, "")],
             "## Exercise 7 · Is it different?", ""]
     if paired:
         out += [*is_it_different(paired), "",

@@ -213,7 +213,7 @@ def _setting(name: str, v: Any) -> str:
 
 
 def _change(name: str, mine: Any, theirs: Any) -> str:
-    """``name`` here (the paper setting's in brackets); a long list as how many of the paper setting's it keeps."""
+    """``name`` here "instead of" the paper setting's; a long list as how many of the paper setting's it keeps."""
     if isinstance(mine, list) and isinstance(theirs, list) and len(theirs) > LIST_AT_MOST and set(mine) <= set(theirs):
         return f"`{name}` {len(mine)} of its {len(theirs)}"
     paper = "all" if theirs is None and isinstance(mine, list) else _setting(name, theirs)  # None: the whole list

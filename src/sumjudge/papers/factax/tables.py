@@ -365,13 +365,18 @@ def macro_note(domains: list[str]) -> str:
             "the same domains are present")
 
 
+def run_config(run_dir: str | Path) -> dict[str, Any]:
+    """A run folder's ``config.json`` ({} where it has none)."""
+    p = Path(run_dir) / "config.json"
+    return json.loads(p.read_text()) if p.is_file() else {}
+
+
 def threshold_note(run_dir: str | Path) -> str | None:
     """How a run that thresholds a score turned it into labels, read from the run's ``config.json`` (its method's
     ``threshold`` setting): a fixed threshold, where the judge arena chooses one for a scoring judge on held-out
     examples (so the two label the same answers differently); None for a run without a threshold."""
 
-    p = Path(run_dir) / "config.json"
-    cfg = json.loads(p.read_text()) if p.is_file() else {}
+    cfg = run_config(run_dir)
     threshold = (cfg.get("method_config") or {}).get("threshold")
     if threshold is None:
         return None
@@ -484,8 +489,7 @@ def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]
     rows = []
     for label, run in runs.items():
         res = read_results(run)
-        cfg_path = Path(run) / "config.json"
-        dataset = (json.loads(cfg_path.read_text()).get("run") or {}).get("dataset") if cfg_path.is_file() else None
+        dataset = (run_config(run).get("run") or {}).get("dataset")
         lengths = [len(r["example"]["summary"].split()) for r in res]
         gold, pred = [r["example"]["label"] for r in res], [r["judgement"]["label"] for r in res]
         said, golds = (bucket_counts(lengths, labels, pred, edges) for labels in (pred, gold))
