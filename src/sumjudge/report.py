@@ -67,12 +67,54 @@ def out_dir(notebook: str) -> Path:
 TABLE_DIGITS = 3  # the significant digits a table shows (the page check and the notes compare at this precision)
 
 
+def shown_number(v: float) -> str:
+    """A float as a table shows it: ``TABLE_DIGITS`` significant digits (``.3g``), except that a number with more
+    digits before the point than that is shown whole (1005, 9066 and 116000, never 1.01e+03: a count of 1,005 test
+    examples read as 1.01e+03 is a count lost); NaN as ``nan``. The float is first rounded to 12 digits, so that a
+    value on a rounding edge (31.25 computed as 31.249999999999996) is shown one way on every CPU kind."""
+    if v != v or v in (float("inf"), float("-inf")):
+        return str(v)
+    v = float(format(v, ".12g"))
+    text = format(v, f".{TABLE_DIGITS}g")
+    return f"{v:.0f}" if "e+" in text else text
+
+
+def _is_float(v: Any) -> bool:
+    import numpy as np
+
+    return isinstance(v, (float, np.floating))
+
+
+def _is_number(v: Any) -> bool:
+    import numpy as np
+
+    return v is None or (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)))
+
+
+def markdown_table(df) -> str:
+    """A DataFrame as a Markdown table, every float as ``shown_number`` gives it (integers and text as they are): a
+    column of numbers aligned right, as tabulate aligns one."""
+    import pandas as pd
+
+    shown = df.astype(object)
+    formatted, align = [], []
+    for i, c in enumerate(df.columns):
+        cells = list(df[c])
+        numbers = all(_is_number(v) for v in cells)
+        if any(_is_float(v) for v in cells):  # NaN: "nan" among numbers, an empty cell among words (as tabulate)
+            shown[c] = pd.Series([(shown_number(float(v)) if numbers or v == v else None) if _is_float(v) else v
+                                  for v in cells], index=df.index, dtype=object)
+            formatted.append(i)
+        align.append("right" if i in formatted and numbers else "global")
+    return shown.to_markdown(index=False, disable_numparse=formatted or False, colalign=align)
+
+
 def save_table(df, notebook: str, name: str) -> Path:
-    """Write ``figures/<notebook>/<name>.csv`` and ``.md`` (numbers to ``TABLE_DIGITS`` significant digits); returns
-    the csv path."""
+    """Write ``figures/<notebook>/<name>.csv`` and ``.md`` (numbers as ``shown_number`` shows them); returns the csv
+    path."""
     d = out_dir(notebook)
     df.to_csv(d / f"{name}.csv", index=False)
-    (d / f"{name}.md").write_text(df.to_markdown(index=False, floatfmt=f".{TABLE_DIGITS}g") + "\n")
+    (d / f"{name}.md").write_text(markdown_table(df) + "\n")
     return d / f"{name}.csv"
 
 

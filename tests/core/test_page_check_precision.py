@@ -67,8 +67,10 @@ def test_a_replay_whose_floats_differ_in_their_last_bits_verifies_the_page(recor
     monkeypatch.setenv("SUMJUDGE_FIGURES", str(tmp_path / f"replayed{ulps}"))
     save(nb.stem, VALUES, ulps)
     replayed = tmp_path / f"replayed{ulps}" / nb.stem
-    if ulps > 0:  # the boundary value does show another digit: the check must still read it as the same
-        assert " 0.124 " in (replayed / "figure2_settings.md").read_text()
+    # a table rounds a float to 12 digits before it shows 3 (report.shown_number), so the boundary value, which ".3g"
+    # alone shows as 0.124 once nudged up, shows as it was recorded
+    assert format(nudge(0.1235, abs(ulps)), ".3g") == "0.124"
+    assert " 0.123 " in (replayed / "figure2_settings.md").read_text()
     assert notebook_differences(nb, page, replayed, record) == []
 
 
@@ -122,3 +124,19 @@ def test_the_kernels_held_follow_the_cpus_flags(monkeypatch):
         assert check.lower_kernels() == held
     monkeypatch.setattr(machine, "cpu_flags", lambda: ["fpu", "avx2", "amx_bf16", "avx512_bf16"])
     assert machine.cpu_features() == ["avx2", "avx512_bf16", "amx_bf16"]
+
+
+def test_a_large_float_is_shown_whole_and_checked_at_its_units():
+    """A table shows a float of more digits than its 3 significant ones whole (a count of 1,005 test examples in a
+    column of ratios reads 1005, not 1.01e+03); the check reads such a cell at its units where the replay's float is
+    known, and a count exactly."""
+    df = pd.DataFrame({"metric": ["train", "t_ratio", "test", "none"], "paper": [16400.0, 37.7, 1030.0, float("nan")],
+                       "reproduced": [690, 49.25, 1005.0, 0.12345], "note": ["a", 1370.45, None, 999.7]})
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in report.markdown_table(df).splitlines()[2:]]
+    assert rows == [["train", "16400", "690", "a"], ["t_ratio", "37.7", "49.2", "1370"], ["test", "1030", "1005", ""],
+                    ["none", "nan", "0.123", "1000"]]
+    assert report.markdown_table(df).splitlines()[1] == "|:---------|--------:|-------------:|:-------|"
+    assert [report.shown_number(v) for v in (999.6, 116000.0, -2500.2, 1.2345e-05)] == ["1000", "116000", "-2500", "1.23e-05"]
+    assert same_as_shown("1372", "1371", raw="1371.4999999999998")  # a float at a rounding edge, shown whole
+    assert not same_as_shown("1370", "1371", raw="1371.2") and not same_as_shown("1014", "1015", raw="1015")
+    assert not same_as_shown("1372", "1371")  # no float known: whole numbers are compared exactly

@@ -170,6 +170,21 @@ def test_a_render_keeps_the_recorded_seconds_and_drops_those_that_measured_nothi
     assert "| mine | 0.6 | 6.12 |" in text and "| 6 | 122 |" in text  # the recording's seconds kept
 
 
+def test_a_render_rewrites_a_page_whose_tables_show_values_in_another_form():
+    """A page the check verifies is rewritten by --render where its tables show a value in another form than they
+    are written now (scientific notation for a number now written out, nan in a text cell now left empty), never for
+    a number that another CPU computes one unit apart in its last digit."""
+    def page(*rows: str) -> list[str]:
+        return ["## grid", "", "| setting | tokens | note |", "|---|---|---|", *rows]
+    fresh = page("| a | 10350 |  |", "| b | 0.123 | x |")
+    assert results_check.rendered_why("\n".join(page("| a | 1.04e+04 |  |", "| b | 0.123 | x |")), fresh) == (
+        "its tables showed values in another form than they are written now")
+    assert results_check.shown_otherwise("\n".join(page("| a | 10350 | nan |", "| b | 0.123 | x |")), fresh)
+    assert results_check.shown_otherwise("\n".join(page("| a | 1.035e+04 |  |", "| b | 0.123 | x |")), fresh)
+    assert not results_check.shown_otherwise("\n".join(page("| a | 10350 |  |", "| b | 0.124 | x |")), fresh)
+    assert results_check.rendered_why("\n".join(fresh), fresh) is None
+
+
 def test_weights_are_named_by_their_sha256(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     (tmp_path / "config.json").write_text("{}")

@@ -76,6 +76,7 @@ def table_rows(md: str) -> tuple[list[str], list[list[str]]]:
 
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+WHOLE = re.compile(r"[-+]?\d+")  # a count as a CSV writes it (a float's CSV text has a point or an exponent)
 
 
 FLOAT_NOISE = 1e-12  # apart by less than this, two values are one value summed in another order (near zero)
@@ -101,7 +102,8 @@ def same_as_shown(page: str, fresh: str, raw: str | None = None) -> bool:
     kind sums floats in another order, so a value at a rounding boundary (0.12350000000000001 against
     0.12349999999999999) can show one unit apart in its last digit. Where the replay's unrounded value ``raw`` is
     known, it must round to the page's number (within float noise); elsewhere the two shown numbers may differ by
-    one unit of the last digit, never more; whole numbers (counts) must be equal."""
+    one unit of the last digit, never more; whole numbers (counts) must be equal, unless the unrounded value is a float
+    that the page shows whole (``report.shown_number``)."""
     if page == fresh:
         return True
     na, nb = NUMBER.findall(page), NUMBER.findall(fresh)
@@ -114,6 +116,8 @@ def same_as_shown(page: str, fresh: str, raw: str | None = None) -> bool:
         if abs(float(x) - float(y)) <= FLOAT_NOISE:  # a zero that another CPU computes as 1e-17
             continue
         unit = rounding_unit(x, y)
+        if unit is None and exact is not None and not WHOLE.fullmatch(raw.strip()):
+            unit = 1.0  # a float shown whole (``report.shown_number``: 1370 of 1370.45), not a count
         if unit is None:
             return False
         if exact is not None:
@@ -215,6 +219,38 @@ def seconds_left_out(page_text: str, fresh_lines: list[str]) -> bool:
     return False
 
 
+EXPONENT = re.compile(r"\d[eE][-+]?\d")
+
+
+def _as_written(cell: str) -> str:
+    """A cell with each number as the float it stands for and ``nan`` as empty: two cells alike here show the same
+    values in another form (1.6e+03 and 1600)."""
+    return "" if cell == "nan" else NUMBER.sub(lambda m: repr(float(m.group())), cell)
+
+
+def _other_form(page: str, fresh: str) -> bool:
+    """Whether a page's cell shows its value in another form than the replay's cell: the same value written
+    otherwise (``_as_written``), or a number in scientific notation that the tables now write out (1.04e+04 where
+    they now show 10350, which the check passes as the same number at the page's precision)."""
+    return page != fresh and (_as_written(page) == _as_written(fresh)
+                              or bool(EXPONENT.search(page)) != bool(EXPONENT.search(fresh)))
+
+
+def shown_otherwise(page_text: str, fresh_lines: list[str]) -> bool:
+    """Whether a table on the page shows a value in another form than its replay writes it now (1.6e+03 where the
+    tables now show 1600, nan where they now leave a text cell empty): the same value, so the check passes; said only
+    to ``--render``, which then rewrites the page. A number the replay computes a bit apart (another CPU kind) is
+    no other form."""
+    page, fresh = parse_sections(page_text.splitlines()), parse_sections(fresh_lines)
+    for name, md in fresh.items():
+        h1, r1 = table_rows(page.get(name, ""))
+        h2, r2 = table_rows(md)
+        if h1 == h2 and len(r1) == len(r2) and any(
+                _other_form(a, b) for x, y in zip(r1, r2) for a, b in zip(x, y)):
+            return True
+    return False
+
+
 def keep_recorded_seconds(before: str, page: Path) -> None:
     """A rendered page's time cells as the recording measured them: a replay's seconds measure the replay, so where
     a row is the one the page showed before in every other cell, its time cells keep the page's values, unless the
@@ -242,6 +278,16 @@ def keep_recorded_seconds(before: str, page: Path) -> None:
         if kept != cells:
             lines[j] = "| " + " | ".join(kept) + " |"
     page.write_text("\n".join(lines), encoding="utf-8")
+
+
+def rendered_why(page_text: str, fresh_lines: list[str]) -> str | None:
+    """Why ``--render`` rewrites a page that its replay verifies, if it does: it shows seconds that measured nothing,
+    or values in another form than its tables now write them; None where it keeps the page."""
+    if seconds_left_out(page_text, fresh_lines):
+        return "it showed seconds that measured nothing"
+    if shown_otherwise(page_text, fresh_lines):
+        return "its tables showed values in another form than they are written now"
+    return None
 
 
 def render_keeping_seconds(nb: Path, src: Path, page: Path, record: dict[str, Any], at: str) -> dict[str, Any]:
@@ -397,11 +443,11 @@ def check(profile: str = "smoke", selection: str = "", jobs: int = 2, mark: bool
                 nb, page, regenerated / nb.stem, rec)
         if diffs is None:
             verdict = "not recorded (marked on its page)"
-        elif not diffs and render and status.get(nb.stem) == "ok" and seconds_left_out(
-                (page / f"{nb.stem}.md").read_text(encoding="utf-8"), page_body(nb, regenerated / nb.stem, None)):
+        elif not diffs and render and status.get(nb.stem) == "ok" and (why := rendered_why(
+                (page / f"{nb.stem}.md").read_text(encoding="utf-8"), page_body(nb, regenerated / nb.stem, None))):
             rec = prov["notebooks"][nb.stem] = render_keeping_seconds(nb, regenerated / nb.stem, page, rec, at)
             changed = True
-            verdict = "rendered from its answers: it showed seconds that measured nothing"
+            verdict = f"rendered from its answers: {why}"
         elif not diffs:
             verdict = "verified: the replay gives this page"
             if state == "stale":

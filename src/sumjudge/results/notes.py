@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from sumjudge.report import TABLE_DIGITS
+from sumjudge.report import shown_number
 from sumjudge.run.metrics import GOLD_COLUMN, SAID_COLUMN, one_label_said
 
 LABEL_COLUMNS = ("experiment", "evaluator", "judge", "detector", "method", "setting", "stances", "prompts", "subset",
@@ -48,11 +48,9 @@ _COUNTS = re.compile(r"^(\d+) × 1, (\d+) × 0$")
 
 
 def shown(v: str | float | None) -> str | None:
-    """A number as the page's tables show it (``report.save_table``: 3 significant digits, ``.3g``; an integer cell as
-    an integer), so that a note reads, and a rule compares, what the page shows, not the last bits of a float (which
-    differ from one CPU kind to another); None for an empty cell, text or NaN. The float is first rounded to 12
-    digits, so that a value on a rounding edge (31.25 computed as 31.249999999999996) is shown one way on every
-    CPU."""
+    """A number as the page's tables show it (``report.shown_number``: 3 significant digits, a larger number whole; an
+    integer cell as an integer), so that a note reads, and a rule compares, what the page shows, not the last bits of
+    a float (which differ from one CPU kind to another); None for an empty cell, text or NaN."""
     text = str(v).strip() if v is not None else ""
     if re.fullmatch(r"-?\d+", text):
         return str(int(text))
@@ -60,7 +58,7 @@ def shown(v: str | float | None) -> str | None:
         f = float(text)
     except ValueError:
         return None
-    return None if f != f else format(float(format(f, ".12g")), f".{TABLE_DIGITS}g")
+    return None if f != f else shown_number(f)
 
 
 def number(v: str | float | None) -> float | None:
