@@ -183,6 +183,7 @@ def test_a_render_rewrites_a_page_whose_tables_show_values_in_another_form():
     assert results_check.shown_otherwise("\n".join(page("| a | 1.035e+04 |  |", "| b | 0.123 | x |")), fresh)
     assert not results_check.shown_otherwise("\n".join(page("| a | 10350 |  |", "| b | 0.124 | x |")), fresh)
     assert results_check.rendered_why("\n".join(fresh), fresh) is None
+    assert results_check.same_as_shown("nan", "") and not results_check.same_as_shown("nan", "0")
 
 
 def test_weights_are_named_by_their_sha256(tmp_path):
