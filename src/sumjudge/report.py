@@ -10,6 +10,7 @@ from typing import Any, Iterable, Sequence
 from sumjudge.notebook import current_session
 from sumjudge.paths import figures_dir
 from sumjudge.profiles.paper_setting import paper_results, session_is_papers_setting
+from sumjudge.run.metrics import GOLD_COLUMN, SAID_COLUMN
 
 
 def paper_value(paper: str, table: str, row: str, column: str) -> Any:
@@ -109,12 +110,29 @@ def markdown_table(df) -> str:
     return shown.to_markdown(index=False, disable_numparse=formatted or False, colalign=align)
 
 
-def save_table(df, notebook: str, name: str) -> Path:
-    """Write ``figures/<notebook>/<name>.csv`` and ``.md`` (numbers as ``shown_number`` shows them); returns the csv
-    path."""
+FAITHFUL = "faithful (the summary is consistent with its document), 0 = unfaithful"  # the papers' convention
+
+
+def label_key(columns: Sequence[str], label_one: str = FAITHFUL) -> str | None:
+    """The line below a table that counts labels (``run_metrics.said_column``): what its counts count and what
+    label 1 stands for in them (``label_one``: what follows "1 = "), so that "11 × 1, 1 × 0" reads as a judge that
+    called 11 summaries faithful; None for a table without such a column."""
+    said, gold = SAID_COLUMN in columns, GOLD_COLUMN in columns
+    if not (said or gold):
+        return None
+    parts = ([f"`{SAID_COLUMN}` is how many readable examples the judge labelled 1 and how many 0"] if said else []) + (
+        [f"`{GOLD_COLUMN}`{', how many of them' if said else ' is how many of the examples'} the gold labels call 1 and 0"]
+        if gold else [])
+    return f"*Label counts:* {'; '.join(parts)}; 1 = {label_one}."
+
+
+def save_table(df, notebook: str, name: str, label_one: str = FAITHFUL) -> Path:
+    """Write ``figures/<notebook>/<name>.csv`` and ``.md`` (numbers as ``shown_number`` shows them; below a table
+    that counts labels, ``label_key``'s line, ``label_one`` saying what 1 stands for there); returns the csv path."""
     d = out_dir(notebook)
     df.to_csv(d / f"{name}.csv", index=False)
-    (d / f"{name}.md").write_text(markdown_table(df) + "\n")
+    key = label_key([str(c) for c in df.columns], label_one)
+    (d / f"{name}.md").write_text(markdown_table(df) + "\n" + (f"\n{key}\n" if key else ""))
     return d / f"{name}.csv"
 
 

@@ -186,6 +186,33 @@ def test_a_render_rewrites_a_page_whose_tables_show_values_in_another_form():
     assert results_check.same_as_shown("nan", "") and not results_check.same_as_shown("nan", "0")
 
 
+def test_a_table_that_counts_labels_says_what_label_1_stands_for(tmp_path, monkeypatch):
+    """Below a table with label counts, its file holds a key that says what the counts count and what 1 stands for
+    (the papers' 1 = faithful unless the notebook says otherwise); the page keeps it below the table and below the
+    appendix's paper-only rows; the check reads a changed key as a difference, and a table without counts gets none."""
+    import pandas as pd
+
+    from sumjudge import report
+    from sumjudge.results.page import split_paper_only
+
+    monkeypatch.setenv("SUMJUDGE_FIGURES", str(tmp_path))
+    df = pd.DataFrame({"experiment": ["Table 4", "Table 4 (paper only)"], "bacc": [50.0, 61.0],
+                       "labels said": ["20 × 1, 0 × 0", None], "gold labels": ["4 × 1, 16 × 0", None]})
+    md = report.save_table(df, "12_x", "table4").with_suffix(".md").read_text()
+    assert md.rstrip().endswith("`labels said` is how many readable examples the judge labelled 1 and how many 0; "
+                                "`gold labels`, how many of them the gold labels call 1 and 0; 1 = faithful (the "
+                                "summary is consistent with its document), 0 = unfaithful.")
+    ambiguous = report.save_table(df, "12_x", "t", label_one="ambiguous, 0 = not").with_suffix(".md").read_text()
+    assert ambiguous.rstrip().endswith("; 1 = ambiguous, 0 = not.")
+    table, only = split_paper_only(md)
+    assert table.splitlines()[-1] == only.splitlines()[-1] == md.rstrip().splitlines()[-1]
+    assert "(paper only)" not in table and "Table 4 (paper only)" in only
+    assert results_check.table_difference("t", md, md) is None
+    assert results_check.table_difference("t", md, ambiguous) == "`t`: the words below its table differ"
+    plain = report.save_table(df[["experiment", "bacc"]], "12_x", "plain").with_suffix(".md").read_text()
+    assert report.label_key(["experiment", "bacc"]) is None and "Label counts" not in plain
+
+
 def test_weights_are_named_by_their_sha256(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     (tmp_path / "config.json").write_text("{}")

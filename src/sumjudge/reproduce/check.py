@@ -75,6 +75,11 @@ def table_rows(md: str) -> tuple[list[str], list[list[str]]]:
     return [rows[0][i] for i in keep], [[r[i] if i < len(r) else "" for i in keep] for r in rows[1:]]
 
 
+def table_words(md: str) -> list[str]:
+    """The lines of a table's section that are not the table (the words below it: ``report.label_key``)."""
+    return [line.strip() for line in md.splitlines() if line.strip() and not line.startswith("|")]
+
+
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 WHOLE = re.compile(r"[-+]?\d+")  # a count as a CSV writes it (a float's CSV text has a point or an exponent)
 
@@ -171,6 +176,8 @@ def table_difference(name: str, committed: str, regenerated: str,
         return f"`{name}`: its columns differ ({', '.join(sorted(set(h1) ^ set(h2))) or 'order'})"
     if len(r1) != len(r2):
         return f"`{name}`: {len(r1)} rows on the page, {len(r2)} regenerated"
+    if table_words(committed) != table_words(regenerated):
+        return f"`{name}`: the words below its table differ"
     raw = raw if raw is not None and len(raw) == len(r2) else [{} for _ in r2]
 
     def alike(a: list[str], b: list[str], exact: dict[str, str]) -> bool:

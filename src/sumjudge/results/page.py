@@ -112,14 +112,16 @@ PAPER_ONLY = "(paper only)"  # how a row the paper prints and this run does not 
 
 
 def split_paper_only(md: str) -> tuple[str, str]:
-    """(the table without its paper-only rows, a table of those rows alone; either "" where it has none)."""
+    """(the table without its paper-only rows, a table of those rows alone; either "" where it has none). The words
+    a table file holds below its table (``report.label_key``) go with each."""
     lines = md.rstrip().splitlines()
     if len(lines) < 2 or not lines[0].startswith("|"):
         return md.rstrip(), ""
-    head, rows = lines[:2], lines[2:]
+    end = next((i for i, r in enumerate(lines) if not r.startswith("|")), len(lines))
+    head, rows, words = lines[:2], lines[2:end], lines[end:]
     only = [r for r in rows if any(c.strip().endswith(PAPER_ONLY) for c in r.strip().strip("|").split("|"))]
     rest = [r for r in rows if r not in only]
-    return ("\n".join(head + rest) if rest or not only else ""), ("\n".join(head + only) if only else "")
+    return ("\n".join(head + rest + words) if rest or not only else ""), ("\n".join(head + only + words) if only else "")
 
 
 def page_body(nb: Path, src: Path, dest: Path | None, since: float | None = None) -> list[str]:

@@ -539,6 +539,12 @@ def test_table4_detectors_are_submitted_together():
     rows = run_ambiguity_detectors(s, sc_samples=3)
     assert s.batches == [["ambiguity-sc", "ambiguity-taxonomy", "ambiguity-debate"]]
     assert [r["detector"] for r in rows] == [d for d, _, _ in AMBIGUITY_DETECTORS]
+    # the random row counts in the detectors' own labels too (1 = ambiguous), as ambiguity_metrics gives the others
+    from sumjudge.data import registry
+    s.prof = SimpleNamespace(n=3, seed=0)  # 1 of these 3 sentences is ambiguous: the two readings differ
+    rows = run_ambiguity_detectors(s, sc_samples=3)
+    ambiguous = sum(e.ambiguity.ambiguous for e in registry.load("meetingbank-ambiguity", limit=3, seed=0))
+    assert ambiguous == 1 and rows[0]["gold labels"] == "1 × 1, 2 × 0"
 
 
 def test_arguments_too_long_for_the_context_are_each_cut_not_the_run():

@@ -125,6 +125,8 @@ AMBIGUITY_DETECTORS = (
     ("debate disagreement", "ambiguity-debate", "disagreement"),
     ("debate arguments", "ambiguity-debate", "arguments"),
 )
+# what label 1 stands for in Table 4's label counts (``report.save_table``'s ``label_one``): the detectors' own labels
+AMBIGUOUS = "ambiguous (the sentence's faithfulness can be read more than one way), 0 = not ambiguous"
 TABLE4 = {"random": 50.0, "self-consistency variation": 52.0, "baseline w ambiguity taxonomy": 59.3,
           "debate disagreement": 66.1, "debate arguments": 71.4}
 
@@ -170,8 +172,8 @@ def run_ambiguity_detectors(session, *, sc_samples: int = 41, threshold: float =
             coin = [rng.randint(0, 1) for _ in exs]
             rows.append({"detector": name, "paper": TABLE4[name], "reproduced": 100 * binary_report(y, coin).bacc,
                          "ci": scaled_ci(coin_bacc_ci(y, seed=session.prof.seed)), "n": len(exs), "n_examples": len(exs),
-                         "unparsed": 0,
-                         **said_column(labels_said(coin), labels_said(y))})
+                         "unparsed": 0,  # the counts in the detectors' own labels, as the other rows (1 = ambiguous)
+                         **said_column(labels_said([1 - c for c in coin]), labels_said([1 - v for v in y]))})
             continue
         metrics, _ = runs[method]
         m = metrics["variants"][variant] if variant else metrics

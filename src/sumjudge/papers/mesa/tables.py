@@ -29,6 +29,8 @@ from sumjudge.run.folder import run_name
 from sumjudge.run.methods import get_method
 from sumjudge.run.metrics import parse_columns, said_column
 
+# what label 1 stands for in the label counts of an error type's rows (``report.save_table``'s ``label_one``)
+ERROR_FOUND = "the judge found an error of this type in the summary, 0 = found none"
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
 SETUPS = {"Single": {}, "Multi": {"madp": True}}
 
