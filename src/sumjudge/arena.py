@@ -214,20 +214,30 @@ def published_columns(cell: Cell, model: str, level: str | None, spec=None) -> d
             "published_note": f"{found.model} on {found.dataset}, as the leaderboard lists it"}
 
 
+# The words below a paired-tests table (``report.save_table``'s ``key``): why its n can exceed the arena's
+PAIRED_KEY = ("*How to read `n`:* every example both judges judged. An unreadable answer counts here as a wrong one "
+              "(`unreadable_a`, `unreadable_b`: how many each judge gave), so that a judge that cannot answer pays for "
+              "it; the arena's BAcc leaves unreadable answers out, so there the same judge's `n` is smaller by its "
+              "unreadable answers.")
+
+
 def paired_rows(preds: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every pair of judges of each dataset: exact McNemar on correctness (unreadable = wrong), Holm-adjusted over
-    the dataset's pairs."""
+    """Every pair of judges of each dataset: exact McNemar on correctness (unreadable = wrong: ``unreadable_a``,
+    ``unreadable_b`` count those of each judge), Holm-adjusted over the dataset's pairs."""
 
     rows = []
     for dataset in sorted({p["dataset"] for p in preds}):
         correct: dict[str, dict[str, bool]] = {}
+        unreadable: dict[str, int] = {}
         for p in preds:
             if p["dataset"] == dataset:
                 correct.setdefault(p["judge"], {})[p["example"]] = p["label"] is not None and p["label"] == p["gold"]
+                unreadable[p["judge"]] = unreadable.get(p["judge"], 0) + (p["label"] is None)
         pairs = list(itertools.combinations(sorted(correct), 2))
         tests = [mcnemar_exact(correct[a], correct[b]) for a, b in pairs]
         for (a, b), t, adj in zip(pairs, tests, holm([t["p"] for t in tests])):
-            rows.append({"dataset": dataset, "judge_a": a, "judge_b": b, "n": t["n"], "only_a_right": t["b"],
+            rows.append({"dataset": dataset, "judge_a": a, "judge_b": b, "n": t["n"],
+                         "unreadable_a": unreadable[a], "unreadable_b": unreadable[b], "only_a_right": t["b"],
                          "only_b_right": t["c"], "p": t["p"], "p_holm": adj, "differ_at_0.05": adj < 0.05})
     return rows
 

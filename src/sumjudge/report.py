@@ -126,13 +126,14 @@ def label_key(columns: Sequence[str], label_one: str = FAITHFUL) -> str | None:
     return f"*Label counts:* {'; '.join(parts)}; 1 = {label_one}."
 
 
-def save_table(df, notebook: str, name: str, label_one: str = FAITHFUL) -> Path:
+def save_table(df, notebook: str, name: str, label_one: str = FAITHFUL, key: str | None = None) -> Path:
     """Write ``figures/<notebook>/<name>.csv`` and ``.md`` (numbers as ``shown_number`` shows them; below a table
-    that counts labels, ``label_key``'s line, ``label_one`` saying what 1 stands for there); returns the csv path."""
+    that counts labels, ``label_key``'s line, ``label_one`` saying what 1 stands for there; below that, ``key``: words
+    on how to read the table, no number in them); returns the csv path."""
     d = out_dir(notebook)
     df.to_csv(d / f"{name}.csv", index=False)
-    key = label_key([str(c) for c in df.columns], label_one)
-    (d / f"{name}.md").write_text(markdown_table(df) + "\n" + (f"\n{key}\n" if key else ""))
+    words = [w for w in (label_key([str(c) for c in df.columns], label_one), key) if w]
+    (d / f"{name}.md").write_text(markdown_table(df) + "\n" + "".join(f"\n{w}\n" for w in words))
     return d / f"{name}.csv"
 
 

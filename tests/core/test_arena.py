@@ -71,6 +71,7 @@ def test_paired_rows_compare_judges_on_their_shared_examples_only():
              for (e, g), lab in zip(gold.items(), labels.values())]
     (row,) = paired_rows(preds)
     assert (row["only_a_right"], row["only_b_right"], row["n"]) == (3, 0, 3)  # B's unreadable label is wrong
+    assert (row["unreadable_a"], row["unreadable_b"]) == (0, 1)  # and the table says how many it counted so
     assert row["p"] == pytest.approx(2 / 8) and row["p_holm"] == row["p"]
     with pytest.raises(ValueError, match="same examples"):
         paired_rows(preds[:-1])

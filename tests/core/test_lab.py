@@ -120,8 +120,8 @@ def test_the_paper_profiles_arena_has_mesa_and_llm_aggrefacts_judges_on_tofueval
 
 
 def _paired(*rows):
-    return [{"dataset": "d", "judge_a": a, "judge_b": b, "n": 20, "only_a_right": x, "only_b_right": y, "p": p}
-            for a, b, x, y, p in rows]
+    return [{"dataset": "d", "judge_a": a, "judge_b": b, "n": 20, "unreadable_a": int(a == "mine"),
+             "unreadable_b": int(b == "mine"), "only_a_right": x, "only_b_right": y, "p": p} for a, b, x, y, p in rows]
 
 
 def test_the_student_judges_family_is_its_own_pairs_and_holm_runs_over_them_only():
@@ -132,6 +132,7 @@ def test_the_student_judges_family_is_its_own_pairs_and_holm_runs_over_them_only
     rows = {r["judge_b"]: r for r in lab.pairs_with(result, "mine")}
     assert set(rows) == {"a", "b", "c"} and all(r["judge_a"] == "mine" and r["family"] == 3 for r in rows.values())
     assert (rows["a"]["only_a_right"], rows["a"]["only_b_right"]) == (9, 1)  # turned so that a is the student's
+    assert all((r["unreadable_a"], r["unreadable_b"]) == (1, 0) for r in rows.values())  # its unreadable answers too
     assert rows["c"]["p_holm"] == pytest.approx(3 * 0.0039) and rows["a"]["p_holm"] == pytest.approx(2 * 0.0215)
     assert rows["b"]["p_holm"] == 1.0 and rows["c"]["differ_at_0.05"] and rows["a"]["differ_at_0.05"]
     assert rows["a"]["discordant_share"] == pytest.approx(10 / 20) and rows["b"]["discordant_share"] == 0.3

@@ -204,6 +204,8 @@ def test_a_table_that_counts_labels_says_what_label_1_stands_for(tmp_path, monke
                                 "summary is consistent with its document), 0 = unfaithful.")
     ambiguous = report.save_table(df, "12_x", "t", label_one="ambiguous, 0 = not").with_suffix(".md").read_text()
     assert ambiguous.rstrip().endswith("; 1 = ambiguous, 0 = not.")
+    keyed = report.save_table(df, "12_x", "k", key="*How to read `n`:* words.").with_suffix(".md").read_text()
+    assert keyed.rstrip().splitlines()[-3:] == [md.rstrip().splitlines()[-1], "", "*How to read `n`:* words."]
     table, only = split_paper_only(md)
     assert table.splitlines()[-1] == only.splitlines()[-1] == md.rstrip().splitlines()[-1]
     assert "(paper only)" not in table and "Table 4 (paper only)" in only

@@ -268,7 +268,9 @@ def pairs_with(result: ArenaResult, judge: str) -> list[dict[str, Any]]:
             if r["dataset"] == dataset and judge in (r["judge_a"], r["judge_b"]):
                 flip = r["judge_b"] == judge
                 mine.append({"dataset": dataset, "judge_a": judge, "judge_b": r["judge_a"] if flip else r["judge_b"],
-                             "n": r["n"], "only_a_right": r["only_b_right"] if flip else r["only_a_right"],
+                             "n": r["n"], "unreadable_a": r.get("unreadable_b" if flip else "unreadable_a"),
+                             "unreadable_b": r.get("unreadable_a" if flip else "unreadable_b"),
+                             "only_a_right": r["only_b_right"] if flip else r["only_a_right"],
                              "only_b_right": r["only_a_right"] if flip else r["only_b_right"], "p": r["p"]})
         for r, adjusted in zip(mine, holm([r["p"] for r in mine])):
             rows.append({**r, "discordant_share": discordant_share(r), "family": len(mine), "p_holm": adjusted,
