@@ -310,10 +310,11 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, base_url: str | None = None,
               limit: int | None, seed: int = 0, level: str | None = None, llm=None, cache: str | Path | None = None,
               backend_options: dict | None = None, settings_for=None, progress: bool = True,
-              held_out: int | None = None, budget=None) -> dict[str, list[dict[str, Any]]]:
+              held_out: int | None = None, budget=None) -> dict[str, list[Any]]:
     """Run every cell on one engine (together; score judges' held-out runs with them), then write ``arena.csv``,
-    ``predictions.csv`` and ``paired.csv``. ``budget`` (an ``llm.budget.Budget``) caps the backend calls and tokens
-    of all cells together."""
+    ``predictions.csv`` and ``paired.csv``; returns those tables and ``folders``, the run folders this arena ran
+    (``out`` may hold others: earlier arenas with other settings). ``budget`` (an ``llm.budget.Budget``) caps the
+    backend calls and tokens of all cells together."""
 
     out = Path(out)
     targets = resolve(cells)  # each cell's method and dataset, looked up once here and passed on
@@ -340,7 +341,8 @@ def run_arena(cells: list[Cell], out: str | Path, *, backend: str, model: str, b
     write_csv(out / "predictions.csv", preds)
     write_csv(out / "paired.csv", paired)
     write_csv(out / "fidelity.csv", fidelity)
-    return {"arena": table, "predictions": preds, "paired": paired, "fidelity": fidelity}
+    return {"arena": table, "predictions": preds, "paired": paired, "fidelity": fidelity,
+            "folders": [folder for _, folder, _ in jobs]}
 
 
 def split_names(items: list[str]) -> list[str]:

@@ -1,6 +1,7 @@
 """The lab (notebook 02): the replayed arena, a student's judge on the same examples, and what its exercises
 compute; its answers file is what ``lab_answers`` writes from the committed page."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -62,6 +63,16 @@ def test_requests_compared_counts_per_role_what_the_first_run_already_asked(tmp_
     assert lab.requests_compared(first, second) == [
         {"role": "judge", "requests": 1, "asked_before": 0, "new": 1},
         {"role": "skeptic", "requests": 1, "asked_before": 1, "new": 0}]
+    # the judge edited once more under the same name: its runs folder now holds both edits' folders, yet each result
+    # counts the folders it ran, so the comparison of the first two does not grow
+    _run(b / "d" / "j-3", [{"event": "chat", "key": "k4", "tag": "ex1/judge"}])
+    second = dataclasses.replace(second, folders=[b / "d" / "j-2"])
+    third = dataclasses.replace(second, folders=[b / "d" / "j-3"])
+    assert lab.requests_compared(first, second)[0]["requests"] == 1
+    assert lab.requests_compared(second, third) == [{"role": "judge", "requests": 1, "asked_before": 0, "new": 1}]
+    assert lab.requests_compared(first, dataclasses.replace(second, folders=None))[0]["requests"] == 2  # all of b
+    both = lab.combined(dataclasses.replace(first, folders=[a / "d" / "j-1"]), third)  # the rivals and a judge
+    assert both.folders == [a / "d" / "j-1", b / "d" / "j-3"] and lab.combined(first, third).folders is None
 
 
 def test_a_students_judge_runs_on_at_most_twenty_examples():

@@ -47,6 +47,7 @@ class ArenaResult:
     held_out: int | None = None  # held-out examples per dataset where a score judge's threshold is chosen
     wall_s: float | None = None  # a run's measured time (its model calls), None for a replay
     requests: int | None = None  # the requests a run asked its engine (the cache's answers included)
+    folders: list[Path] | None = None  # the run folders it ran (``runs`` may hold others); None: all under ``runs``
 
 
 def _candidates(relative: str) -> list[Path]:
@@ -99,7 +100,7 @@ def replay_arena(profile: str = "smoke", page: str | Path | None = None) -> Aren
                           held_out=params["held_out"], progress=False)
     return ArenaResult(model=p.model, n=p.n, seed=p.seed, level=params["level"], datasets=list(params["datasets"]),
                        runs=runs, table=res["arena"], predictions=res["predictions"], paired=res["paired"],
-                       fidelity=res["fidelity"], held_out=params["held_out"])
+                       fidelity=res["fidelity"], held_out=params["held_out"], folders=res["folders"])
 
 
 def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, Any] | None = None,
@@ -132,7 +133,7 @@ def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, An
         row["model"] = p.model
     return ArenaResult(model=p.model, n=rivals.n, seed=rivals.seed, level=rivals.level, datasets=rivals.datasets,
                        runs=runs, table=res["arena"], predictions=res["predictions"], held_out=rivals.held_out,
-                       wall_s=wall_s, requests=requests)
+                       wall_s=wall_s, requests=requests, folders=res["folders"])
 
 
 def combined(rivals: ArenaResult, *own: ArenaResult) -> ArenaResult:
@@ -146,7 +147,9 @@ def combined(rivals: ArenaResult, *own: ArenaResult) -> ArenaResult:
         preds += o.predictions
     return ArenaResult(model=rivals.model, n=rivals.n, seed=rivals.seed, level=rivals.level,
                        datasets=rivals.datasets, runs=rivals.runs, table=table, predictions=preds,
-                       paired=arena.paired_rows(preds), fidelity=rivals.fidelity, held_out=rivals.held_out)
+                       paired=arena.paired_rows(preds), fidelity=rivals.fidelity, held_out=rivals.held_out,
+                       folders=None if any(r.folders is None for r in (rivals, *own))
+                       else [f for r in (rivals, *own) for f in r.folders or []])
 
 
 def label_counts(predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -236,11 +239,13 @@ def prompt_difference(as_run: str, as_printed: str) -> dict[str, Any]:
 
 def requests_compared(first: ArenaResult, second: ArenaResult) -> list[dict[str, Any]]:
     """Per agent role (a call's tag after the example id), how many of ``second``'s requests ``first`` had
-    already asked (same cache key: the cache answers them) and how many are new (the model answers them)."""
+    already asked (same cache key: the cache answers them) and how many are new (the model answers them). Each
+    result's own run folders are read (``folders``), not every folder under its ``runs``: a judge run again after an
+    edit leaves its earlier folders there."""
 
     def keys(result: ArenaResult) -> dict[str, str]:
         out = {}
-        for folder in sorted(result.runs.glob("*/*")):
+        for folder in sorted(result.runs.glob("*/*") if result.folders is None else result.folders):
             for c in read_calls(folder):
                 if c.get("event") in ("chat", "options"):
                     out[c["key"]] = (c.get("tag") or "").split("/", 1)[-1].split("#")[0] or c["event"]
