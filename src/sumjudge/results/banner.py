@@ -20,7 +20,7 @@ from sumjudge import profiles
 from sumjudge.llm.models import QUANTISED_SOURCES
 from sumjudge.paths import project_root
 from sumjudge.profiles.paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
-from sumjudge.run.notebooks import notebook_defaults
+from sumjudge.run.notebooks import notebook_defaults, parameter_comments
 
 
 def parameters_text(n: Any) -> str:
@@ -242,14 +242,30 @@ def setting_changes(notebook: str, profile: str) -> list[tuple[str, Any, Any]]:
     return out
 
 
+STANDS_IN_FOR_N = "(None: n)"  # how a notebook's parameter cell says that a parameter sets the examples in n's place
+
+
+def stand_ins_for_n(notebook: str, profile: str) -> list[str]:
+    """The notebook's parameters that set the examples in ``n``'s place (their comment says ``STANDS_IN_FOR_N``)
+    and that ``profile`` gives a value: where they apply, ``n`` does not (DEBATE's ``rated_n``, MESA's ``mesa_n``)."""
+    nb = project_root() / "notebooks" / f"{notebook}.ipynb"
+    if profile not in profiles.available() or not nb.exists():
+        return []
+    mine = profiles.load(profile, notebook=notebook).parameters
+    return [k for k, c in parameter_comments(nb).items() if STANDS_IN_FOR_N in c and mine.get(k) is not None]
+
+
 def setting_words(notebook: str, profile: str) -> list[str]:
     """The banner's line on the setting: what ``profile`` changed from the paper setting for this notebook (each
-    name, its value here and the paper setting's), so that a reader does not take a paper's number beside ours
-    for the same experiment; [] where nothing is changed."""
+    name, its value here and the paper setting's; beside ``n``, the parameters that take its place here), so that a
+    reader does not take a paper's number beside ours for the same experiment; [] where nothing is changed."""
     changes = setting_changes(notebook, profile)
     if not changes:
         return []
-    said = ", ".join(_change(k, v, p) for k, v, p in changes)
+    subs = stand_ins_for_n(notebook, profile)
+    instead = (f" (`{'` and `'.join(subs)}` {'takes' if len(subs) == 1 else 'take'} its place where "
+               f"{'it applies' if len(subs) == 1 else 'they apply'})") if subs else ""
+    said = ", ".join(_change(k, v, p) + (instead if k == "n" else "") for k, v, p in changes)
     return [f"> **Setting:** the `{profile}` profile runs this notebook with {said} (the paper setting's value: the "
             f"`{PAPER_PROFILE}` profile's, else the notebook's own default). A paper's number "
             "beside ours was measured in the paper's setting, and two pages that run one judge with other settings "
