@@ -522,3 +522,30 @@ def test_what_a_profile_leaves_out_is_a_section_of_the_page(tmp_path, monkeypatc
     body = "\n".join(page_body(nb, tmp_path / nb.stem, None))
     assert "## not run under this profile" in body
     assert "Not run under this profile (Figure 2): window 30 (the paper's 30-word cell)." in body
+
+
+def test_each_table_on_a_page_carries_its_notebooks_reading_guide(tmp_path):
+    """A page says under each table's heading what its notebook says beside the cell that saves it: the heading
+    cell above (its title in italics) and a "How to read" cell below; a "How to read" cell that follows another
+    table's cell is that table's, and its text from a heading on opens the next section."""
+    import nbformat
+
+    from sumjudge.results.page import page_body
+    from sumjudge.results.reading_guides import reading_guides
+
+    nb = nbformat.v4.new_notebook()
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    nb.cells = [md("## Table 1: ours\n\nRows are judges."), code('report.save_table(t1, NOTEBOOK, "table1")'),
+                md("How to read this table: BAcc (%).\n\n## Figure 2: lengths"),
+                code('report.save_figure(fig, NOTEBOOK, "figure2")\nreport.save_table(t, NOTEBOOK, "figure2_data")'),
+                md("How to read this figure: BAcc by length."), code("x = 1"), md("How to read nothing saved.")]
+    path = tmp_path / "07_x.ipynb"
+    nbformat.write(nb, path)
+    guides = reading_guides(path)
+    assert guides == {"table1.md": "*Table 1: ours*\n\nRows are judges.\n\nHow to read this table: BAcc (%).",
+                      "figure2.png": "*Figure 2: lengths*\n\nHow to read this figure: BAcc by length."}
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "table1.md").write_text("| judge | bacc |\n|---|---|\n| z | 50 |\n")
+    body = "\n".join(page_body(path, src, None))
+    assert "## table1\n\n*Table 1: ours*\n\nRows are judges.\n\nHow to read this table: BAcc (%).\n\n| judge |" in body

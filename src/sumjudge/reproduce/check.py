@@ -317,8 +317,10 @@ def notebook_differences(nb: Path, page: Path, regenerated: Path, record: dict[s
             out.append(f"`{name}` is on the page, not regenerated")
         elif name not in committed:
             out.append(f"`{name}` is regenerated, not on the page")
-        elif committed[name].startswith("!["):
-            stem = committed[name].split("](", 1)[1].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        elif image := next((ln for ln in committed[name].splitlines() if ln.startswith("![")), None):
+            stem = image.split("](", 1)[1].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            if table_words(committed[name].replace(image, "")) != table_words(fresh[name].replace(image, "")):
+                out.append(f"figure `{stem}`: the words beside it differ")
             a, b = page / nb.stem / f"{stem}.plot.json", regenerated / f"{stem}.plot.json"
             if not a.exists() or not b.exists():
                 out.append(f"figure `{stem}`: no plotted data to compare ({'page' if not a.exists() else 'replay'})")

@@ -27,6 +27,7 @@ from sumjudge.perf.machine import cpu_name
 from sumjudge.results.banner import index_banner, notebook_banner
 from sumjudge.results.model_files import local_parameters, safetensors_parameters, weights_sha256
 from sumjudge.results.notes import notes
+from sumjudge.results.reading_guides import reading_guides
 from sumjudge.run.replay import ANSWERS, ANSWERS_PLAIN
 
 
@@ -126,19 +127,22 @@ def split_paper_only(md: str) -> tuple[str, str]:
 
 def page_body(nb: Path, src: Path, dest: Path | None, since: float | None = None) -> list[str]:
     """A notebook page's sections: its tables inline, its figures as images (copied, with their plotted data, to
-    ``dest/<notebook>/`` when ``dest`` is given). The rows the paper prints and the run does not compute
-    (``PAPER_ONLY``) go to an appendix at the end of the page, each table's under its name."""
+    ``dest/<notebook>/`` when ``dest`` is given), each under its notebook's reading guide (``reading_guides``). The
+    rows the paper prints and the run does not compute (``PAPER_ONLY``) go to an appendix at the end of the page,
+    each table's under its name."""
     lines: list[str] = []
     appendix: list[str] = []
     files = section_files(src, since)
+    guides = reading_guides(nb) if nb.exists() else {}
     if not files:
         lines.append("This notebook saved no table or figure under this profile.")
     for f in files:
         title = f.stem.replace("_", " ")
+        guide = [guides[f.name], ""] if f.name in guides else []
         if f.suffix == ".md":
             table, only = split_paper_only(f.read_text(encoding="utf-8"))
             if table:
-                lines += [f"## {title}", "", table, ""]
+                lines += [f"## {title}", "", *guide, table, ""]
             if only:
                 appendix += [f"## appendix: {title.removesuffix(' paper only')}, the paper's rows only", "", only, ""]
             continue
@@ -147,7 +151,7 @@ def page_body(nb: Path, src: Path, dest: Path | None, since: float | None = None
             for kept in (f, f.with_name(f.stem + ".plot.json")):
                 if kept.exists():
                     shutil.copyfile(kept, dest / nb.stem / kept.name)
-        lines += [f"## {title}", "", f"![{f.stem}]({nb.stem}/{f.name})", ""]
+        lines += [f"## {title}", "", *guide, f"![{f.stem}]({nb.stem}/{f.name})", ""]
     if appendix:
         lines += ["## Appendix: what the paper prints and this run does not compute", "",
                   "The paper's rows for evaluators, models or datasets this profile does not run, as printed, for "
