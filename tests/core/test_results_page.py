@@ -210,7 +210,7 @@ def test_a_table_that_counts_labels_says_what_label_1_stands_for(tmp_path, monke
     assert table.splitlines()[-1] == only.splitlines()[-1] == md.rstrip().splitlines()[-1]
     assert "(paper only)" not in table and "Table 4 (paper only)" in only
     assert results_check.table_difference("t", md, md) is None
-    assert results_check.table_difference("t", md, ambiguous) == "`t`: the words below its table differ"
+    assert results_check.table_difference("t", md, ambiguous) == "`t`: the words beside its table differ"
     plain = report.save_table(df[["experiment", "bacc"]], "12_x", "plain").with_suffix(".md").read_text()
     assert report.label_key(["experiment", "bacc"]) is None and "Label counts" not in plain
 

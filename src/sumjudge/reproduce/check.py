@@ -76,7 +76,7 @@ def table_rows(md: str) -> tuple[list[str], list[list[str]]]:
 
 
 def table_words(md: str) -> list[str]:
-    """The lines of a table's section that are not the table (the words below it: ``report.label_key``)."""
+    """The lines of a table's section that are not the table (its reading guide above it, its label key below it)."""
     return [line.strip() for line in md.splitlines() if line.strip() and not line.startswith("|")]
 
 
@@ -183,7 +183,7 @@ def table_difference(name: str, committed: str, regenerated: str,
 
     diffs = [(a, b, e) for a, b, e in zip(r1, r2, raw) if a != b and not alike(a, b, e)]
     if not diffs:
-        return f"`{name}`: the words below its table differ" if table_words(committed) != table_words(regenerated) \
+        return f"`{name}`: the words beside its table differ" if table_words(committed) != table_words(regenerated) \
             else None
     a, b, e = diffs[0]
     col = next(i for i, (h, x, y) in enumerate(zip(h1, a, b)) if not same_as_shown(x, y, e.get(h)))
