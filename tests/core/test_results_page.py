@@ -365,6 +365,10 @@ def test_a_page_whose_model_is_not_the_papers_says_what_it_is_for_and_shows_no_d
     assert "MADISSE: Llama-3-70B-Instruct (70B parameters)" in banner
     assert "**n:** 5 to 30 (the `n` column of 2 of the 3 tables on this page)" in banner
     assert "it is not evidence for or against the paper's claim" in banner
+    from sumjudge.results.banner import notebook_banner
+    arena = " ".join(notebook_banner("50_judge_arena", "smoke", record, out, []))  # the judges of all four papers
+    assert "The model is none of the papers', so this page shows each paper's judge running" in arena
+    assert "nor a ranking of the papers' judges" in arena and "the paper's claim" not in arena
     assert "leave out the `difference` column" in banner and "`smoke` profile's subsets" in banner
     rows = [{"metric": "BAcc", "paper": 75.1, "reproduced": 62.5, "n": 12}]
     assert "difference" not in comparison(rows, papers_setting=False).columns

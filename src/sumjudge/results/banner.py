@@ -278,6 +278,8 @@ def setting_words(notebook: str, profile: str) -> list[str]:
 
 NOT_EVIDENCE = ("shows each protocol running and how to read its tables; it is not evidence for or against the "
                 "paper's claim")
+NOT_EVIDENCE_OF_ANY = ("shows each paper's judge running on the same examples and how to read its tables; it is not "
+                       "evidence for or against any paper's claim, nor a ranking of the papers' judges")
 
 
 def difference_words(profile: str, papers_model: bool, subject: str = "Its tables") -> str:
@@ -306,7 +308,8 @@ def notebook_banner(notebook: str, profile: str, record: dict[str, Any], page: P
     out = [f"> **Model:** {model_words(engines)}, beside {theirs}. **n:** {n}.", ">"]
     papers_model = answered_by_papers_model(paper, [e.get("model") for e in engines])
     if not papers_model:
-        out += [f"> The model is not the paper's, so this page {NOT_EVIDENCE}.", ">"]
+        out += [f"> The model is not the paper's, so this page {NOT_EVIDENCE}." if paper else
+                f"> The model is none of the papers', so this page {NOT_EVIDENCE_OF_ANY}.", ">"]
     out += setting_words(notebook, profile)
     out += few_examples_words(lines, record, profile)
     return out + [f"> {difference_words(profile, papers_model)}", ""]
