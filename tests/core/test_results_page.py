@@ -509,10 +509,24 @@ def test_the_banner_names_each_setting_the_profile_changed_from_the_paper_settin
     assert "`max_steps` 2 instead of the configured epochs" in " ".join(setting_words("43_factax_supervised", "smoke"))
     assert setting_words("10_madisse_main", "paper") == []
     assert setting_words("02_lab_llm_judges", "smoke") == []  # it replays notebook 50's recording
-    # a parameter that sets the examples in n's place (banner.STANDS_IN_FOR_N), given here: said beside n
+    # a parameter whose comment says it sets the examples in n's place (banner.STANDS_IN_FOR_N), given here
     debate = " ".join(setting_words("20_debate_main", "smoke"))
     assert "`n` 20 instead of all (`rated_n` takes its place where it applies)" in debate and "`rated_n` 32" in debate
     assert "takes its place" not in words and "takes its place" not in arena  # held_out only defaults to n
+
+
+def test_a_parameter_s_comment_is_read_from_its_line_and_the_comment_above(tmp_path):
+    import nbformat
+
+    from sumjudge.run.notebooks import parameter_comments
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("# examples per rated run,\n# in place of n\nrated_n = None\nseed = 0  # the draw\nx = 1")
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_code_cell("y = 2  # not a parameter"), cell]
+    nbformat.write(nb, tmp_path / "n.ipynb")
+    assert parameter_comments(tmp_path / "n.ipynb") == {"rated_n": "examples per rated run, in place of n",
+                                                        "seed": "the draw", "x": ""}
 
 
 def test_what_a_profile_leaves_out_is_a_section_of_the_page(tmp_path, monkeypatch):

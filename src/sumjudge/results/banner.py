@@ -20,7 +20,7 @@ from sumjudge import profiles
 from sumjudge.llm.models import QUANTISED_SOURCES
 from sumjudge.paths import project_root
 from sumjudge.profiles.paper_setting import PAPER_PROFILE, answered_by_papers_model, paper_model, paper_of, papers
-from sumjudge.run.notebooks import notebook_defaults
+from sumjudge.run.notebooks import notebook_defaults, parameter_comments
 
 
 def parameters_text(n: Any) -> str:
@@ -242,19 +242,19 @@ def setting_changes(notebook: str, profile: str) -> list[tuple[str, Any, Any]]:
     return out
 
 
-# the parameters that set a notebook's examples in n's place where they are given (DEBATE's rated runs, MESA's test
-# summaries, FacTax's summaries per dataset and its fine-tuned models' test sets), unlike one that only defaults to n
-STANDS_IN_FOR_N = ("rated_n", "mesa_n", "factax_n", "eval_n")
+# how a notebook's parameter cell says of a parameter that, given, it sets the examples in n's place (unlike one that
+# only defaults to n)
+STANDS_IN_FOR_N = "in place of n"
 
 
 def stand_ins_for_n(notebook: str, profile: str) -> list[str]:
-    """The notebook's parameters among ``STANDS_IN_FOR_N`` that ``profile`` gives a value: where they apply, ``n``
-    does not."""
+    """The notebook's parameters whose comment says ``STANDS_IN_FOR_N`` and that ``profile`` gives a value: where
+    they apply, ``n`` does not."""
     nb = project_root() / "notebooks" / f"{notebook}.ipynb"
     if profile not in profiles.available() or not nb.exists():
         return []
-    mine, defaults = profiles.load(profile, notebook=notebook).parameters, notebook_defaults(nb)
-    return [k for k in STANDS_IN_FOR_N if k in defaults and mine.get(k) is not None]
+    mine = profiles.load(profile, notebook=notebook).parameters
+    return [k for k, c in parameter_comments(nb).items() if STANDS_IN_FOR_N in c and mine.get(k) is not None]
 
 
 def setting_words(notebook: str, profile: str) -> list[str]:

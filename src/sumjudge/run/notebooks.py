@@ -106,6 +106,29 @@ def run_workers(nbs: list[Path], jobs: int, argv: list[str], env: dict, logs: Pa
     return [done[nb] for nb in nbs]
 
 
+def parameter_comments(nb: Path) -> dict[str, str]:
+    """Each parameter's comment in the notebook's ``parameters`` cell: the words after its ``#`` and those of the
+    comment lines just above it (how a parameter cell says what a value means)."""
+
+    import nbformat
+
+    out: dict[str, str] = {}
+    for c in nbformat.read(nb, as_version=4).cells:
+        if c.cell_type != "code" or "parameters" not in c.metadata.get("tags", []):
+            continue
+        above: list[str] = []
+        for line in c.source.splitlines():
+            stripped = line.strip()
+            if stripped.startswith("#"):
+                above.append(stripped.lstrip("#").strip())
+                continue
+            m = re.match(r"^([A-Za-z_]\w*)\s*=[^#]*(?:#(.*))?$", stripped)
+            if m:
+                out[m.group(1)] = " ".join([*above, (m.group(2) or "").strip()]).strip()
+            above = []
+    return out
+
+
 def notebook_defaults(nb: Path) -> dict:
     """The values the notebook's ``parameters`` cell assigns (literals only: a name assigned anything else is left
     out), what it runs with when nothing is injected."""
