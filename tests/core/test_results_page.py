@@ -567,3 +567,7 @@ def test_each_table_on_a_page_carries_its_notebooks_reading_guide(tmp_path):
     (src / "table1.md").write_text("| judge | bacc |\n|---|---|\n| z | 50 |\n")
     body = "\n".join(page_body(path, src, None))
     assert "## table1\n\n*Table 1: ours*\n\nRows are judges.\n\nHow to read this table: BAcc (%).\n\n| judge |" in body
+    (src / "figure2_data.md").write_text("| length | bacc |\n|---|---|\n| 10 | 50 |\n")
+    (src / "figure2_data.png").write_bytes(b"png")  # a figure drawn from a table of its name: headed as the figure
+    body = "\n".join(page_body(path, src, None))
+    assert "## figure2 data\n" in body and "## figure2 data (figure)\n\n![figure2_data]" in body

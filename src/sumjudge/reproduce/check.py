@@ -47,9 +47,9 @@ TIME_COLUMN = re.compile(r"(^|_)(wall|latency|seconds)(_|$)|_s$|_per_s$|^wall s$
 
 
 def parse_sections(lines: list[str]) -> dict[str, str]:
-    """A page's ``## <name>`` sections (its tables, its figures' image lines), by name; a name met again (a table
-    and the figure drawn from it are saved under one name) is told apart by its place, ``<name> (2)``, so that
-    neither hides the other."""
+    """A page's ``## <name>`` sections (its tables, its figures' image lines), by name; a name met again (a page
+    written before a figure drawn from a table of its name was headed ``<name> (figure)``) is told apart by its
+    place, ``<name> (2)``, so that neither hides the other."""
     out: dict[str, list[str]] = {}
     current = None
     for line in lines:

@@ -136,8 +136,10 @@ def page_body(nb: Path, src: Path, dest: Path | None, since: float | None = None
     guides = reading_guides(nb) if nb.exists() else {}
     if not files:
         lines.append("This notebook saved no table or figure under this profile.")
+    tables = {f.stem for f in files if f.suffix == ".md"}
     for f in files:
-        title = f.stem.replace("_", " ")
+        # a figure drawn from a table of its name: its section says it is the figure
+        title = f.stem.replace("_", " ") + (" (figure)" if f.suffix != ".md" and f.stem in tables else "")
         guide = [guides[f.name], ""] if f.name in guides else []
         if f.suffix == ".md":
             table, only = split_paper_only(f.read_text(encoding="utf-8"))
