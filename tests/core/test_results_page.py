@@ -462,6 +462,10 @@ def test_the_index_banner_and_its_last_run_files_say_what_they_cover(tmp_path):
     (out / "provenance.json").write_text(json.dumps(prov))
     text = write_index(out, "smoke").read_text()
     assert "m appears under several revisions" in text and "made no backend call" in text and "REUSE=1" in text
+    prov["notebooks"]["30_mesa"]["rendered_at"] = "c0ffee1234"  # its tables computed again from its answers
+    (out / "provenance.json").write_text(json.dumps(prov))
+    rows = [ln for ln in write_index(out, "smoke").read_text().splitlines() if ln.startswith("| [")]
+    assert [ln.split(" | ")[2:4] for ln in rows] == [["`a`", "`a`"], ["`a`", "`c0ffee1`"]]  # recorded, computed at
 
 
 def test_the_banner_says_why_cells_rest_on_few_examples_of_a_class_with_the_recordings_time(tmp_path):

@@ -384,12 +384,14 @@ def write_index(out: Path, profile: str) -> Path:
              "regenerates every table from them without the model, and CI checks that the page is what they give "
              "at each commit (a page they no longer give is marked stale, with what differs).", ""]
     lines += index_banner(profile, out, records)
-    lines += ["## Notebooks", "", "| notebook | state | commit | machine | date | wall s | calls | backend calls |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["## Notebooks", "", "| notebook | state | commit | tables computed at | machine | date | wall s | calls | "
+              "backend calls |", "|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         state = state_word(r)
         machine = r.get("machine") or {}
+        rendered = str(r.get("rendered_at") or r.get("commit", ""))[:7]  # ``make render-page``'s, else the recording's
         lines.append(f"| [{r['notebook']}]({r['notebook']}.md) | {state} | `{str(r.get('commit', ''))[:7]}` | "
+                     f"`{rendered}` | "
                      f"{machine.get('cpu', '')}, {machine.get('cores', '')} cores | {r.get('date', '')} | "
                      f"{'' if r.get('wall_s') is None else round(r['wall_s'])} | "
                      f"{'' if r.get('calls') is None else r['calls']} | "
