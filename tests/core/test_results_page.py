@@ -547,9 +547,9 @@ def test_what_a_profile_leaves_out_is_a_section_of_the_page(tmp_path, monkeypatc
 
 
 def test_each_table_on_a_page_carries_its_notebooks_reading_guide(tmp_path):
-    """A page says under each table's heading what its notebook says beside the cell that saves it: the heading
-    cell above (its title in italics) and a "How to read" cell below; a "How to read" cell that follows another
-    table's cell is that table's, and its text from a heading on opens the next section."""
+    """A page says beside each table what its notebook says beside the cell that saves it, in the notebook's order:
+    the heading cell above (its title in italics), a "How to read" cell below; a "How to read" cell that follows
+    another table's cell is that table's, and its text from a heading on opens the next section."""
     import nbformat
 
     from sumjudge.results.page import page_body
@@ -564,13 +564,14 @@ def test_each_table_on_a_page_carries_its_notebooks_reading_guide(tmp_path):
     path = tmp_path / "07_x.ipynb"
     nbformat.write(nb, path)
     guides = reading_guides(path)
-    assert guides == {"table1.md": "*Table 1: ours*\n\nRows are judges.\n\nHow to read this table: BAcc (%).",
-                      "figure2.png": "*Figure 2: lengths*\n\nHow to read this figure: BAcc by length."}
+    assert guides == {"table1.md": ("*Table 1: ours*\n\nRows are judges.", "How to read this table: BAcc (%)."),
+                      "figure2.png": ("*Figure 2: lengths*", "How to read this figure: BAcc by length.")}
     src = tmp_path / "src"
     src.mkdir()
     (src / "table1.md").write_text("| judge | bacc |\n|---|---|\n| z | 50 |\n")
     body = "\n".join(page_body(path, src, None))
-    assert "## table1\n\n*Table 1: ours*\n\nRows are judges.\n\nHow to read this table: BAcc (%).\n\n| judge |" in body
+    assert "## table1\n\n*Table 1: ours*\n\nRows are judges.\n\n| judge |" in body  # as the notebook has them:
+    assert "| z | 50 |\n\nHow to read this table: BAcc (%)." in body  # the heading above, the guide below
     (src / "figure2_data.md").write_text("| length | bacc |\n|---|---|\n| 10 | 50 |\n")
     (src / "figure2_data.png").write_bytes(b"png")  # a figure drawn from a table of its name: headed as the figure
     body = "\n".join(page_body(path, src, None))

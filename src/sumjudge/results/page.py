@@ -127,9 +127,9 @@ def split_paper_only(md: str) -> tuple[str, str]:
 
 def page_body(nb: Path, src: Path, dest: Path | None, since: float | None = None) -> list[str]:
     """A notebook page's sections: its tables inline, its figures as images (copied, with their plotted data, to
-    ``dest/<notebook>/`` when ``dest`` is given), each under its notebook's reading guide (``reading_guides``). The
-    rows the paper prints and the run does not compute (``PAPER_ONLY``) go to an appendix at the end of the page,
-    each table's under its name."""
+    ``dest/<notebook>/`` when ``dest`` is given), each beside its notebook's reading guide (``reading_guides``: the
+    words above and below it there). The rows the paper prints and the run does not compute (``PAPER_ONLY``) go to
+    an appendix at the end of the page, each table's under its name."""
     lines: list[str] = []
     appendix: list[str] = []
     files = section_files(src, since)
@@ -140,11 +140,12 @@ def page_body(nb: Path, src: Path, dest: Path | None, since: float | None = None
     for f in files:
         # a figure drawn from a table of its name: its section says it is the figure
         title = f.stem.replace("_", " ") + (" (figure)" if f.suffix != ".md" and f.stem in tables else "")
-        guide = [guides[f.name], ""] if f.name in guides else []
+        above, below = guides.get(f.name, ("", ""))
+        guide_above, guide_below = ([above, ""] if above else []), ([below, ""] if below else [])
         if f.suffix == ".md":
             table, only = split_paper_only(f.read_text(encoding="utf-8"))
             if table:
-                lines += [f"## {title}", "", *guide, table, ""]
+                lines += [f"## {title}", "", *guide_above, table, "", *guide_below]
             if only:
                 appendix += [f"## appendix: {title.removesuffix(' paper only')}, the paper's rows only", "", only, ""]
             continue
@@ -153,7 +154,7 @@ def page_body(nb: Path, src: Path, dest: Path | None, since: float | None = None
             for kept in (f, f.with_name(f.stem + ".plot.json")):
                 if kept.exists():
                     shutil.copyfile(kept, dest / nb.stem / kept.name)
-        lines += [f"## {title}", "", *guide, f"![{f.stem}]({nb.stem}/{f.name})", ""]
+        lines += [f"## {title}", "", *guide_above, f"![{f.stem}]({nb.stem}/{f.name})", "", *guide_below]
     if appendix:
         lines += ["## Appendix: what the paper prints and this run does not compute", "",
                   "The paper's rows for evaluators, models or datasets this profile does not run, as printed, for "

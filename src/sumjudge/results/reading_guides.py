@@ -1,6 +1,6 @@
 """The notebooks' reading guides, for the results page: the words a notebook sets beside the cell that saves a table
-or a figure (the heading cell above it, a "How to read" cell below it), so that a page says under each table what
-its notebook says, and a reader of the page alone can read it.
+or a figure (the heading cell above it, a "How to read" cell below it), so that a page says beside each table what
+its notebook says, in the notebook's order, and a reader of the page alone can read it.
 
 A guide is the notebook's own text, never a number computed here. A markdown cell that opens with ``GUIDE`` goes with
 the saving cell above it (where there is one; else the one below it); any other markdown cell goes with the saving
@@ -36,27 +36,27 @@ def _split_at_heading(text: str) -> tuple[str, str]:
     return "\n".join(lines[:at]).strip(), "\n".join(lines[at:]).strip()
 
 
-def reading_guides(nb: Path) -> dict[str, str]:
-    """``{file name of a saved table or figure (``table4.md``, ``figure2.png``): its guide}`` for notebook ``nb``;
-    a saved name without words beside it is not in it. A cell's text from a heading on opens the next section:
-    it goes with the saving cell below it."""
+def reading_guides(nb: Path) -> dict[str, tuple[str, str]]:
+    """``{file name of a saved table or figure (``table4.md``, ``figure2.png``): (the words above it, those below
+    it)}`` for notebook ``nb`` ("" where there are none); a saved name without words beside it is not in it. A
+    cell's text from a heading on opens the next section: it goes with the saving cell below it."""
     import nbformat
 
     cells = nbformat.read(nb, as_version=4).cells
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, str]] = {}
     for i, cell in enumerate(cells):
         saved = _saves(cell)
         if not saved:
             continue
-        words: list[str] = []
+        above: list[str] = []
         before = cells[i - 1] if i else None
         if before is not None and before.cell_type == "markdown":
             guide_of_above = before.source.lstrip().startswith(GUIDE) and i >= 2 and _saves(cells[i - 2])
-            words += _heading_and_body(_split_at_heading(before.source)[1] if guide_of_above else before.source)
+            above += _heading_and_body(_split_at_heading(before.source)[1] if guide_of_above else before.source)
         after = cells[i + 1] if i + 1 < len(cells) else None
-        if after is not None and after.cell_type == "markdown" and after.source.lstrip().startswith(GUIDE):
-            words.append(_split_at_heading(after.source)[0])
+        below = (_split_at_heading(after.source)[0] if after is not None and after.cell_type == "markdown"
+                 and after.source.lstrip().startswith(GUIDE) else "")
         kind, name = saved[0]
-        if words:
-            out[name + KIND_OF[kind]] = "\n\n".join(words)
+        if above or below:
+            out[name + KIND_OF[kind]] = ("\n\n".join(above), below)
     return out
