@@ -572,6 +572,9 @@ def test_each_table_on_a_page_carries_its_notebooks_reading_guide(tmp_path):
     body = "\n".join(page_body(path, src, None))
     assert "## table1\n\n*Table 1: ours*\n\nRows are judges.\n\n| judge |" in body  # as the notebook has them:
     assert "| z | 50 |\n\nHow to read this table: BAcc (%)." in body  # the heading above, the guide below
+    moved = "\n".join(["How to read this table: BAcc (%).", "", "| judge | bacc |", "|---|---|", "| z | 50 |"])
+    assert results_check.table_difference("t", moved, "\n".join(["| judge | bacc |", "|---|---|", "| z | 50 |", "",
+                                                               "How to read this table: BAcc (%)."])) is not None
     (src / "figure2_data.md").write_text("| length | bacc |\n|---|---|\n| 10 | 50 |\n")
     (src / "figure2_data.png").write_bytes(b"png")  # a figure drawn from a table of its name: headed as the figure
     body = "\n".join(page_body(path, src, None))

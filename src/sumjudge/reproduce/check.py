@@ -76,8 +76,16 @@ def table_rows(md: str) -> tuple[list[str], list[list[str]]]:
 
 
 def table_words(md: str) -> list[str]:
-    """The lines of a table's section that are not the table (its reading guide above it, its label key below it)."""
-    return [line.strip() for line in md.splitlines() if line.strip() and not line.startswith("|")]
+    """The lines of a table's section that are not the table (its reading guide above and below it, its label key
+    below it), with ``|`` where the table stands among them: words moved from above a table to below it differ."""
+    out: list[str] = []
+    for line in md.splitlines():
+        if line.startswith("|"):
+            if not out or out[-1] != "|":
+                out.append("|")
+        elif line.strip():
+            out.append(line.strip())
+    return out
 
 
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -319,7 +327,7 @@ def notebook_differences(nb: Path, page: Path, regenerated: Path, record: dict[s
             out.append(f"`{name}` is regenerated, not on the page")
         elif image := next((ln for ln in committed[name].splitlines() if ln.startswith("![")), None):
             stem = image.split("](", 1)[1].rsplit("/", 1)[-1].rsplit(".", 1)[0]
-            if table_words(committed[name].replace(image, "")) != table_words(fresh[name].replace(image, "")):
+            if table_words(committed[name].replace(image, "|")) != table_words(fresh[name].replace(image, "|")):
                 out.append(f"figure `{stem}`: the words beside it differ")
             a, b = page / nb.stem / f"{stem}.plot.json", regenerated / f"{stem}.plot.json"
             if not a.exists() or not b.exists():
