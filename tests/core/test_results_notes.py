@@ -67,6 +67,11 @@ def test_label_counts_come_with_every_binary_metric_and_read_back_from_a_saved_t
         w.writerow(row)
     assert notes(tmp_path) == ["`table3`: in 1 cell a judge said one label to every readable example (e.g. always-1: "
                                "all 1): BAcc there is 50 by construction, whatever the examples"]
+    # a table that shows BAcc as a share (the arena's 0.5): chance said on that scale
+    _write(tmp_path / "arena.csv", [{"judge": "always-1", "bacc": 0.5, "labels said": "4 × 1, 0 × 0"}])
+    assert notes(tmp_path)[0] == ("`arena`: in 1 cell a judge said one label to every readable example (e.g. "
+                                  "always-1: all 1): BAcc there is 0.5 by construction, whatever the examples")
+    (tmp_path / "arena.csv").unlink()
     # a table of accuracy (no BAcc in it): what a one-label judge's accuracy is there
     (tmp_path / "table3.csv").unlink()
     _write(tmp_path / "length.csv", [{"method": "FacTax", "bucket": "short", "accuracy": 0.2, "labels said": "0 × 1, 5 × 0"}])

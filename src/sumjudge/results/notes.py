@@ -240,16 +240,20 @@ def mostly_unreadable(t: Table) -> list[str]:
 
 def one_label(t: Table) -> list[str]:
     said: dict[str, str] = {}
+    values: list[float] = []  # the cells' BAcc, to say chance on the table's own scale (50, or 0.5 as a share)
     for r in t.rows:  # a judge's rows of several metrics say the same: named once
         one = one_label_said(r.get(SAID_COLUMN))
         if one is not None:
             said.setdefault(_label(r, skip=("metric",)), one)
+            if t.value and (v := number(r.get(t.value))) is not None:
+                values.append(v)
     if not said:
         return []
     first, label = next(iter(said.items()))
     accuracy = "accuracy" in t.columns or any((r.get("metric") or "").lower() == "accuracy" for r in t.rows)
+    chance = "0.5" if values and all(abs(v) <= 1.0 for v in values) else "50"
     means = ("its accuracy there is the share of the examples whose gold label is that one" if accuracy else
-             "BAcc there is 50 by construction")
+             f"BAcc there is {chance} by construction")
     return [f"`{t.name}`: in {len(said)} cell{'s' if len(said) > 1 else ''} a judge said one label to every "
             f"readable example (e.g. {first}: all {label}): {means}, whatever the examples"]
 
