@@ -71,6 +71,9 @@ def test_label_counts_come_with_every_binary_metric_and_read_back_from_a_saved_t
     _write(tmp_path / "arena.csv", [{"judge": "always-1", "bacc": 0.5, "labels said": "4 × 1, 0 × 0"}])
     assert notes(tmp_path)[0] == ("`arena`: in 1 cell a judge said one label to every readable example (e.g. "
                                   "always-1: all 1): BAcc there is 0.5 by construction, whatever the examples")
+    # with K-alpha beside it: that the judge's negative alpha is set by the gold labels too
+    _write(tmp_path / "arena.csv", [{"judge": "always-1", "bacc": 0.5, "k_alpha": -0.3, "labels said": "4 × 1, 0 × 0"}])
+    assert "and K-alpha is set by the gold labels alone (1 − (2n − 1) / (2n − d)" in notes(tmp_path)[0]
     (tmp_path / "arena.csv").unlink()
     # a table of accuracy (no BAcc in it): what a one-label judge's accuracy is there
     (tmp_path / "table3.csv").unlink()

@@ -130,8 +130,8 @@ def run_own(method: str, rivals: ArenaResult, session, *, settings: dict[str, An
     for row in [*res["arena"], *res["predictions"]]:
         row["judge"] = label
     for row in res["arena"]:
-        row["model"] = p.model
-    return ArenaResult(model=p.model, n=rivals.n, seed=rivals.seed, level=rivals.level, datasets=rivals.datasets,
+        row["model"] = session.llm.info.model  # the model that answered (the profile's name may be an alias)
+    return ArenaResult(model=session.llm.info.model, n=rivals.n, seed=rivals.seed, level=rivals.level, datasets=rivals.datasets,
                        runs=runs, table=res["arena"], predictions=res["predictions"], held_out=rivals.held_out,
                        wall_s=wall_s, requests=requests, folders=res["folders"])
 

@@ -254,6 +254,9 @@ def one_label(t: Table) -> list[str]:
     chance = "0.5" if values and all(abs(v) <= 1.0 for v in values) else "50"
     means = ("its accuracy there is the share of the examples whose gold label is that one" if accuracy else
              f"BAcc there is {chance} by construction")
+    if any("k_alpha" in c for c in t.columns) or any((r.get("metric") or "").lower() == "k-alpha" for r in t.rows):
+        means += (", and K-alpha is set by the gold labels alone (1 − (2n − 1) / (2n − d), d the examples of the "
+                  "other label: below 0 once d > 1, a judge that says nothing rather than one that disagrees)")
     return [f"`{t.name}`: in {len(said)} cell{'s' if len(said) > 1 else ''} a judge said one label to every "
             f"readable example (e.g. {first}: all {label}): {means}, whatever the examples"]
 
