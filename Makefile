@@ -16,7 +16,7 @@ JOBS     ?=
 # REPLAY=1: every notebook answers from the results page's recorded answers (no model), then the page is checked
 REPLAY   ?=
 # REUSE=1: a recording first takes the answers the results page recorded of the same weights into the response cache
-# (docs/results.md): a notebook recorded again asks the model only its new requests
+# (docs/notebooks.md): a notebook recorded again asks the model only its new requests
 REUSE    ?=
 
 # vLLM's CPU build for the live-server tests, in its own environment outside the repository (about 3.5 GB,

@@ -579,3 +579,14 @@ def test_each_table_on_a_page_carries_its_notebooks_reading_guide(tmp_path):
     (src / "figure2_data.png").write_bytes(b"png")  # a figure drawn from a table of its name: headed as the figure
     body = "\n".join(page_body(path, src, None))
     assert "## figure2 data\n" in body and "## figure2 data (figure)\n\n![figure2_data]" in body
+
+
+def test_a_page_that_called_no_model_links_no_answers_file():
+    """A notebook that asked no model (01: the datasets) records no answers file, so its banner links none; a
+    notebook with answers links its file."""
+    from sumjudge.results.page import state_lines
+
+    rec = {"notebook": "01_x", "commit": "abc", "machine": {"cpu": "cpu"}, "date": "d", "check": {"state": "recorded"}}
+    assert "answers.jsonl.xz" not in "\n".join(state_lines(rec))
+    assert "without a model (it called none" in "\n".join(state_lines(rec))
+    assert "(01_x/answers.jsonl.xz)" in "\n".join(state_lines({**rec, "answers": "01_x/answers.jsonl.xz"}))

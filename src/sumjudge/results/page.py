@@ -187,9 +187,9 @@ def state_lines(record: dict[str, Any]) -> list[str]:
                  f"({record.get('date', '?')})"
                  + (f"; its tables computed again from those answers at `{rendered}` (`make render-page`)"
                     if rendered else "")
-                 + "; `make reproduce REPLAY=1` regenerates these tables from "
-                 f"[its recorded answers]({record['notebook']}/answers.jsonl.xz) without the model"
-                 + (" (it called no model: nothing to record)" if not record.get("answers") else "") + "."]
+                 + "; `make reproduce REPLAY=1` regenerates these tables "
+                 + (f"from [its recorded answers]({record['notebook']}/answers.jsonl.xz) without the model"
+                    if record.get("answers") else "without a model (it called none: no answers to record)") + "."]
     cannot = record.get("cannot_show") or []
     if cannot:
         lines += ["", "**What these tables cannot show** (found in the tables themselves):", ""]
