@@ -478,11 +478,14 @@ def pareto_figure(table: list[dict[str, Any]], highlight: tuple[str, ...] = ()):
         lo, hi = min((c for c, _ in pts), default=1), max((c for c, _ in pts), default=10)
         ax.set_xlim(lo / PARETO_MARGIN, hi * PARETO_MARGIN)
         ax.set_ylim(0, 1)
-        ax.set(title=f"{ds} (n = {max((r['n'] for r in rows), default=0)})",
+        ns = sorted({r["n"] for r in rows}) or [0]
+        most = ns[-1]  # a judge with unreadable answers rests on fewer: its key line says how many
+        ax.set(title=f"{ds} (n = {ns[0] if len(ns) == 1 else f'{ns[0]}-{most}'})",
                xlabel="tokens per example (prompt + completion)", ylabel="BAcc (bars: 95% CI; grey line: chance)")
         key.axis("off")
         lines = [f"{i + 1}  {r['judge']}: {r['bacc']:.2f} "
                  + (f"[{r['bacc_ci_low']:.2f}, {r['bacc_ci_high']:.2f}]" if r.get("bacc_ci_low") is not None else "")
+                 + (f" (n = {r['n']})" if r["n"] != most else "")
                  + (" (one label to all)" if one_label_said(r.get(SAID_COLUMN)) else "") for i, r in enumerate(rows)]
         for i, (line, m) in enumerate(zip(lines, mine)):
             key.text(0, 1 - 0.065 * i, line, fontsize=7.5, va="top", transform=key.transAxes,

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Sequence
 from sumjudge.notebook import current_session
 from sumjudge.paths import figures_dir
 from sumjudge.profiles.paper_setting import paper_results, session_is_papers_setting
-from sumjudge.run.metrics import GOLD_COLUMN, SAID_COLUMN
+from sumjudge.run.metrics import COLUMN_WORDS, GOLD_COLUMN, SAID_COLUMN
 
 
 def paper_value(paper: str, table: str, row: str, column: str) -> Any:
@@ -126,13 +126,22 @@ def label_key(columns: Sequence[str], label_one: str = FAITHFUL) -> str | None:
     return f"*Label counts:* {'; '.join(parts)}; 1 = {label_one}."
 
 
+def column_key(columns: Sequence[str]) -> str | None:
+    """The line below a table that shows the columns every run's metrics give (``run.metrics.COLUMN_WORDS``: the
+    sizes ``n`` and ``n_examples``, the parse rates), saying what each means; None for a table without them."""
+    parts = [words for need, words in COLUMN_WORDS if all(c in columns for c in need)]
+    return f"*Columns:* {'; '.join(parts)}." if parts else None
+
+
 def save_table(df, notebook: str, name: str, label_one: str = FAITHFUL, key: str | None = None) -> Path:
     """Write ``figures/<notebook>/<name>.csv`` and ``.md`` (numbers as ``shown_number`` shows them; below a table
-    that counts labels, ``label_key``'s line, ``label_one`` saying what 1 stands for there; below that, ``key``: words
-    on how to read the table, no number in them); returns the csv path."""
+    that counts labels, ``label_key``'s line, ``label_one`` saying what 1 stands for there; below a table with the
+    columns every run gives, ``column_key``'s line; below that, ``key``: words on how to read the table, no number in
+    them); returns the csv path."""
     d = out_dir(notebook)
     df.to_csv(d / f"{name}.csv", index=False)
-    words = [w for w in (label_key([str(c) for c in df.columns], label_one), key) if w]
+    cols = [str(c) for c in df.columns]
+    words = [w for w in (label_key(cols, label_one), column_key(cols), key) if w]
     (d / f"{name}.md").write_text(markdown_table(df) + "\n" + "".join(f"\n{w}\n" for w in words))
     return d / f"{name}.csv"
 

@@ -202,7 +202,8 @@ def test_a_cells_folder_is_named_by_its_whole_configuration_defaults_included(tm
 
 def test_the_pareto_figure_shows_intervals_on_the_whole_scale_and_marks_overlapping_points_once():
     """Error bars are each judge's 95% interval, BAcc spans 0-1 with chance drawn, and points that would sit on one
-    another share one mark naming both numbers (the key beside the panel lists every judge, one-label judges said)."""
+    another share one mark naming both numbers (the key beside the panel lists every judge, one-label judges said, and
+    the n of a judge that rests on fewer examples than the panel's most)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -226,6 +227,9 @@ def test_the_pareto_figure_shows_intervals_on_the_whole_scale_and_marks_overlapp
     assert [t["text"] for t in key["texts"][:3]] == ["1  a: 0.60 [0.40, 0.80]",
                                                      "2  b: 0.50 [0.50, 0.50] (one label to all)",
                                                      "3  c: 0.50 [0.50, 0.50] (one label to all)"]
+    # a judge with an unreadable answer rests on fewer examples: the title gives the range, its key line its n
+    plot, key = figure_data(pareto_figure([{**table[0], "n": 19}] + table[1:]))
+    assert plot["title"] == "d (n = 19-20)" and key["texts"][0]["text"] == "1  a: 0.60 [0.40, 0.80] (n = 19)"
 
 
 def test_a_dataset_at_its_own_level_is_its_own_column_of_the_arena(tmp_path):

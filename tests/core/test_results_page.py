@@ -215,6 +215,23 @@ def test_a_table_that_counts_labels_says_what_label_1_stands_for(tmp_path, monke
     assert report.label_key(["experiment", "bacc"]) is None and "Label counts" not in plain
 
 
+def test_a_table_with_the_columns_every_run_gives_says_what_they_mean(tmp_path, monkeypatch):
+    """Below a table with ``n`` and ``n_examples`` or the parse rates, a key says what each is (a share of answers,
+    not of examples); a table with only one of the two sizes, or none of them, gets no such line."""
+    import pandas as pd
+
+    from sumjudge import report
+
+    monkeypatch.setenv("SUMJUDGE_FIGURES", str(tmp_path))
+    df = pd.DataFrame({"bacc": [50.0], "n": [11], "n_examples": [12], "parsed_first_%": [51.9], "parsed_%": [100.0],
+                       "fallback_examples": [0]})
+    last = report.save_table(df, "10_x", "t").with_suffix(".md").read_text().rstrip().splitlines()[-1]
+    assert last.startswith("*Columns:* `n` is the examples with a readable label") and "`n_examples`" in last
+    assert "not of examples" in last and "`fallback_examples`" in last
+    assert report.column_key(["bacc", "n"]) is None
+    assert report.column_key(["n", "n_examples"]).count("`") == 4
+
+
 def test_weights_are_named_by_their_sha256(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     (tmp_path / "config.json").write_text("{}")

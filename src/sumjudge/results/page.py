@@ -185,7 +185,8 @@ def state_lines(record: dict[str, Any]) -> list[str]:
         rendered = record.get("rendered_at")
         lines = [f"{STATE_HEADING} recorded at `{record.get('commit', '?')}` on {record.get('machine', {}).get('cpu', '?')} "
                  f"({record.get('date', '?')})"
-                 + (f"; its tables computed again from those answers at `{rendered}` (`make render-page`)"
+                 + (f"; its tables computed again{' from those answers' if record.get('answers') else ''} at "
+                    f"`{rendered}` (`make render-page`)"
                     if rendered else "")
                  + "; `make reproduce REPLAY=1` regenerates these tables "
                  + (f"from [its recorded answers]({record['notebook']}/answers.jsonl.xz) without the model"

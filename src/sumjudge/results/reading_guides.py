@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 GUIDE = "How to read"
-SAVES = re.compile(r'save_(table|figure)\(\s*[^,()]+,\s*NOTEBOOK\s*,\s*"([^"]+)"')
+# the first argument may hold one call (``pd.DataFrame(rows)``)
+SAVES = re.compile(r'save_(table|figure)\(\s*(?:[^,()]|\([^()]*\))+,\s*NOTEBOOK\s*,\s*"([^"]+)"')
 KIND_OF = {"table": ".md", "figure": ".png"}  # what a saved name's file on the page ends with
 
 

@@ -205,6 +205,19 @@ def one_label_said(cell: str | None) -> str | None:
     return "1" if int(m.group(1)) else "0"
 
 
+# What the columns above mean, in words a table's key gives below it (``report.column_key``), keyed by the columns
+# that must all be present
+COLUMN_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("n", "n_examples"), "`n` is the examples with a readable label that a row's numbers rest on, `n_examples` the "
+                          "examples judged (unreadable answers included)"),
+    (("parsed_first_%", "parsed_%"), "`parsed_first_%` and `parsed_%` are the shares (%) of the answers the method "
+                                     "had to read (not of examples: a debate reads several answers an example) that "
+                                     "were read on the first try and after retries"),
+    (("fallback_examples",), "`fallback_examples` the examples whose verdict used option scoring in place of an "
+                             "unreadable answer (only a profile with `label_fallback: option_scores` allows it)"),
+)
+
+
 def parse_columns(metrics: dict[str, Any]) -> dict[str, Any]:
     """A run's parse rates as table columns (``metrics["parse_rates"]``): the % of answers read on the first
     try and after retries, and the examples whose verdict used an option-scoring fallback."""

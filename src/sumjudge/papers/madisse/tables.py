@@ -16,7 +16,7 @@ import numpy as np
 
 from sumjudge.data import registry
 from sumjudge.metrics import binary_report, labels_said, percentile_interval, stratified_resamples
-from sumjudge.report import ci_text, paper_results, paper_value, read_results, scaled_ci
+from sumjudge.report import ci_text, paper_results, paper_value, read_results, scaled_ci, shown_number
 from sumjudge.run.folder import run_name
 from sumjudge.run.metrics import binary_scores, cell_sizes, parse_columns, said_column
 
@@ -72,6 +72,19 @@ def run_evaluators(session, dataset: str, level: str, *, rounds: int = 3, faithf
     return out
 
 
+def rates_disagree(row: str, bacc: float | None, rates: list[float | None]) -> str | None:
+    """Where the paper's Table 35 FPR and FNR of a row do not give its printed BAcc (BAcc = 100 - (FPR + FNR) / 2,
+    beyond the rounding of printed numbers), the note that says so, both numbers the paper's; else None."""
+    fpr, fnr = (rates + [None, None])[:2]
+    if bacc is None or fpr is None or fnr is None:
+        return None
+    implied = 100 - (fpr + fnr) / 2
+    if abs(implied - bacc) <= 0.2:
+        return None
+    return (f"the paper disagrees with itself: its Table 35 rates for {row} give BAcc {shown_number(implied)}, "
+            f"its BAcc is {shown_number(bacc)}")
+
+
 def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str, model: str) -> list[dict]:
     """BAcc / K-alpha rows (Table 3 at summary level, Table 33 at sentence level) and FPR / FNR rows
     (Table 35, summary level), each with the paper's value."""
@@ -88,8 +101,9 @@ def comparison_rows(results: dict[str, dict[str, Any]], dataset: str, level: str
                   "calls_per_example": round(m["cost"]["calls_per_example"], 1),
                   "note": note if row.startswith("madisse") and row != "madisse-no-init" else None}
         pct = (lambda v: None if v is None else 100 * v)
+        own = rates_disagree(ROW_NAMES[row], cell[0], rates)
         rows += [{**common, "metric": "BAcc (%)", "paper": cell[0], "reproduced": pct(m.get("bacc")),
-                  "ci": scaled_ci(m.get("bacc_ci"))},
+                  "ci": scaled_ci(m.get("bacc_ci")), "note": "; ".join(x for x in (common["note"], own) if x) or None},
                  {**common, "metric": "K-alpha", "paper": cell[1], "reproduced": m.get("k_alpha"),
                   "ci": m.get("k_alpha_ci")},
                  {**common, "metric": "FPR (%)", "paper": rates[0], "reproduced": pct(m.get("fpr")),
