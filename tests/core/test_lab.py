@@ -108,6 +108,7 @@ def test_the_replayed_arena_is_notebook_50s_as_the_smoke_profile_runs_it():
     rivals = lab.replay_arena("smoke")
     params = lab.arena_parameters("smoke")
     assert {r["judge"] for r in rivals.table} >= set(params["methods"]) and rivals.n == 20
+    assert rivals.model == "qwen2.5-coder-0.5b-instruct"  # the model that answered, not the profile's alias
     assert all(r["n_examples"] == rivals.n and r["n"] <= rivals.n for r in rivals.table) and rivals.fidelity
     t = lab.debate_transcript(rivals, "debate-consistency", rivals.datasets[0])
     assert t.label != t.gold and t.turns and t.turns[0].speaker == "scorer"
@@ -179,6 +180,12 @@ def test_the_arena_judges_list_what_the_replayed_arena_holds_and_lacks():
     assert rows["zero-shot"]["in_this_arena"] and rows["zero-shot[prompts=printed]"]["in_this_arena"]
     assert not rows["madisse"]["in_this_arena"] and rows["madisse"]["paper"] == "madisse"
     assert not rows["mesa-faithfulness"]["in_this_arena"] and rows["mesa-faithfulness"]["paper"] == "mesa"
+    # a judge's settings in brackets say which reading it is, so that two rows of one method read differently
+    assert rows["zero-shot"]["what"].endswith("; as run (the first of: the authors' prompts.py vs MADISSE's printed "
+                                              "Table 26)")
+    assert "; as printed (the second of: the authors' prompts.py" in rows["zero-shot[prompts=printed]"]["what"]
+    assert rows["madisse[sessions=3]"]["what"].endswith("; with sessions=3")
+    assert rows["factax"]["what"] == lab.get_method("factax").description
 
 
 def test_the_answer_key_says_whether_the_example_judge_beats_chance():

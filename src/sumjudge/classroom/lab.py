@@ -98,7 +98,7 @@ def replay_arena(profile: str = "smoke", page: str | Path | None = None) -> Aren
     res = arena.run_arena(cells, runs, backend=p.backend, model=p.model, base_url=p.base_url, limit=p.n,
                           seed=p.seed, level=params["level"], llm=session.llm, settings_for=session.method_settings,
                           held_out=params["held_out"], progress=False)
-    return ArenaResult(model=p.model, n=p.n, seed=p.seed, level=params["level"], datasets=list(params["datasets"]),
+    return ArenaResult(model=session.llm.info.model, n=p.n, seed=p.seed, level=params["level"], datasets=list(params["datasets"]),
                        runs=runs, table=res["arena"], predictions=res["predictions"], paired=res["paired"],
                        fidelity=res["fidelity"], held_out=params["held_out"], folders=res["folders"])
 
@@ -318,6 +318,19 @@ def constant_judge_alpha(n_examples: int, disagree: int) -> float:
     return 1 - (2 * n - 1) / (2 * n - disagree)
 
 
+def reading_of(cell: arena.Cell) -> str:
+    """What a judge's settings in brackets make of its method, as words after its description: the reading of an
+    as-printed pair it is (``MethodSpec.as_printed``: "A vs B", A the authors' code, B the paper's text), else its
+    settings; "" for the method as registered where it has no such pair."""
+    s = dict(cell.settings)
+    for pair in get_method(cell.method).as_printed:
+        if pair.as_printed and s == {**dict(pair.as_run), **dict(pair.as_printed)}:
+            return f"; as printed (the second of: {pair.what})"
+        if s == dict(pair.as_run):
+            return f"; as run (the first of: {pair.what})"
+    return "; with " + ", ".join(f"{k}={v}" for k, v in sorted(s.items())) if s else ""
+
+
 def arena_judges(result: ArenaResult) -> list[dict[str, Any]]:
     """The judges of notebook 50's arena (its parameters cell: the paper setting) and of ``result`` (the profile's
     arena, replayed), one row each: its paper, what it is, and whether ``result`` holds it (``in_this_arena``)."""
@@ -327,8 +340,8 @@ def arena_judges(result: ArenaResult) -> list[dict[str, Any]]:
     cells = arena.parse_cells(list(full["methods"]), datasets)
     cells += [c for c in arena.fidelity_cells(datasets, list(full["as_printed"])) if c not in cells]
     here = {r["judge"] for r in result.table}
-    rows = [{"judge": c.judge, "paper": get_method(c.method).paper, "what": get_method(c.method).description,
-             "in_this_arena": c.judge in here} for c in cells]
+    rows = [{"judge": c.judge, "paper": get_method(c.method).paper,
+             "what": get_method(c.method).description + reading_of(c), "in_this_arena": c.judge in here} for c in cells]
     rows += [{"judge": j, "paper": "", "what": "", "in_this_arena": True} for j in sorted(here - {c.judge for c in cells})]
     return rows
 

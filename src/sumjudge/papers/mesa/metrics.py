@@ -43,7 +43,7 @@ def meeting_error_metrics(examples, judgements: list[Judgement]) -> dict[str, An
         per[t] = {"available": True, "n": len(labelled), "errors": sum(y for y, _, _ in labelled),
                   "point_biserial": {"r": r, "p": p, "n": n}, "bacc": rep.bacc,
                   "bacc_ci": readable_bacc_ci([y for y, _ in det], [d for _, d in det]), "detected_n": rep.n,
-                  "said": labels_said([d for _, d in det]), **common}
+                  "said": labels_said([d for _, d in det]), "gold": labels_said([y for y, _ in det]), **common}
     q = [j.details.get("quality") for j in judgements if j.details.get("quality") is not None]
     return {"types": per, "unparsed": sum(v is None for j in judgements for v in j.scores.values()),
             "mean_quality": sum(q) / len(q) if q else None, "transcript": transcript_stats(judgements),

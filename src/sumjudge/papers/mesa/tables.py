@@ -30,7 +30,10 @@ from sumjudge.run.methods import get_method
 from sumjudge.run.metrics import parse_columns, said_column
 
 # what label 1 stands for in the label counts of an error type's rows (``report.save_table``'s ``label_one``)
-ERROR_FOUND = "the judge found an error of this type in the summary, 0 = found none"
+ERROR_FOUND = "an error of this type in the summary (as the judge said, or as the annotators marked it), 0 = none"
+# why a cell is empty: a correlation no scored summaries define; a paper cell its source text does not give
+UNDEFINED_R = "undefined: the scored summaries hold one class only, or their scores are all equal (or fewer than 3)"
+GARBLED = "the paper's value is unreadable in its source text (fewer values than rows): left empty, not guessed"
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
 SETUPS = {"Single": {}, "Multi": {"madp": True}}
 
@@ -216,7 +219,8 @@ def table1_rows(single: dict[str, Any], three: dict[str, Any], model: str) -> li
                          "reproduced": None if bacc is None or bacc != bacc else 100 * bacc,
                          "ci": scaled_ci(t.get("bacc_ci")), "n": t.get("detected_n"), "n_examples": t.get("n"),
                          "errors": t.get("errors"),
-                         **said_column(t.get("said")), **parse_columns(m), **transcript_columns(m), "model": model,
+                         **said_column(t.get("said"), t.get("gold")), **parse_columns(m), **transcript_columns(m),
+                         "model": model,
                          "note": None if t.get("available") else t.get("reason")})
     return rows
 
@@ -229,9 +233,10 @@ def table3_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> 
             pb = t.get("point_biserial", {})
             rows.append({"experiment": "Table 3", "evaluator": label, "aspect": code, "metric": "r_pb",
                          "paper": paper_value("mesa", "table3", label, paper_code(code)), "reproduced": pb.get("r"),
-                         "ci": fisher_ci(pb.get("r"), pb.get("n")), "p": _p(pb.get("p")), "n": pb.get("n"), "unscored": t.get("unscored"), **parse_columns(m), **transcript_columns(m),
-                         "model": model,
-                         "note": None if t.get("available") else t.get("reason")})
+                         "ci": fisher_ci(pb.get("r"), pb.get("n")), "p": _p(pb.get("p")), "n": pb.get("n"),
+                         "unscored": t.get("unscored"), **parse_columns(m), **transcript_columns(m), "model": model,
+                         "note": (t.get("reason") if not t.get("available") else
+                                  None if pb.get("r") is not None and pb["r"] == pb["r"] else UNDEFINED_R)})
     return rows
 
 
@@ -248,8 +253,8 @@ def likert_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> 
                 rep = lk.get(sym, {})
                 rows.append({"experiment": "Table 4", "evaluator": label, "aspect": code, "metric": sym,
                              "paper": p4[i], "reproduced": rep.get("r"), "ci": fisher_ci(rep.get("r"), rep.get("n"), sym),
-                             "p": _p(rep.get("p")), "n": rep.get("n"),
-                             "model": model, "note": note})
+                             "p": _p(rep.get("p")), "n": rep.get("n"), "model": model,
+                             "note": "; ".join(x for x in (note, None if p4[i] is not None else GARBLED) if x) or None})
             rows.append({"experiment": "Table 5", "evaluator": label, "aspect": code, "metric": "Likert gap",
                          "paper": paper_value("mesa", "table5", label, paper_code(code)), "reproduced": lk.get("gap"),
                          "ci": lk.get("gap_ci"), "mean_llm": t.get("mean_rating"), "n": lk.get("n"), "model": model,
