@@ -215,6 +215,8 @@ COLUMN_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
                                      "were read on the first try and after retries"),
     (("fallback_examples",), "`fallback_examples` the examples whose verdict used option scoring in place of an "
                              "unreadable answer (only a profile with `label_fallback: option_scores` allows it)"),
+    (("label_sources",), "`label_sources` how many verdicts came from each source (`parsed`: read from the "
+                         "answer; `unparsed`: none readable, left out; any other: the method's own, as its docs say)"),
     (("k_alpha",), "`k_alpha` is Krippendorff's alpha of the judge's labels against the gold labels (1: the same on "
                    "every example, 0: no more agreement than chance gives, below 0: less), beside its 95% interval"),
     (("wall_s_per_example",), "`wall_s_per_example` the seconds a model took per example where it answered during "
