@@ -141,7 +141,8 @@ def save_table(df, notebook: str, name: str, label_one: str = FAITHFUL, key: str
     d = out_dir(notebook)
     df.to_csv(d / f"{name}.csv", index=False)
     cols = [str(c) for c in df.columns]
-    words = [w for w in (label_key(cols, label_one), column_key(cols), key) if w]
+    shown = [str(c) for c in df.columns if df[c].notna().any()]  # a column empty in every row needs no words
+    words = [w for w in (label_key(cols, label_one), column_key(shown), key) if w]
     (d / f"{name}.md").write_text(markdown_table(df) + "\n" + "".join(f"\n{w}\n" for w in words))
     return d / f"{name}.csv"
 

@@ -230,6 +230,10 @@ def test_a_table_with_the_columns_every_run_gives_says_what_they_mean(tmp_path, 
     assert "not of examples" in last and "`fallback_examples`" in last
     assert report.column_key(["bacc", "n"]) is None
     assert report.column_key(["n", "n_examples"]).count("`") == 4
+    # a column empty in every row (G-Eval's parse rates: it reads probabilities) gets no words
+    blank = df.assign(**{"parsed_first_%": [None], "parsed_%": [None]})
+    last = report.save_table(blank, "10_x", "b").with_suffix(".md").read_text().rstrip().splitlines()[-1]
+    assert "`n_examples`" in last and "parsed_first_%" not in last
 
 
 def test_weights_are_named_by_their_sha256(tmp_path):

@@ -209,7 +209,7 @@ def one_label_said(cell: str | None) -> str | None:
 # that must all be present
 COLUMN_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("n", "n_examples"), "`n` is the examples with a readable label that a row's numbers rest on, `n_examples` the "
-                          "examples judged (unreadable answers included)"),
+                          "examples the row counts, unreadable answers included"),
     (("parsed_first_%", "parsed_%"), "`parsed_first_%` and `parsed_%` are the shares (%) of the answers the method "
                                      "had to read (not of examples: a debate reads several answers an example) that "
                                      "were read on the first try and after retries"),

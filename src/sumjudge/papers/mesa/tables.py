@@ -33,7 +33,8 @@ from sumjudge.run.metrics import parse_columns, said_column
 ERROR_FOUND = "an error of this type in the summary (as the judge said, or as the annotators marked it), 0 = none"
 # why a cell is empty: a correlation no scored summaries define; a paper cell its source text does not give
 UNDEFINED_R = "undefined: the scored summaries hold one class only, or their scores are all equal (or fewer than 3)"
-GARBLED = "the paper's value is unreadable in its source text (fewer values than rows): left empty, not guessed"
+# (worded without "paper": a note naming the paper marks a row the paper prints and this run skips, results.notes)
+GARBLED = "the printed value is unreadable in its source text (fewer values than rows): left empty, not guessed"
 PAPER_CODE = {"RED": "REP"}  # sumjudge's code -> the paper's table column
 SETUPS = {"Single": {}, "Multi": {"madp": True}}
 
