@@ -157,7 +157,8 @@ def calibrate(preds: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> di
 
 def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *,
              calibration: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One judge on one dataset: BAcc with a 95% bootstrap CI (``metrics.bacc_cell``: over the examples with a
+    """One judge on one dataset: BAcc in percent, as the papers and the leaderboard print it, with a 95% bootstrap
+    CI (``metrics.bacc_cell``, scaled: over the examples with a
     readable label, ``n`` of the ``n_examples`` judged), alpha, ROC-AUC where the judgements carry graded scores,
     the unreadable share, and what it cost per example (a score judge's held-out run apart). ``calibration``: a
     score judge's threshold (``calibrate``): BAcc and alpha are then those of the thresholded labels."""
@@ -169,12 +170,12 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     if calibration and calibration["threshold"] is not None:
         metrics["k_alpha"] = krippendorff_alpha(gold, labels)
     bacc = bacc_cell(gold, labels)
-    ci = bacc["ci"] or (None, None)
+    ci = tuple(100 * v for v in bacc["ci"]) if bacc["ci"] else (None, None)  # in percent, as the papers print it
     alpha_ci = binary_alpha_ci(gold, labels) or (None, None)
     n = max(1, len(preds))
     cost = metrics["cost"]
     return {"dataset": cell.where, "judge": cell.judge, "n": bacc["n"], "n_examples": bacc["n_examples"],
-            "bacc": bacc["bacc"] if bacc["n"] else None, "bacc_ci_low": ci[0], "bacc_ci_high": ci[1],
+            "bacc": 100 * bacc["bacc"] if bacc["n"] else None, "bacc_ci_low": ci[0], "bacc_ci_high": ci[1],
             **said_column(labels_said(labels)),
             "k_alpha": metrics.get("k_alpha"), "k_alpha_ci_low": alpha_ci[0], "k_alpha_ci_high": alpha_ci[1],
             "roc_auc": roc_auc([g for g, _ in scored], [v for _, v in scored]) if graded else None,
@@ -424,10 +425,10 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
 PARETO_MARGIN = 1.5  # the Pareto figure's x axis reaches this factor beyond the cheapest and the dearest judge
 
 
-def point_keys(points: list[tuple[float, float]], *, near: float = 0.04) -> list[list[int]]:
-    """Points (x on a log axis, y in 0-1) grouped where they would overlap on the plot (closer than ``near`` of the
-    axes' span; the x axis spans the points' decades and ``PARETO_MARGIN`` each side): each group is marked once,
-    with all its numbers, so that no number is drawn over another."""
+def point_keys(points: list[tuple[float, float]], *, near: float = 0.04, y_span: float = 100.0) -> list[list[int]]:
+    """Points (x on a log axis, y from 0 to ``y_span``: BAcc in percent) grouped where they would overlap on the
+    plot (closer than ``near`` of the axes' span; the x axis spans the points' decades and ``PARETO_MARGIN`` each
+    side): each group is marked once, with all its numbers, so that no number is drawn over another."""
 
     xs = [math.log10(max(x, 1e-9)) for x, _ in points]
     span = max(xs, default=0) - min(xs, default=0) + 2 * math.log10(PARETO_MARGIN)
@@ -435,7 +436,7 @@ def point_keys(points: list[tuple[float, float]], *, near: float = 0.04) -> list
     for i, (x, (_, y)) in enumerate(zip(xs, points)):
         for g in groups:
             j = g[0]
-            if math.hypot((x - xs[j]) / span, y - points[j][1]) < near:
+            if math.hypot((x - xs[j]) / span, (y - points[j][1]) / y_span) < near:
                 g.append(i)
                 break
         else:
@@ -444,7 +445,7 @@ def point_keys(points: list[tuple[float, float]], *, near: float = 0.04) -> list
 
 
 def pareto_figure(table: list[dict[str, Any]], highlight: tuple[str, ...] = ()):
-    """Tokens per example (log axis) against BAcc on its whole 0-1 scale with chance (0.5) marked, one panel per
+    """Tokens per example (log axis) against BAcc on its whole 0-100 scale with chance (50) marked, one panel per
     dataset: each judge a numbered point with its 95% interval as an error bar, the Pareto front drawn, and beside
     the panel the key (number, judge, BAcc and interval; judges whose name starts with one of ``highlight`` in their
     own colour). Points that would overlap share one mark naming all their numbers."""
@@ -464,7 +465,7 @@ def pareto_figure(table: list[dict[str, Any]], highlight: tuple[str, ...] = ()):
         colour = ["#c33" if m else "#36a" for m in mine]
         low = [a - (r.get("bacc_ci_low") if r.get("bacc_ci_low") is not None else a) for (_, a), r in zip(pts, rows)]
         high = [(r.get("bacc_ci_high") if r.get("bacc_ci_high") is not None else a) - a for (_, a), r in zip(pts, rows)]
-        ax.axhline(0.5, color="#bbb", lw=0.8, zorder=0)
+        ax.axhline(50, color="#bbb", lw=0.8, zorder=0)
         ax.errorbar([c for c, _ in pts], [a for _, a in pts], yerr=[low, high], fmt="none", ecolor="#999",
                     elinewidth=1, capsize=2, zorder=1)
         ax.scatter([c for c, _ in pts], [a for _, a in pts], c=colour, zorder=2)
@@ -477,14 +478,14 @@ def pareto_figure(table: list[dict[str, Any]], highlight: tuple[str, ...] = ()):
         ax.set_xscale("log")
         lo, hi = min((c for c, _ in pts), default=1), max((c for c, _ in pts), default=10)
         ax.set_xlim(lo / PARETO_MARGIN, hi * PARETO_MARGIN)
-        ax.set_ylim(0, 1)
+        ax.set_ylim(0, 100)
         ns = sorted({r["n"] for r in rows}) or [0]
         most = ns[-1]  # a judge with unreadable answers rests on fewer: its key line says how many
         ax.set(title=f"{ds} (n = {ns[0] if len(ns) == 1 else f'{ns[0]}-{most}'})",
-               xlabel="tokens per example (prompt + completion)", ylabel="BAcc (bars: 95% CI; grey line: chance)")
+               xlabel="tokens per example (prompt + completion)", ylabel="BAcc, % (bars: 95% CI; grey line: chance)")
         key.axis("off")
-        lines = [f"{i + 1}  {r['judge']}: {r['bacc']:.2f} "
-                 + (f"[{r['bacc_ci_low']:.2f}, {r['bacc_ci_high']:.2f}]" if r.get("bacc_ci_low") is not None else "")
+        lines = [f"{i + 1}  {r['judge']}: {r['bacc']:.1f} "
+                 + (f"[{r['bacc_ci_low']:.1f}, {r['bacc_ci_high']:.1f}]" if r.get("bacc_ci_low") is not None else "")
                  + (f" (n = {r['n']})" if r["n"] != most else "")
                  + (" (one label to all)" if one_label_said(r.get(SAID_COLUMN)) else "") for i, r in enumerate(rows)]
         for i, (line, m) in enumerate(zip(lines, mine)):

@@ -138,8 +138,8 @@ def test_cell_rows_of_a_score_judge_and_the_as_printed_pairs():
              for i, (g, lab, s) in enumerate([(1, 1, 5.0), (1, 0, 3.0), (0, 0, 2.0), (0, 1, 4.0)])]
     row = cell_row(Cell("g-eval-consistency", "d"), {"bacc": 0.1, "k_alpha": 0.1, "cost": cost}, preds,
                    calibration={"threshold": 4.0, "held_out_n": 9, "threshold_from": "held out"})
-    # the thresholded labels (1,0,0,1) against gold (1,1,0,0): BAcc 0.5, not the run's own 0.1
-    assert row["bacc"] == 0.5 and row["roc_auc"] == 0.75 and (row["threshold"], row["held_out_n"]) == (4.0, 9)
+    # the thresholded labels (1,0,0,1) against gold (1,1,0,0): BAcc 50 (in percent), not the run's own 0.1
+    assert row["bacc"] == 50 and row["roc_auc"] == 0.75 and (row["threshold"], row["held_out_n"]) == (4.0, 9)
 
     cells = fidelity_cells(["d"], ["madisse"])
     assert [c.judge for c in cells] == ["madisse", "madisse[prompts=printed]"]
@@ -210,26 +210,26 @@ def test_the_pareto_figure_shows_intervals_on_the_whole_scale_and_marks_overlapp
     from sumjudge.arena import pareto_figure, point_keys
     from sumjudge.report import figure_data
 
-    assert point_keys([(600, 0.5), (610, 0.5), (1400, 0.45), (1450, 0.46), (1000, 0.9), (700, 0.5)]) == [
+    assert point_keys([(600, 50), (610, 50), (1400, 45), (1450, 46), (1000, 90), (700, 50)]) == [
         [0, 1], [2, 3], [4], [5]]
     base = {"dataset": "d", "n": 20, "completion_tokens_per_example": 0}
-    table = [{**base, "judge": "a", "bacc": 0.6, "bacc_ci_low": 0.4, "bacc_ci_high": 0.8,
+    table = [{**base, "judge": "a", "bacc": 60, "bacc_ci_low": 40, "bacc_ci_high": 80,
               "prompt_tokens_per_example": 100, "labels said": "10 × 1, 10 × 0"},
-             {**base, "judge": "b", "bacc": 0.5, "bacc_ci_low": 0.5, "bacc_ci_high": 0.5,
+             {**base, "judge": "b", "bacc": 50, "bacc_ci_low": 50, "bacc_ci_high": 50,
               "prompt_tokens_per_example": 1000, "labels said": "0 × 1, 20 × 0"},
-             {**base, "judge": "c", "bacc": 0.5, "bacc_ci_low": 0.5, "bacc_ci_high": 0.5,
+             {**base, "judge": "c", "bacc": 50, "bacc_ci_low": 50, "bacc_ci_high": 50,
               "prompt_tokens_per_example": 1010, "labels said": "20 × 1, 0 × 0"}]
     plot, key = figure_data(pareto_figure(table))
-    assert plot["ylim"] == [0, 1] and plot["title"] == "d (n = 20)"
+    assert plot["ylim"] == [0, 100] and plot["title"] == "d (n = 20)"
     bars = next(c["segments"] for c in plot["collections"] if "segments" in c)
-    assert [[0.4], [0.8]] == [[bars[0][0][1]], [bars[0][1][1]]]  # judge a's interval, drawn as its bar
+    assert [[40], [80]] == [[bars[0][0][1]], [bars[0][1][1]]]  # judge a's interval, drawn as its bar
     assert sorted(t["text"] for t in plot["texts"]) == ["1", "2,3"]
-    assert [t["text"] for t in key["texts"][:3]] == ["1  a: 0.60 [0.40, 0.80]",
-                                                     "2  b: 0.50 [0.50, 0.50] (one label to all)",
-                                                     "3  c: 0.50 [0.50, 0.50] (one label to all)"]
+    assert [t["text"] for t in key["texts"][:3]] == ["1  a: 60.0 [40.0, 80.0]",
+                                                     "2  b: 50.0 [50.0, 50.0] (one label to all)",
+                                                     "3  c: 50.0 [50.0, 50.0] (one label to all)"]
     # a judge with an unreadable answer rests on fewer examples: the title gives the range, its key line its n
     plot, key = figure_data(pareto_figure([{**table[0], "n": 19}] + table[1:]))
-    assert plot["title"] == "d (n = 19-20)" and key["texts"][0]["text"] == "1  a: 0.60 [0.40, 0.80] (n = 19)"
+    assert plot["title"] == "d (n = 19-20)" and key["texts"][0]["text"] == "1  a: 60.0 [40.0, 80.0] (n = 19)"
 
 
 def test_a_dataset_at_its_own_level_is_its_own_column_of_the_arena(tmp_path):

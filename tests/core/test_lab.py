@@ -189,7 +189,7 @@ def test_the_arena_judges_list_what_the_replayed_arena_holds_and_lacks():
 
 
 def test_the_answer_key_says_whether_the_example_judge_beats_chance():
-    row = {"dataset": "qags-xsum", "n": "20", "bacc_ci_low": "0.3", "bacc_ci_high": "0.7"}
+    row = {"dataset": "qags-xsum", "n": "20", "bacc_ci_low": "30", "bacc_ci_high": "70"}
     assert "contains 50 or lies under it" in lab_answers.chance_words(row)
-    assert "shown better than chance" in lab_answers.chance_words({**row, "bacc_ci_low": "0.55", "bacc_ci_high": "0.9"})
+    assert "shown better than chance" in lab_answers.chance_words({**row, "bacc_ci_low": "55", "bacc_ci_high": "90"})
     assert lab_answers.chance_words({**row, "bacc_ci_low": ""}) == ""

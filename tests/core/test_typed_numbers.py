@@ -58,11 +58,11 @@ def test_a_readme_block_follows_the_page(tmp_path):
         "commit": "abcdef0123", "check": {"state": "recorded"}}}}))
     (tmp_path / "50_judge_arena.md").write_text(
         "# 50\n\n## arena\n\n| dataset | judge | n | bacc | bacc_ci_low | bacc_ci_high | prompt_tokens_per_example |\n"
-        "|---|---|---|---|---|---|---|\n| qags-xsum | factax | 20 | 0.55 | 0.35 | 0.75 | 1100 |\n"
-        "| qags-cnndm | factax | 20 | 0.65 | 0.45 | 0.85 | 1300 |\n")
+        "|---|---|---|---|---|---|---|\n| qags-xsum | factax | 20 | 55 | 35 | 75 | 1100 |\n"
+        "| qags-cnndm | factax | 20 | 65 | 45 | 85 | 1300 |\n")
     text = render("x\n<!-- generated: arena -->\nold\n<!-- end generated -->\n", tmp_path)
     assert "commit `abcdef0`, recorded): 1 judges on qags-cnndm, qags-xsum" in text
-    assert "| factax | 0.600 | 0.55 [0.35, 0.75]; 0.65 [0.45, 0.85] | 40 | 1,200 |" in text and "old" not in text
+    assert "| factax | 60.0 | 55 [35, 75]; 65 [45, 85] | 40 | 1,200 |" in text and "old" not in text
 
 
 NUM = r"(?<![\w+.,-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w+-])|\b(?:three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty)\b"

@@ -45,12 +45,18 @@ def replay_lab(profile: str = "smoke", page: Path | None = None) -> dict[str, li
 
 
 def _pct(v: Any) -> str:
+    """A share (0-1) in percent."""
     return "-" if v in (None, "") else f"{100 * float(v):.1f}"
+
+
+def _points(v: Any) -> str:
+    """A number already in percent (the arena's BAcc)."""
+    return "-" if v in (None, "") else f"{float(v):.1f}"
 
 
 def _interval(row: dict[str, Any]) -> str:
     lo, hi = row.get("bacc_ci_low"), row.get("bacc_ci_high")
-    return "no interval" if lo in (None, "") else f"[{_pct(lo)}, {_pct(hi)}]"
+    return "no interval" if lo in (None, "") else f"[{_points(lo)}, {_points(hi)}]"
 
 
 def chance_words(row: dict[str, Any]) -> str:
@@ -60,7 +66,7 @@ def chance_words(row: dict[str, Any]) -> str:
     if lo in (None, "") or hi in (None, ""):
         return ""
     where = f"On {row.get('dataset')} (n = {row.get('n')})"
-    if float(lo) > 0.5:
+    if float(lo) > 50:
         return f"{where}, its interval lies above 50: the example judge is shown better than chance on these examples."
     return (f"{where}, its interval {_interval(row)} contains 50 or lies under it: the example judge as given is not "
             "shown better than a coin on these examples. That is the starting point: read its skeptic's lists for a "
@@ -87,7 +93,7 @@ def by_hand_bootstrap(gold: list[int], label: list[int], resamples: int = 1000, 
 
 
 def constant_alpha(rivals: lab.ArenaResult, rows: list[dict[str, Any]], one: list[str]) -> list[str]:
-    """Why the one-label judges' Krippendorff alpha is below 0 at a BAcc of exactly 0.5, from their own labels."""
+    """Why the one-label judges' Krippendorff alpha is below 0 at a BAcc of exactly 50, from their own labels."""
     out = []
     for judge in one:
         cell = [p for p in lab.cell_predictions(rivals, judge, rows[0]["dataset"]) if p["label"] is not None]
@@ -198,15 +204,15 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             "and the handout).", ""]
 
     # 1
-    chance = [r["judge"] for r in rows if r["bacc_ci_low"] is None or r["bacc_ci_low"] <= 0.5 <= r["bacc_ci_high"]]
+    chance = [r["judge"] for r in rows if r["bacc_ci_low"] is None or r["bacc_ci_low"] <= 50 <= r["bacc_ci_high"]]
     ivs = [(r["bacc_ci_low"], r["bacc_ci_high"]) for r in rows if r["bacc_ci_low"] is not None]
     disjoint = sum(1 for i, a in enumerate(ivs) for b in ivs[i + 1:] if a[1] < b[0] or b[1] < a[0])
     out += ["## Exercise 1 · What the table can tell", "",
-            f"{len(chance)} of {len(rows)} judges have an interval containing 0.5 (or none at all): "
+            f"{len(chance)} of {len(rows)} judges have an interval containing 50 (or none at all): "
             f"{', '.join(chance)}. Of the {len(ivs) * (len(ivs) - 1) // 2} pairs of intervals, {disjoint} are disjoint: "
             f"{'no two judges are told apart by their intervals alone' if not disjoint else 'only those pairs are'}. "
             f"With n = {rivals.n}, an interval spans roughly ±{100 / rivals.n ** 0.5:.0f} points.", "",
-            *markdown_rows([{"judge": r["judge"], "BAcc": _pct(r["bacc"]), "95% interval": _interval(r)} for r in rows],
+            *markdown_rows([{"judge": r["judge"], "BAcc": _points(r["bacc"]), "95% interval": _interval(r)} for r in rows],
                        ["judge", "BAcc", "95% interval"]), ""]
 
     # 2
@@ -228,7 +234,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
     out += ["## Exercise 3 · A balanced accuracy and its interval by hand", "",
             f"{bacc_judge}: {len(cell)} readable labels ({gold.count(1)} gold 1, {gold.count(0)} gold 0). Recall "
             f"on gold 1 = {_pct(rec1)}%, on gold 0 = {_pct(rec0)}%, BAcc = their mean = {_pct((rec1 + rec0) / 2)} "
-            f"(the table: {_pct(row['bacc'])}). A stratified bootstrap of 1,000 resamples with "
+            f"(the table: {_points(row['bacc'])}). A stratified bootstrap of 1,000 resamples with "
             f"`np.random.default_rng(0)` gives [{_pct(lo)}, {_pct(hi)}] (BAcc {_pct(b)}); the table's "
             f"`metrics.readable_bacc_ci` gives {_interval(row)}. They differ a little because the table draws each "
             "class's count of right labels (a binomial draw, the same distribution as resampling the examples) from "
@@ -254,8 +260,8 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             f"as printed: {' / '.join(repr(w) for w in pair['only_as_printed']) or 'none'}."]
     if fid:
         a, p = by_judge.get(fid["as_run"]), by_judge.get(fid["as_printed"])
-        out += ["", f"On these {fid['n']} examples: BAcc {_pct(fid['bacc_as_run'])} as run against "
-                f"{_pct(fid['bacc_as_printed'])} as printed; only as run right on {fid['only_as_run_right']}, only as "
+        out += ["", f"On these {fid['n']} examples: BAcc {_points(fid['bacc_as_run'])} as run against "
+                f"{_points(fid['bacc_as_printed'])} as printed; only as run right on {fid['only_as_run_right']}, only as "
                 f"printed on {fid['only_as_printed_right']}, p = {fid['p']:.3g} (Holm {fid['p_holm']:.3g})."
                 + (f" Labels: as run {a['said_1']} × 1 and {a['said_0']} × 0, as printed {p['said_1']} × 1 and "
                    f"{p['said_0']} × 0: the same BAcc can come from different judges." if a and p else "")]
@@ -269,7 +275,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
             "names, numbers, dates and places the document does not mention, or NONE; a summary with nothing "
             "listed is judged faithful, the others go to a judge that reads the list and states the label), as the "
             "lab's recorded run answered it:", "",
-            *markdown_rows([{**r, "bacc": _pct(r["bacc"]), "interval": _interval(r)} for r in mine],
+            *markdown_rows([{**r, "bacc": _points(r["bacc"]), "interval": _interval(r)} for r in mine],
                        ["dataset", "judge", "model", "n", "bacc", "interval", SAID_COLUMN, "roc_auc", "threshold",
                         "unreadable_share", "calls_per_example"]), "",
             *[line for r in mine if (said := chance_words(r)) for line in (said, "")],
@@ -308,7 +314,7 @@ def render(rivals: lab.ArenaResult, tables: dict[str, list[dict[str, str]]]) -> 
                    "on the line for being cheap, at a BAcc of 50 by construction, so the line's cheap end says "
                    "nothing about what a judge can read" if on_line_one else "")
                 + f". The most expensive judge is {named[dear]} ({pts[dear][0]:,.0f} tokens an example, BAcc "
-                f"{_pct(pts[dear][1])}); the most accurate is {named[best]} (BAcc {_pct(pts[best][1])}). The figure "
+                f"{_points(pts[dear][1])}); the most accurate is {named[best]} (BAcc {_points(pts[best][1])}). The figure "
                 "shows no paired test: whether a gap between two points is real is exercise 7's question.", ""]
 
     # 10

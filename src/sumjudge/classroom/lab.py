@@ -154,7 +154,7 @@ def combined(rivals: ArenaResult, *own: ArenaResult) -> ArenaResult:
 
 def label_counts(predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per judge and dataset: how many examples it labelled 1, 0, and not at all (unreadable), and whether every
-    readable label was the same one (its BAcc is then 0.5 by construction)."""
+    readable label was the same one (its BAcc is then 50 by construction)."""
 
     labels: dict[tuple[str, str], list[int | None]] = {}
     for p in predictions:

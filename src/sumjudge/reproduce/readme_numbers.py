@@ -49,7 +49,7 @@ def arena(page: Path) -> str:
         f" ({', '.join(variants)} beside its judge: {len(judges)} rows)" if variants else "")
     lines = [f"From the results page ([notebook 50](figures/results-smoke/50_judge_arena.md), commit "
              f"`{str(rec.get('commit', '?'))[:7]}`, {state}): {counted} on {', '.join(datasets)}.", "",
-             "| judge | mean BAcc | BAcc and 95% interval per dataset | n | prompt tokens per example |",
+             "| judge | mean BAcc (%) | BAcc (%) and 95% interval per dataset | n | prompt tokens per example |",
              "|---|---|---|---|---|"]
 
     table = []
@@ -61,13 +61,13 @@ def arena(page: Path) -> str:
         n = sum(int(float(r[col["n"]])) for r in rs if num(r[col["n"]]) is not None)
         tokens = [num(r[col["prompt_tokens_per_example"]]) for r in rs]
         tok = sum(t for t in tokens if t is not None) / max(1, len([t for t in tokens if t is not None]))
-        table.append((mean if mean is not None else -1.0, f"| {judge} | {'' if mean is None else f'{mean:.3f}'} | "
+        table.append((mean if mean is not None else -1.0, f"| {judge} | {'' if mean is None else f'{mean:.1f}'} | "
                                                           f"{per} | {n} | {tok:,.0f} |"))
     lines += [t for _, t in sorted(table, key=lambda x: -x[0])]
     flat = [j for j, rs in judges.items() if all(r[col["bacc_ci_low"]] == r[col["bacc_ci_high"]] for r in rs)]
     if flat:
         lines += ["", f"{', '.join(flat)}: an interval of zero width on every dataset: one label for every example "
-                  "(their 0.5 is no measurement of what they can tell apart)."]
+                  "(their 50 is no measurement of what they can tell apart)."]
     return "\n".join(lines) + "\n"
 
 
