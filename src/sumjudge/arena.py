@@ -176,7 +176,7 @@ def cell_row(cell: Cell, metrics: dict[str, Any], preds: list[dict[str, Any]], *
     cost = metrics["cost"]
     return {"dataset": cell.where, "judge": cell.judge, "n": bacc["n"], "n_examples": bacc["n_examples"],
             "bacc": 100 * bacc["bacc"] if bacc["n"] else None, "bacc_ci_low": ci[0], "bacc_ci_high": ci[1],
-            **said_column(labels_said(labels)),
+            **said_column(labels_said(labels), labels_said([g for g, y in zip(gold, labels) if y is not None])),
             "k_alpha": metrics.get("k_alpha"), "k_alpha_ci_low": alpha_ci[0], "k_alpha_ci_high": alpha_ci[1],
             "roc_auc": roc_auc([g for g, _ in scored], [v for _, v in scored]) if graded else None,
             **{k: (calibration or {}).get(k) for k in ("threshold", "held_out_n", "threshold_from")},

@@ -140,6 +140,7 @@ def test_cell_rows_of_a_score_judge_and_the_as_printed_pairs():
                    calibration={"threshold": 4.0, "held_out_n": 9, "threshold_from": "held out"})
     # the thresholded labels (1,0,0,1) against gold (1,1,0,0): BAcc 50 (in percent), not the run's own 0.1
     assert row["bacc"] == 50 and row["roc_auc"] == 0.75 and (row["threshold"], row["held_out_n"]) == (4.0, 9)
+    assert (row["labels said"], row["gold labels"]) == ("2 × 1, 2 × 0", "2 × 1, 2 × 0")  # gold: of the readable
 
     cells = fidelity_cells(["d"], ["madisse"])
     assert [c.judge for c in cells] == ["madisse", "madisse[prompts=printed]"]

@@ -225,14 +225,14 @@ def test_settings_alike_in_every_row_are_named_with_the_reason_the_table_states(
     """DEBATE's Figure 2: the settings cannot differ where the Critic never objects; FACTAX and FACTAX-WD alike;
     judges alike only through a one-label answer (50 [50, 50], named already) are left alone."""
     r, cols = rows(*({"evaluator": s, "metric": m, "reproduced": v, "95% CI": ci, "n": "24",
-                      "no_issue_share": "1.0"}
+                      "setting_no_issue_pct": "100"}
                      for i, s in enumerate(("iterations: n = 1", "iterations: n = 2", "persona: weakly negative"))
                      for m, v, ci in (("r", f"0.2100447289472331{4 + i}", "[-0.4, 0.554]"),  # alike as shown
                                       ("rho", "0.2391163213276835", "[-0.37, 0.611]"))))
     assert table_notes("fig2", r, cols) == [
         "`fig2`: 3 settings show the same `reproduced` and `95% CI` in every row (e.g. iterations: n = 1 and "
         "iterations: n = 2, 2 rows "
-        "each): the table cannot tell them apart; the Critic never objected (no_issue_share 1 in every row that "
+        "each): the table cannot tell them apart; the Critic never objected (setting_no_issue_pct 100 in every row that "
         "states it), so every debate stopped at the Scorer's first score"]
     r, cols = rows(*({"evaluator": e, "dataset": d, "metric": "BAcc %", "paper": p, "reproduced": v, "95% CI": ci,
                       "n": "20"}
@@ -264,3 +264,19 @@ def test_a_judge_shown_little_of_each_document_is_named():
     said = [s for s in table_notes("t", r, cols) if "less than half" in s]
     assert said and said[0].startswith("`t`: 1 of 2 rows rest on judgements that saw less than half of each document "
                                        "(e.g. three: transcript_kept_% 5.7)")
+
+
+def test_a_scorer_that_gave_every_text_one_score_is_named():
+    """DEBATE's Table 2: DEBATE scored all 32 SummEval texts 4 for coherence; the humans' spread is no such note."""
+    r, cols = rows(*({"experiment": "Table 2", "dataset": "summeval", "aspect": "coherence", "paper": "30",
+                      "reproduced": v, "95% CI": "[0, 10.7]", "n": "32", "score": str(k), "who": who}
+                     for who, shares in (("human", ("0", "12.5", "28.1", "46.9", "12.5")),
+                                         ("DEBATE", ("0", "0", "0", "100", "0")))
+                     for k, v in enumerate(shares, start=1)))
+    said = [s for s in table_notes("table2", r, cols) if "same score" in s]
+    assert said == ["`table2`: in 1 of its 2 distributions one scorer gave every text the same score (e.g. summeval / "
+                    "coherence / DEBATE: all 4): such a scorer orders no text above another, so its correlations with "
+                    "the human scores are undefined, and its distribution has no spread to compare with the humans' or the "
+                    "paper's"]
+    r, cols = rows(*({"score": str(k), "who": "human", "reproduced": v} for k, v in ((1, "40"), (2, "60"))))
+    assert not [s for s in table_notes("t", r, cols) if "same score" in s]

@@ -366,6 +366,17 @@ def test_the_n_range_is_read_from_the_tables_n_columns_the_papers_own_rows_left_
         "no table on this page has an `n` column"
 
 
+def test_a_page_of_per_document_correlations_says_how_many_documents_they_rest_on():
+    """DEBATE's tables: `n` counts texts, `groups` the documents whose correlations are averaged; the banner says
+    both (no group: nothing said)."""
+    from sumjudge.results.banner import groups_words
+
+    page = ["## t", "", "| metric | n | groups |", "|--|--|--|", "| rho | 32 | 2 |", "| r | 36 | 6 |", "| rho | 3 | 0 |"]
+    said = groups_words(page)
+    assert said.startswith(" **Groups:** 2 to 6 (the `groups` column") and "not independent examples" in said
+    assert groups_words(["## t", "", "| n |", "|--|", "| 20 |"]) == ""
+
+
 def test_a_page_whose_model_is_not_the_papers_says_what_it_is_for_and_shows_no_difference(tmp_path):
     """The smoke profile's model beside MADISSE's Llama-3-70B: the banner names both (the parameter count the
     record holds, the dtype), gives n's range, says the page is not evidence for the claim and why its tables have
@@ -384,7 +395,8 @@ def test_a_page_whose_model_is_not_the_papers_says_what_it_is_for_and_shows_no_d
     assert ("`qwen2.5-coder-0.5b-instruct` (494,032,768 parameters (0.49B); bfloat16; dequantised from its 4-bit GGUF, "
             "q4_k_m)") in banner  # the smoke model's weights are the quantised file's, said
     assert "MADISSE: Llama-3-70B-Instruct (70B parameters)" in banner
-    assert "**n:** 5 to 30 (the `n` column of 2 of the 3 tables on this page)" in banner
+    assert "**n:** 5 to 30 (the `n` column of 2 of the 3 tables this page computes)." in banner
+    assert "**Groups:**" not in banner  # no table of it averages correlations over groups
     assert "it is not evidence for or against the paper's claim" in banner
     from sumjudge.results.banner import notebook_banner
     arena = " ".join(notebook_banner("50_judge_arena", "smoke", record, out, []))  # the judges of all four papers
@@ -611,3 +623,14 @@ def test_a_page_that_called_no_model_links_no_answers_file():
     assert "answers.jsonl.xz" not in "\n".join(state_lines(rec))
     assert "without a model (it called none" in "\n".join(state_lines(rec))
     assert "(01_x/answers.jsonl.xz)" in "\n".join(state_lines({**rec, "answers": "01_x/answers.jsonl.xz"}))
+
+
+def test_the_labs_banner_says_its_model_answered_only_the_judges_it_runs(tmp_path):
+    """The lab replays notebook 50's answers (in another dtype) beside its own judge's: its Model line says which
+    rows its model answered; a notebook that replays nothing says no such thing."""
+    from sumjudge.results.banner import notebook_banner
+
+    record = {"calls": 4, "answers": None, "engines": [{"backend": "hf", "model": "m", "dtype": "float32"}]}
+    lab = " ".join(notebook_banner("02_lab_llm_judges", "smoke", record, tmp_path, []))
+    assert "float32" in lab and "for the judges this notebook runs (the rows it replays from another" in lab
+    assert "replays from another" not in " ".join(notebook_banner("50_judge_arena", "smoke", record, tmp_path, []))

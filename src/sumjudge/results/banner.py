@@ -101,14 +101,14 @@ def page_tables(lines: list[str]) -> list[tuple[list[str], list[list[str]]]]:
     return tables
 
 
-def n_columns(lines: list[str]) -> tuple[list[float], int, int]:
-    """(every number in the ``n`` columns of a page's tables, tables with an ``n`` column, tables)."""
+def n_columns(lines: list[str], column: str = "n") -> tuple[list[float], int, int]:
+    """(every number in the ``column`` columns of a page's tables, tables with such a column, tables)."""
     values, with_n, tables = [], 0, page_tables(lines)
     for header, rows in tables:
-        if "n" not in header:
+        if column not in header:
             continue
         with_n += 1
-        i = header.index("n")
+        i = header.index(column)
         for r in rows:
             try:
                 v = float(r[i]) if i < len(r) else float("nan")
@@ -127,6 +127,18 @@ def n_range(lines: list[str]) -> tuple[float | None, float | None, int, int]:
 
 def _num(v: float) -> str:
     return f"{v:g}"
+
+
+def groups_words(lines: list[str]) -> str:
+    """What a page's correlations rest on where its tables have a ``groups`` column (DEBATE's per-document
+    correlations): '' elsewhere. Its ``n`` counts texts; a correlation is the mean over that many groups."""
+    values = [v for v in n_columns(lines, "groups")[0] if v > 0]
+    if not values:
+        return ""
+    low, high = min(values), max(values)
+    return (f" **Groups:** {_num(low)}" + ("" if low == high else f" to {_num(high)}") + " (the `groups` column: "
+            "each correlation is the mean of one correlation per document or context, over that many of them, "
+            "and its interval resamples them: the `n` texts are not independent examples)")
 
 
 def n_words(low: float | None, high: float | None, with_n: int, tables: int, where: str) -> str:
@@ -299,13 +311,17 @@ def notebook_banner(notebook: str, profile: str, record: dict[str, Any], page: P
     """The banner of a notebook's page: ``lines`` are the page's sections (``results_page.page_body``), ``page`` its
     folder (where its recorded answers lie)."""
     paper = paper_of(notebook)
-    n = n_words(*n_range(lines), where="on this page")
+    n = n_words(*n_range(lines), where="this page computes") + "." + groups_words(lines)
     if not record.get("calls") and not record.get("answers"):
-        return [f"> **Model:** none: this notebook called no model. **n:** {n}.", ""]
+        return [f"> **Model:** none: this notebook called no model. **n:** {n}", ""]
     engines = recorded_engines(page, record)
     theirs = (f"**the paper's model** ({paper_model_words(paper)})" if paper else
               "**the papers' models** (" + "; ".join(paper_model_words(p, others=False) for p in papers()) + ")")
-    out = [f"> **Model:** {model_words(engines)}, beside {theirs}. **n:** {n}.", ">"]
+    nb = project_root() / "notebooks" / f"{notebook}.ipynb"
+    replays = nb.exists() and REPLAYS_ANOTHER in notebook_defaults(nb)  # the lab: most rows are another page's
+    mine = model_words(engines) + (" for the judges this notebook runs (the rows it replays from another notebook's "
+                                   "recording were answered as that notebook's page says)" if replays else "")
+    out = [f"> **Model:** {mine}, beside {theirs}. **n:** {n}", ">"]
     papers_model = answered_by_papers_model(paper, [e.get("model") for e in engines])
     if not papers_model:
         out += [f"> The model is not the paper's, so this page {NOT_EVIDENCE}." if paper else

@@ -15,10 +15,11 @@ come):
 - a judge that said one label to every example (its ``labels said`` column), an interval of zero width (such a judge
   has BAcc 50 [50, 50]), a balanced accuracy whose whole interval lies under chance;
 - two settings or judges identical in every result cell (with the reason where the table states it: a Critic that
-  never objected, ``no_issue_share`` 1), or, in a table without settings, every row of a metric alike (a metric fixed
+  never objected, ``no_issue_pct`` 100), or, in a table without settings, every row of a metric alike (a metric fixed
   by design, ``FIXED_BY_DESIGN``, such as a test set's size, is left alone);
 - a paper's number measured on another dataset than the row's (``same_dataset_as_paper`` False);
-- a judge shown less than half of each document (a ``*_kept_%`` column: the document cut to fit the context).
+- a judge shown less than half of each document (a ``*_kept_%`` column: the document cut to fit the context);
+- a score distribution in which a scorer gave every text one score (``score`` and ``who`` columns: 100 at a point).
 
 Every number a note prints and every comparison a rule makes is the value as the page shows it (``shown``: 3
 significant digits, as ``report.save_table`` writes the tables), so that a replay on another CPU kind, whose floats
@@ -301,8 +302,8 @@ def _settings(t: Table) -> tuple[list[str], dict[tuple, list[dict[str, str]]]]:
 
 def _never_objected(rows: list[dict[str, str]]) -> str:
     """The reason a debate's settings cannot differ, where the table states it: the Critic found no issue in every
-    debate (``no_issue_share`` 1, ``no_issue_pct`` 100 in every row that states it)."""
-    for col, every in (("no_issue_share", 1.0), ("no_issue_pct", 100.0)):
+    debate (``no_issue_pct`` or ``setting_no_issue_pct`` 100 in every row that states it)."""
+    for col, every in (("setting_no_issue_pct", 100.0), ("no_issue_pct", 100.0)):
         said = [number(r.get(col)) for r in rows if number(r.get(col)) is not None]
         if said and all(v == every for v in said):
             return (f"; the Critic never objected ({col} {shown(every)} in every row that states it), so every "
@@ -372,8 +373,29 @@ def little_of_the_document(t: Table) -> list[str]:
                        "the judge, and the paper's judge read all of it")] if hits else []
 
 
+def one_score(t: Table) -> list[str]:
+    """A score distribution (one row per ``score`` point, its share in percent) where a scorer gave every text the
+    same score: 100 at one point (DEBATE's Table 2)."""
+    if "score" not in t.columns or "who" not in t.columns or t.value is None:
+        return []
+    keys = [c for c in LABEL_COLUMNS if c in t.columns and c not in ("metric",)] + ["who"]
+    dists: dict[tuple, list[dict[str, str]]] = {}
+    for r in t.rows:
+        dists.setdefault(tuple(r.get(c) or "" for c in keys), []).append(r)
+    hits = [(rows[0], next(r for r in rows if number(r.get(t.value)) == 100))
+            for rows in dists.values() if any(number(r.get(t.value)) == 100 for r in rows)]
+    if not hits:
+        return []
+    first, at = hits[0]
+    name = _name(first, [c for c in keys if c != "experiment"])
+    return [f"`{t.name}`: in {len(hits)} of its {len(dists)} distributions one scorer gave every text the same score "
+            f"(e.g. {name}: all {shown(at.get('score'))}): such a scorer orders no text above another, so its "
+            "correlations with the human scores are undefined, and its distribution has no spread to compare with the "
+            "humans' or the paper's"]
+
+
 RULES = (no_number, on_zero, few_examples, few_of_a_class, few_groups, mostly_unreadable, one_label, zero_width,
-         under_chance, identical_settings, alike_rows, paper_on_another_dataset, little_of_the_document)
+         under_chance, identical_settings, alike_rows, paper_on_another_dataset, little_of_the_document, one_score)
 
 
 def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> list[str]:

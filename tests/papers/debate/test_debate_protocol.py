@@ -231,7 +231,7 @@ def test_critic_stop_instructed_lets_the_devils_advocate_end_the_debate_and_tabl
     d = m["aspects"]["coherence"]["debate"]
     assert d["no_issue_share"] == 0.5 and d["mean_iterations"] == 2.0 and d["debates"] == 2
     row = next(r for r in correlation_rows("DEBATE", m, experiment="t", model="m") if r["aspect"] == "coherence")
-    assert row["no_issue_pct"] == 50.0 and row["mean_iterations"] == 2.0 and row["scale"] == "1-5"
+    assert row["no_issue_pct"] == 50.0 and row["mean_reviews"] == 2.0 and row["scale"] == "1-5"
 
 
 def test_an_unreadable_score_is_asked_again_at_temperature_zero_with_a_format_reminder():

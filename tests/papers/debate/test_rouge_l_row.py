@@ -28,3 +28,14 @@ def test_rouge_l_row_of_table_1_is_reproduced_on_all_1600_summaries():
     # the single CNN/DM reference, this repository's earlier setting, misses relevance by far
     single = rouge_l_scores(examples[:160], "rougeL-single")
     assert len(single) == 160 and all(0 <= f <= 1 for f in single)
+
+
+@needs_mirror
+def test_the_rouge_l_row_says_its_scale_is_an_f1_not_the_aspects_1_to_5():
+    from types import SimpleNamespace
+
+    from sumjudge.papers.debate.tables import debate_columns, rouge_l_metrics
+
+    session = SimpleNamespace(prof=SimpleNamespace(n=16, seed=0))
+    m = rouge_l_metrics(session, "summeval", list(ASPECTS))
+    assert {tuple(m["aspects"][a]["scale"]) for a in ASPECTS} == {(0, 1)} and not debate_columns(m["aspects"]["fluency"])

@@ -167,3 +167,19 @@ def test_star_and_g_eval_consistency_baselines_threshold_their_scores():
     be = ScriptedBackend(options=lambda r: {o: (0.6 if o == "5" else 0.1) for o in r.options})
     j, _ = judge(be, method="g-eval-consistency")
     assert j.score == pytest.approx(0.6 * 5 + 0.1 * (1 + 2 + 3 + 4)) and j.label == 1
+
+
+def test_a_types_f1_is_shown_beside_what_saying_the_type_to_every_summary_gives():
+    """Page 42: Predicate Error on 8 of 20 summaries; a judge that says it everywhere reaches F1 2·8/28 = 57.1."""
+    from sumjudge.papers.factax.tables import all_yes_f1
+
+    assert round(all_yes_f1(8, 20), 1) == 57.1 and all_yes_f1(0, 20) == 0 and all_yes_f1(0, 0) is None
+
+
+def test_a_macro_over_fewer_domains_than_the_papers_names_the_papers_mean_over_the_same_domains():
+    from sumjudge.papers.factax.tables import macro_note
+
+    said = macro_note(["XSum", "Dialogues"], {"XSum": 70.0, "Dialogues": 64.6})
+    assert said.startswith("MACRO over the 2 domains present here (XSum, Dialogues)")
+    assert said.endswith("the paper's own cells of these 2 domains average 67.3, the number to read ours against")
+    assert "own cells" not in macro_note(["XSum", "Dialogues"], {"XSum": 70.0, "Dialogues": None})

@@ -95,4 +95,4 @@ def test_the_arena_runs_mesa_beside_its_printed_twin_with_a_paired_test(tmp_path
     golds = [p["gold"] for p in res["predictions"] if p["judge"] == "mesa-faithfulness"]
     assert (f["as_run"], f["as_printed"]) == ("mesa-faithfulness", "mesa-faithfulness[criteria=printed]")
     assert (f["only_as_run_right"], f["only_as_printed_right"]) == (golds.count(1), golds.count(0))
-    assert (f["bacc_as_run"], f["bacc_as_printed"]) == (0.5, 0.5)
+    assert (f["bacc_as_run"], f["bacc_as_printed"]) == (50, 50)

@@ -176,11 +176,12 @@ def average_of_fewer_aspects(dataset: str, rated: list[str]) -> str | None:
 
 def debate_columns(aspect_metrics: dict[str, Any]) -> dict[str, Any]:
     """How a debate ended (DEBATE's and MultiAgent's aspects): the share of debates the Critic ended with NO
-    ISSUE and the mean number of Critic reviews, beside the correlations; G-Eval's mean coverage."""
+    ISSUE in percent and the mean number of Critic reviews, beside the correlations; G-Eval's mean coverage. The
+    same two columns as a run's ``debate_endings``, over one aspect."""
     d, cov = aspect_metrics.get("debate"), aspect_metrics.get("coverage")
     out: dict[str, Any] = {}
     if d:
-        out.update(no_issue_pct=round(100 * d["no_issue_share"], 1), mean_iterations=round(d["mean_iterations"], 2))
+        out.update(no_issue_pct=round(100 * d["no_issue_share"], 1), mean_reviews=round(d["mean_iterations"], 2))
     if cov:
         out["mean_coverage"] = round(cov["mean"], 3)
     return out
@@ -230,7 +231,8 @@ def rouge_l_metrics(session, dataset: str, aspects: list[str], limit: int | None
         raise ValueError("ROUGE-L needs a reference text: SummEval only (Topical-Chat's reference is one of its "
                          "six rated responses)")
     examples = registry.load(dataset, limit=session.prof.n if limit is None else limit, seed=session.prof.seed)
-    js = [Judgement(example_id=ex.id, scores={a: f for a in aspects})
+    js = [Judgement(example_id=ex.id, scores={a: f for a in aspects},  # an F1, on 0-1: not the aspects' 1-5
+                    details={"aspects": {a: {"scale": [0, 1]} for a in aspects}})
           for ex, f in zip(examples, rouge_l_scores(examples, variant))]
     return {"method": "rouge-l", "variant": variant, "dataset": dataset, "n_examples": len(examples),
             **rated_metrics(examples, js)}
@@ -319,18 +321,21 @@ def ablation_rows(runs: list[dict[str, Any]], model: str) -> list[dict[str, Any]
                                     "Figure 2", model=model, paper_table="table3" if paper_row else None,
                                     paper_row=paper_row):
             if row["aspect"] == "average" or paper_row:
-                rows.append({**row, "panel": r["panel"], "setting": r["setting"], **endings})
+                rows.append({**row, "panel": r["panel"], "setting": r["setting"],
+                             **{f"setting_{k}": v for k, v in endings.items()}})
     return rows
 
 
 def debate_endings(run_dir: Path) -> dict[str, Any]:
-    """How the debates of a run ended: share stopped by NO ISSUE, mean Critic reviews."""
+    """How the debates of a run ended, over all its aspects: the share stopped by NO ISSUE in percent
+    (``no_issue_pct``) and the mean number of Critic reviews (``mean_reviews``), as ``debate_columns`` names them
+    for one aspect."""
 
     ds = [d for r in read_results(run_dir) for d in r["judgement"]["details"]["aspects"].values() if "stopped" in d]
     if not ds:  # not a debate (G-Eval)
         return {}
-    return {"no_issue_share": sum(d["stopped"] == "no_issue" for d in ds) / len(ds),
-            "mean_reviews": sum(d["iterations"] for d in ds) / len(ds)}
+    return {"no_issue_pct": round(100 * sum(d["stopped"] == "no_issue" for d in ds) / len(ds), 1),
+            "mean_reviews": round(sum(d["iterations"] for d in ds) / len(ds), 2)}
 
 
 def figure2(rows: list[dict[str, Any]]):

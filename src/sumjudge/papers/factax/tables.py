@@ -49,7 +49,7 @@ from sumjudge.metrics import (
     wilson_ci,
 )
 from sumjudge.papers.factax.sft.steps import trained_from
-from sumjudge.report import paper_results, paper_value, read_results, scaled_ci
+from sumjudge.report import paper_results, paper_value, read_results, scaled_ci, shown_number
 from sumjudge.run.folder import run_name
 from sumjudge.run.methods import get_method
 from sumjudge.run.metrics import GOLD_COLUMN, SAID_COLUMN, parse_columns, said_column
@@ -67,9 +67,11 @@ PAPER_COLUMN = {"summeval-consistency-sota": "summeval", "qags-xsum": "wang20", 
                 **{f"aggrefact-sota-{s}": s.replace("-", "_") for s in SOTA_SOURCES}}
 STAND_INS = {"summeval-consistency-sota": "summeval", "qags-xsum": "wang20"}  # dataset -> the FtSota column it stands for
 NOTES = {
-    "summeval-consistency-sota": "stand-in for FtSota's SummEval: its SOTA systems T5, BART, Pegasus, 300 summaries over "
-                                 "both cuts (FtSota's test cut: 200, with PegasusDynamic, not annotated in SummEval)",
-    "qags-xsum": "stand-in for FtSota's Wang'20: all 239 QAGS-X summaries (FtSota's test cut: 119)",
+    "summeval-consistency-sota": "stand-in for FtSota's SummEval: drawn from its SOTA systems T5, BART, Pegasus, 300 summaries "
+                                 "over both cuts (FtSota's test cut: 200, with PegasusDynamic, not annotated in "
+                                 "SummEval); the row's `n` says how many were judged",
+    "qags-xsum": "stand-in for FtSota's Wang'20: drawn from the 239 QAGS-X summaries (FtSota's test cut: 119); the row's "
+                 "`n` says how many were judged",
     "qags-cnndm": "QAGS-C: not in Table 2 (its CNN/DM domain is Polytope, SummEval, FRANK, CLIFF); shown apart",
     "summeval-consistency": "all 16 SummEval systems (FtSota keeps the SOTA ones: summeval-consistency-sota); shown apart",
     "faceval": "training data in the paper (Training Set I); in no domain"}
@@ -351,18 +353,26 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                          "paper": paper_value("factax", table, row, DOMAIN_COLUMN.get(dom, "")),
                          **_mean_spread([d.get(dom) for d in doms_per_run]), "ci": scaled_ci(intervals.get(dom)),
                          "n": sizes.get(dom), "n_examples": judged.get(dom), "domain": dom, "model": model_of,
-                         "note": (macro_note([d for d in doms_per_run[0] if d != "MACRO"])
+                         "note": (macro_note([d for d in doms_per_run[0] if d != "MACRO"],
+                                             {d: paper_value("factax", table, row, DOMAIN_COLUMN.get(d, ""))
+                                              for d in doms_per_run[0] if d != "MACRO"})
                                   if dom == "MACRO" else "Pearson of the domain's dataset" if dom in SCORED_DOMAINS
                                   else "pooled over the domain's datasets")})
     return rows
 
 
-def macro_note(domains: list[str]) -> str:
+def macro_note(domains: list[str], paper_cells: dict[str, float | None] | None = None) -> str:
     """What a MACRO row averages: the domains present here, where the paper's MACRO averages every domain of its
-    table (Reports and Stories as Pearson x100)."""
-    return (f"MACRO over the {len(domains)} domain{'s' if len(domains) != 1 else ''} present here "
+    table (Reports and Stories as Pearson x100); with the paper's printed cells of those domains (``paper_cells``),
+    their mean, the paper's number over the same domains."""
+    said = (f"MACRO over the {len(domains)} domain{'s' if len(domains) != 1 else ''} present here "
             f"({', '.join(domains)}); the paper's averages every domain of its table, so the two compare only where "
             "the same domains are present")
+    cells = [v for v in (paper_cells or {}).values() if v is not None and v == v]
+    if paper_cells and len(cells) == len(domains):
+        said += (f"; the paper's own cells of these {len(domains)} domains average "
+                 f"{shown_number(sum(cells) / len(cells))}, the number to read ours against")
+    return said
 
 
 def run_config(run_dir: str | Path) -> dict[str, Any]:
@@ -567,6 +577,12 @@ def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
     return fig
 
 
+def all_yes_f1(support: int, n: int) -> float | None:
+    """F1 (%) of a judge that gives an error type to every one of ``n`` summaries, ``support`` of which have it
+    (precision support / n, recall 1): what a type's F1 must beat to show the judge can tell that type."""
+    return None if not n else 100 * 2 * support / (support + n)
+
+
 def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[str, Any]]:
     """Tables 6 (per-type F1, a bootstrap interval over summaries) and 7 (four criteria, Wilson's interval) for the
     methods that predict error types."""
@@ -583,7 +599,8 @@ def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[
                          "paper": paper_value("factax", "table6", paper_row, t) if label == "FACTAX" else None,
                          "reproduced": None if v["f1"] != v["f1"] else 100 * v["f1"],
                          "ci": scaled_ci(v.get("f1_ci")), "support": v["support"],
-                         "predicted": v["predicted"], "n": et["n"], "model": model})
+                         "predicted": v["predicted"], "all_yes_f1_%": all_yes_f1(v["support"], et["n"]),
+                         "n": et["n"], "model": model})
         for crit in ("exact", "subset", "overlap", "superset"):
             v = et["criteria"][crit]
             rows.append({"experiment": "Table 7", "evaluator": label, "aspect": crit, "metric": "%",

@@ -318,16 +318,20 @@ def variance_rows(runs: dict[str, list[dict[str, Any]]], model: str,
 
 def aspect_rows(single: dict[str, Any], multi: dict[str, Any], model: str) -> list[dict[str, Any]]:
     """Section 2.2 (no table in the paper): single- vs multi-aspect (both single-step, as the paper's §2.2 and
-    the authors' MODE 0/1 compare them), per type: mean rating, BAcc, r_pb, and the transcript share read."""
+    the authors' MODE 0/1 compare them), per type: mean rating, BAcc in percent (as Table 1 prints it), r_pb, and
+    the transcript share read."""
     rows = []
     for label, m in (("single-aspect", single), ("multi-aspect", multi)):
         for code, t in m["types"].items():
             pb = t.get("point_biserial", {})
-            for metric, val, ci in (("mean rating", t.get("mean_rating"), t.get("mean_rating_ci")), ("BAcc", t.get("bacc"), t.get("bacc_ci")),
+            bacc = t.get("bacc")
+            for metric, val, ci in (("mean rating", t.get("mean_rating"), t.get("mean_rating_ci")),
+                                    ("BAcc %", None if bacc is None or bacc != bacc else 100 * bacc,
+                                     scaled_ci(t.get("bacc_ci"))),
                                     ("r_pb", pb.get("r"), fisher_ci(pb.get("r"), pb.get("n")))):
                 rows.append({"experiment": "Section 2.2", "evaluator": label, "aspect": code, "metric": metric,
                              "paper": None, "reproduced": val, "ci": ci, "model": model, "n": t.get("scored"),
-                             **said_column(t.get("said") if metric == "BAcc" else None), **transcript_columns(m)})
+                             **said_column(t.get("said") if metric == "BAcc %" else None), **transcript_columns(m)})
     return rows
 
 
