@@ -634,3 +634,25 @@ def test_the_labs_banner_says_its_model_answered_only_the_judges_it_runs(tmp_pat
     lab = " ".join(notebook_banner("02_lab_llm_judges", "smoke", record, tmp_path, []))
     assert "float32" in lab and "for the judges this notebook runs (the rows it replays from another" in lab
     assert "replays from another" not in " ".join(notebook_banner("50_judge_arena", "smoke", record, tmp_path, []))
+
+
+def test_a_table_saved_under_an_f_string_name_carries_its_guide(tmp_path):
+    """Notebook 00 saves `f"zero_shot_{level}"`: its page's `zero_shot_summary` table gets the guide above it; a
+    name of another shape gets none."""
+    import nbformat
+
+    from sumjudge.results.page import page_body
+    from sumjudge.results.reading_guides import guide_for, reading_guides
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("## Paper vs reproduced\n\nHow to read this table: one row a metric."),
+                nbformat.v4.new_code_cell('report.save_table(table, NOTEBOOK, f"zero_shot_{level}")')]
+    path = tmp_path / "00_x.ipynb"
+    nbformat.write(nb, path)
+    guides = reading_guides(path)
+    assert guide_for(guides, "zero_shot_summary.md")[0].startswith("*Paper vs reproduced*")
+    assert guide_for(guides, "one_shot_summary.md") == ("", "")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "zero_shot_summary.md").write_text("| metric | bacc |\n|---|---|\n| BAcc | 50 |\n")
+    assert "How to read this table: one row a metric." in "\n".join(page_body(path, src, None))

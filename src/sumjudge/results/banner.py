@@ -138,7 +138,7 @@ def groups_words(lines: list[str]) -> str:
     low, high = min(values), max(values)
     return (f" **Groups:** {_num(low)}" + ("" if low == high else f" to {_num(high)}") + " (the `groups` column: "
             "each correlation is the mean of one correlation per document or context, over that many of them, "
-            "and its interval resamples them: the `n` texts are not independent examples)")
+            "and its interval resamples them: the `n` texts are not independent examples).")
 
 
 def n_words(low: float | None, high: float | None, with_n: int, tables: int, where: str) -> str:

@@ -27,7 +27,7 @@ from sumjudge.perf.machine import cpu_name
 from sumjudge.results.banner import index_banner, notebook_banner
 from sumjudge.results.model_files import local_parameters, safetensors_parameters, weights_sha256
 from sumjudge.results.notes import notes
-from sumjudge.results.reading_guides import reading_guides
+from sumjudge.results.reading_guides import guide_for, reading_guides
 from sumjudge.run.replay import ANSWERS, ANSWERS_PLAIN
 
 
@@ -140,7 +140,7 @@ def page_body(nb: Path, src: Path, dest: Path | None, since: float | None = None
     for f in files:
         # a figure drawn from a table of its name: its section says it is the figure
         title = f.stem.replace("_", " ") + (" (figure)" if f.suffix != ".md" and f.stem in tables else "")
-        above, below = guides.get(f.name, ("", ""))
+        above, below = guide_for(guides, f.name)
         guide_above, guide_below = ([above, ""] if above else []), ([below, ""] if below else [])
         if f.suffix == ".md":
             table, only = split_paper_only(f.read_text(encoding="utf-8"))

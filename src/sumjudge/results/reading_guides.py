@@ -13,8 +13,9 @@ import re
 from pathlib import Path
 
 GUIDE = "How to read"
-# the first argument may hold one call (``pd.DataFrame(rows)``)
-SAVES = re.compile(r'save_(table|figure)\(\s*(?:[^,()]|\([^()]*\))+,\s*NOTEBOOK\s*,\s*"([^"]+)"')
+# the first argument may hold one call (``pd.DataFrame(rows)``); the name may be an f-string (``f"zero_shot_{level}"``)
+SAVES = re.compile(r'save_(table|figure)\(\s*(?:[^,()]|\([^()]*\))+,\s*NOTEBOOK\s*,\s*f?"([^"]+)"')
+PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 KIND_OF = {"table": ".md", "figure": ".png"}  # what a saved name's file on the page ends with
 
 
@@ -61,3 +62,15 @@ def reading_guides(nb: Path) -> dict[str, tuple[str, str]]:
         if above or below:
             out[name + KIND_OF[kind]] = ("\n\n".join(above), below)
     return out
+
+
+def guide_for(guides: dict[str, tuple[str, str]], file_name: str) -> tuple[str, str]:
+    """The guide of a saved file (``reading_guides``' value): its own name's, else that of an f-string name whose
+    placeholders match (``zero_shot_{level}.md`` for ``zero_shot_summary.md``); ("", "") where none."""
+    if file_name in guides:
+        return guides[file_name]
+    for name, guide in guides.items():
+        if PLACEHOLDER.search(name) and re.fullmatch(
+                ".+".join(re.escape(part) for part in PLACEHOLDER.split(name)), file_name):
+            return guide
+    return "", ""
