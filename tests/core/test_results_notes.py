@@ -230,9 +230,8 @@ def test_settings_alike_in_every_row_are_named_with_the_reason_the_table_states(
                      for m, v, ci in (("r", f"0.2100447289472331{4 + i}", "[-0.4, 0.554]"),  # alike as shown
                                       ("rho", "0.2391163213276835", "[-0.37, 0.611]"))))
     assert table_notes("fig2", r, cols) == [
-        "`fig2`: 3 settings show the same `reproduced` and `95% CI` in every row (e.g. iterations: n = 1 and "
-        "iterations: n = 2, 2 rows "
-        "each): the table cannot tell them apart; the Critic never objected (setting_no_issue_pct 100 in every row that "
+        "`fig2`: 3 settings, iterations: n = 1, iterations: n = 2 and persona: weakly negative, show the same "
+        "`reproduced` and `95% CI` in every row (2 rows each): the table cannot tell them apart; the Critic never objected (setting_no_issue_pct 100 in every row that "
         "states it), so every debate stopped at the Scorer's first score"]
     r, cols = rows(*({"evaluator": e, "dataset": d, "metric": "BAcc %", "paper": p, "reproduced": v, "95% CI": ci,
                       "n": "20"}

@@ -371,10 +371,12 @@ def test_a_page_of_per_document_correlations_says_how_many_documents_they_rest_o
     both (no group: nothing said)."""
     from sumjudge.results.banner import groups_words
 
-    page = ["## t", "", "| metric | n | groups |", "|--|--|--|", "| rho | 32 | 2 |", "| r | 36 | 6 |", "| rho | 3 | 0 |"]
+    page = ["## t", "", "| metric | reproduced | n | groups |", "|--|--|--|--|", "| rho | 0.2 | 32 | 2 |",
+            "| r | 0.1 | 36 | 6 |", "| rho | nan | 3 | 0 |"]
     said = groups_words(page)
     assert said.startswith(" **Groups:** 2 to 6 (the `groups` column") and "not independent examples" in said
     assert groups_words(["## t", "", "| n |", "|--|", "| 20 |"]) == ""
+    assert groups_words(["## t", "", "| dataset | groups |", "|--|--|", "| summeval | 100 |"]) == ""  # page 01
 
 
 def test_a_page_whose_model_is_not_the_papers_says_what_it_is_for_and_shows_no_difference(tmp_path):
@@ -476,7 +478,8 @@ def test_the_index_banner_and_its_last_run_files_say_what_they_cover(tmp_path):
         nb = reproduce.notebooks(stem)[0]
         planted_tables(tmp_path / "figures" / nb.stem)
         record = {"notebook": nb.stem, "calls": 4, "answers": None, "commit": "a", "check": {"state": "recorded"},
-                  "engines": [{"backend": "hf", "model": "m", "dtype": "float32"}]}
+                  "engines": [{"backend": "hf", "model": "m", "dtype": "float32"}],
+                  "run": "2026-01-01 10:00 UTC" if stem == "10" else "2026-01-02 10:00 UTC"}
         prov["notebooks"][nb.stem] = record
         write_notebook_page(nb, tmp_path / "figures" / nb.stem, out, record)
     (out / "provenance.json").write_text(json.dumps(prov))
@@ -490,6 +493,8 @@ def test_the_index_banner_and_its_last_run_files_say_what_they_cover(tmp_path):
     assert "## Parse rates" not in text and "shared engine" not in text and "| cot | 0.9 |" not in text
     assert "parse_rates_smoke.md" not in text and "time_profile_smoke.md" not in text
     assert "appears under several revisions" not in text
+    # the runs each page comes from: 30 was recorded again by the second run
+    assert "| 2026-01-01 10:00 UTC | `a` |  | 10 30 | 10 |" in text and "| 2026-01-02 10:00 UTC | `b` |  | 30 | 30 |" in text
     prov["notebooks"]["30_mesa"]["engines"][0]["revision"] = "local-other"  # another recording of the same weights
     prov["notebooks"]["30_mesa"]["backend_calls"] = 0
     (out / "provenance.json").write_text(json.dumps(prov))

@@ -313,7 +313,7 @@ def constant_judge_alpha(n_examples: int, disagree: int) -> float:
     ``disagree`` are the other label: 1 - D_o / D_e, the observed disagreement D_o = disagree / n over the
     disagreement D_e = 2 disagree (2n - disagree) / (2n (2n - 1)) expected of two labels drawn from the 2n labels
     pooled (the gold's and the judge's together: the judge's one label makes the pool lopsided, so chance agreement
-    is high): 1 - (2n - 1) / (2n - disagree), below 0 whenever disagree > 1, although its BAcc is exactly 0.5."""
+    is high): 1 - (2n - 1) / (2n - disagree), below 0 whenever disagree > 1, although its BAcc is exactly 50 (0.5 as a share)."""
     n = n_examples
     return 1 - (2 * n - 1) / (2 * n - disagree)
 

@@ -130,9 +130,15 @@ def _num(v: float) -> str:
 
 
 def groups_words(lines: list[str]) -> str:
-    """What a page's correlations rest on where its tables have a ``groups`` column (DEBATE's per-document
-    correlations): '' elsewhere. Its ``n`` counts texts; a correlation is the mean over that many groups."""
-    values = [v for v in n_columns(lines, "groups")[0] if v > 0]
+    """What a page's correlations rest on where its tables of results have a ``groups`` column (per-document
+    correlations, beside ``n`` and ``reproduced``): '' elsewhere (a table of datasets counts their groups, and
+    computes nothing). Its ``n`` counts texts; a correlation is the mean over that many groups."""
+    values = []
+    for header, rows in page_tables(lines):
+        if {"groups", "n", "reproduced"} <= set(header):
+            i = header.index("groups")
+            values += [float(r[i]) for r in rows if i < len(r) and re.fullmatch(r"\d+(\.\d+)?", r[i])]
+    values = [v for v in values if v > 0]
     if not values:
         return ""
     low, high = min(values), max(values)

@@ -44,6 +44,7 @@ WHERE_COLUMNS = ("experiment", "dataset", "level", "aspect", "bucket", "metric",
 NAMED_COLUMNS = ("rounds", "sessions")  # a bare number says nothing: named ("rounds 2")
 FIXED_BY_DESIGN = ("test",)  # metrics the same in every row by design (a supervised table's test-set size)
 FEW_EXAMPLES, FEW_OF_A_CLASS, FEW_GROUPS = 10, 5, 5
+NAME_AT_MOST = 4  # settings alike: named all where there are no more, else two of them as an example
 _CI = re.compile(r"^\[\s*(-?[\d.eE+-]+|nan),\s*(-?[\d.eE+-]+|nan)\]$")
 _COUNTS = re.compile(r"^(\d+) × 1, (\d+) × 0$")
 
@@ -331,6 +332,9 @@ def identical_settings(t: Table) -> list[str]:
     what = " and ".join(f"`{c}`" for c in cells)  # the result cells compared: other columns may differ
     if len(same) == 1 and len(names) == 2:
         head = f"{pair} show the same {what} in every row ({each})"
+    elif len(same) == 1 and len(names) <= NAME_AT_MOST:  # one set, short enough to name whole
+        head = (f"{len(names)} settings, {', '.join(names[:-1])} and {names[-1]}, show the same {what} in every row "
+                f"({each})")
     else:
         count = f"{len(same)} sets of settings" if len(same) > 1 else f"{len(names)} settings"
         head = f"{count} show the same {what} in every row (e.g. {pair}, {each})"
@@ -375,7 +379,7 @@ def little_of_the_document(t: Table) -> list[str]:
 
 def one_score(t: Table) -> list[str]:
     """A score distribution (one row per ``score`` point, its share in percent) where a scorer gave every text the
-    same score: 100 at one point (DEBATE's Table 2)."""
+    same score: 100 at one point."""
     if "score" not in t.columns or "who" not in t.columns or t.value is None:
         return []
     keys = [c for c in LABEL_COLUMNS if c in t.columns and c not in ("metric",)] + ["who"]

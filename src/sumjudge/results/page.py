@@ -428,12 +428,16 @@ def write_index(out: Path, profile: str) -> Path:
                   "the code: its replay at each commit asks exactly the requests it recorded (a changed prompt or "
                   "setting stops it and marks the page stale), so a page marked recorded is what a run at this commit "
                   "asks, answered as that run answered (a fresh run's answers move as the section below says).", "",
-                  "| run | commit | machine | notebooks | jobs | elapsed min |", "|---|---|---|---|---|---|"]
+                  "`pages now` names the notebooks whose page this run's answers still make (none: later runs "
+                  "recorded them all again).", "",
+                  "| run | commit | machine | notebooks | pages now | jobs | elapsed min |",
+                  "|---|---|---|---|---|---|---|"]
         for rid, r in sorted(runs.items()):
+            now = [rec["notebook"][:2] for rec in records if rec.get("run") == rid and rec.get("notebook")]
             lines.append(f"| {rid} | `{str(r.get('commit', ''))[:7]}` | {(r.get('machine') or {}).get('cpu', '')} | "
                          f"{' '.join(n[:2] for n in r.get('notebooks', []))}"
                          + (f" (failed, page kept: {' '.join(n[:2] for n in r['failed'])})" if r.get("failed") else "")
-                         + f" | {r.get('jobs', '')} | "
+                         + f" | {' '.join(now) or 'none'} | {r.get('jobs', '')} | "
                          f"{'' if r.get('wall_s') is None else round(r['wall_s'] / 60, 1)} |")
     lines += drift_lines(out)
     cannot = [(r["notebook"], c) for r in records for c in r.get("cannot_show") or []]

@@ -176,10 +176,20 @@ def test_a_types_f1_is_shown_beside_what_saying_the_type_to_every_summary_gives(
     assert round(all_yes_f1(8, 20), 1) == 57.1 and all_yes_f1(0, 20) == 0 and all_yes_f1(0, 0) is None
 
 
-def test_a_macro_over_fewer_domains_than_the_papers_names_the_papers_mean_over_the_same_domains():
-    from sumjudge.papers.factax.tables import macro_note
+def test_a_macro_over_fewer_domains_than_the_papers_names_the_papers_mean_over_the_same_columns():
+    """Page 40: XSum (qags-xsum standing in for Wang'20) and Dialogues: the paper's own cells of those two columns,
+    per domain and then averaged, beside the note; a column the paper does not print gives none."""
+    from sumjudge.papers.factax.tables import Part, macro_note, papers_cells_present
+    from sumjudge.report import paper_value
 
-    said = macro_note(["XSum", "Dialogues"], {"XSum": 70.0, "Dialogues": 64.6})
+    parts = [Part(name="qags-xsum", dataset="qags-xsum", column="wang20", domain="XSum", run=None),
+             Part(name="diasumfact", dataset="diasumfact", column="diasumfact", domain="Dialogues", run=None)]
+    columns, mean = papers_cells_present(parts, "table2", "FACTAX")
+    cells = [paper_value("factax", "table2", "FACTAX", c) for c in ("wang20", "diasumfact")]
+    assert columns == ["wang20", "diasumfact"] and mean == pytest.approx(sum(cells) / 2)
+    said = macro_note(["XSum", "Dialogues"], (columns, mean))
     assert said.startswith("MACRO over the 2 domains present here (XSum, Dialogues)")
-    assert said.endswith("the paper's own cells of these 2 domains average 67.3, the number to read ours against")
-    assert "own cells" not in macro_note(["XSum", "Dialogues"], {"XSum": 70.0, "Dialogues": None})
+    assert "the paper's own cells of the columns present here (wang20, diasumfact), averaged per domain" in said
+    assert papers_cells_present(parts + [Part(name="x", dataset="x", column="nope", domain="XSum", run=None)],
+                                "table2", "FACTAX") is None
+    assert "own cells" not in macro_note(["XSum"])

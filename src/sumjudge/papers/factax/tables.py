@@ -354,24 +354,42 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
                          **_mean_spread([d.get(dom) for d in doms_per_run]), "ci": scaled_ci(intervals.get(dom)),
                          "n": sizes.get(dom), "n_examples": judged.get(dom), "domain": dom, "model": model_of,
                          "note": (macro_note([d for d in doms_per_run[0] if d != "MACRO"],
-                                             {d: paper_value("factax", table, row, DOMAIN_COLUMN.get(d, ""))
-                                              for d in doms_per_run[0] if d != "MACRO"})
+                                             papers_cells_present(per_run[0], table, row))
                                   if dom == "MACRO" else "Pearson of the domain's dataset" if dom in SCORED_DOMAINS
                                   else "pooled over the domain's datasets")})
     return rows
 
 
-def macro_note(domains: list[str], paper_cells: dict[str, float | None] | None = None) -> str:
+def papers_cells_present(parts: list[Part], table: str, row: str) -> tuple[list[str], float] | None:
+    """The paper's own cells of the columns present here (``parts``: one run's), averaged per domain and then over
+    the domains, as a MACRO averages domains: (the columns, the mean); None where the paper prints no cell for one
+    of them."""
+    cells: dict[str, list[float]] = {}
+    columns = []
+    for p in parts:
+        if p.domain and p.column:
+            v = paper_value("factax", table, row, p.column)
+            if v is None or v != v:
+                return None
+            cells.setdefault(p.domain, []).append(v)
+            columns.append(p.column)
+    if not cells:
+        return None
+    return columns, statistics.fmean(statistics.fmean(v) for v in cells.values())
+
+
+def macro_note(domains: list[str], papers_own: tuple[list[str], float] | None = None) -> str:
     """What a MACRO row averages: the domains present here, where the paper's MACRO averages every domain of its
-    table (Reports and Stories as Pearson x100); with the paper's printed cells of those domains (``paper_cells``),
-    their mean, the paper's number over the same domains."""
+    table (Reports and Stories as Pearson x100); with ``papers_own`` (``papers_cells_present``), the paper's cells of
+    the same columns averaged alike: the closest paper number to ours, not the same experiment."""
     said = (f"MACRO over the {len(domains)} domain{'s' if len(domains) != 1 else ''} present here "
             f"({', '.join(domains)}); the paper's averages every domain of its table, so the two compare only where "
             "the same domains are present")
-    cells = [v for v in (paper_cells or {}).values() if v is not None and v == v]
-    if paper_cells and len(cells) == len(domains):
-        said += (f"; the paper's own cells of these {len(domains)} domains average "
-                 f"{shown_number(sum(cells) / len(cells))}, the number to read ours against")
+    if papers_own:
+        columns, mean = papers_own
+        said += (f"; the paper's own cells of the columns present here ({', '.join(columns)}), averaged per domain "
+                 f"and then over the domains, give {shown_number(mean)}: the closest paper number to ours, from the "
+                 "paper's model and all of each column's examples")
     return said
 
 
