@@ -133,16 +133,28 @@ def column_key(columns: Sequence[str]) -> str | None:
     return f"*Columns:* {'; '.join(parts)}." if parts else None
 
 
+def _blank(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip())
+
+
+def empty_key(df) -> str | None:
+    """The line below a table naming the columns empty in every row (NaN or blank), which a reader would otherwise
+    read as values; None where every column holds something."""
+    empty = [str(c) for c in df.columns if len(df) and all(_blank(v) for v in df[c])]
+    return (f"*Empty in every row:* {', '.join(f'`{c}`' for c in empty)}: this run gives no value there (the guide "
+            "says when a column has one).") if empty else None
+
+
 def save_table(df, notebook: str, name: str, label_one: str = FAITHFUL, key: str | None = None) -> Path:
     """Write ``figures/<notebook>/<name>.csv`` and ``.md`` (numbers as ``shown_number`` shows them; below a table
     that counts labels, ``label_key``'s line, ``label_one`` saying what 1 stands for there; below a table with the
-    columns every run gives, ``column_key``'s line; below that, ``key``: words on how to read the table, no number in
-    them); returns the csv path."""
+    columns every run gives, ``column_key``'s line; ``empty_key``'s for columns empty in every row; below that,
+    ``key``: words on how to read the table, no number in them); returns the csv path."""
     d = out_dir(notebook)
     df.to_csv(d / f"{name}.csv", index=False)
     cols = [str(c) for c in df.columns]
     shown = [str(c) for c in df.columns if df[c].notna().any()]  # a column empty in every row needs no words
-    words = [w for w in (label_key(cols, label_one), column_key(shown), key) if w]
+    words = [w for w in (label_key(cols, label_one), column_key(shown), empty_key(df), key) if w]
     (d / f"{name}.md").write_text(markdown_table(df) + "\n" + "".join(f"\n{w}\n" for w in words))
     return d / f"{name}.csv"
 

@@ -279,3 +279,18 @@ def test_a_scorer_that_gave_every_text_one_score_is_named():
                     "paper's"]
     r, cols = rows(*({"score": str(k), "who": "human", "reproduced": v} for k, v in ((1, "40"), (2, "60"))))
     assert not [s for s in table_notes("t", r, cols) if "same score" in s]
+
+
+def test_a_paper_number_inside_our_interval_is_said_to_be_no_reproduction():
+    """Page 10: zero-shot 68.8 [37.5, 93.8] beside the paper's 68.2; a paper number outside the interval, or a row
+    without an interval, is no such row."""
+    r, cols = rows({"evaluator": "Zero-shot", "metric": "BAcc (%)", "paper": "68.2", "reproduced": "68.8",
+                    "95% CI": "[37.5, 93.8]", "n": "12"},
+                   {"evaluator": "MADISSE", "metric": "BAcc (%)", "paper": "75.1", "reproduced": "43.8",
+                    "95% CI": "[31.2, 50]", "n": "12"},
+                   {"evaluator": "CoT", "metric": "BAcc (%)", "paper": "68.5", "reproduced": "60", "n": "12"})
+    said = [s for s in table_notes("t3", r, cols) if "inside our 95% interval" in s]
+    assert said == ["`t3`: 1 of 2 rows with a paper number hold it inside our 95% interval (e.g. Zero-shot / BAcc (%): "
+                    "paper 68.2, ours 68.8 [37.5, 93.8]): there the table cannot tell our number from the paper's: a "
+                    "number near the paper's is not a reproduction of it, and one further off inside the interval is "
+                    "no failure"]

@@ -231,9 +231,14 @@ def test_a_table_with_the_columns_every_run_gives_says_what_they_mean(tmp_path, 
     assert report.column_key(["bacc", "n"]) is None
     assert report.column_key(["n", "n_examples"]).count("`") == 4
     # a column empty in every row (G-Eval's parse rates: it reads probabilities) gets no words
-    blank = df.assign(**{"parsed_first_%": [None], "parsed_%": [None]})
-    last = report.save_table(blank, "10_x", "b").with_suffix(".md").read_text().rstrip().splitlines()[-1]
-    assert "`n_examples`" in last and "parsed_first_%" not in last
+    blank = df.assign(**{"parsed_first_%": [None], "parsed_%": [""]})
+    lines = report.save_table(blank, "10_x", "b").with_suffix(".md").read_text().rstrip().splitlines()
+    key = next(ln for ln in lines if ln.startswith("*Columns:*"))
+    assert "`n_examples`" in key and "parsed_first_%" not in key
+    # ... and is named as empty, so that no reader takes its blanks for values
+    assert lines[-1] == ("*Empty in every row:* `parsed_first_%`, `parsed_%`: this run gives no value there (the "
+                         "guide says when a column has one).")
+    assert report.empty_key(df) is None
 
 
 def test_weights_are_named_by_their_sha256(tmp_path):

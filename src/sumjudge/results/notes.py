@@ -19,7 +19,8 @@ come):
   by design, ``FIXED_BY_DESIGN``, such as a test set's size, is left alone);
 - a paper's number measured on another dataset than the row's (``same_dataset_as_paper`` False);
 - a judge shown less than half of each document (a ``*_kept_%`` column: the document cut to fit the context);
-- a score distribution in which a scorer gave every text one score (``score`` and ``who`` columns: 100 at a point).
+- a score distribution in which a scorer gave every text one score (``score`` and ``who`` columns: 100 at a point);
+- a paper's number inside our interval (``paper``): the table cannot tell the two apart there.
 
 Every number a note prints and every comparison a rule makes is the value as the page shows it (``shown``: 3
 significant digits, as ``report.save_table`` writes the tables), so that a replay on another CPU kind, whose floats
@@ -398,8 +399,28 @@ def one_score(t: Table) -> list[str]:
             "humans' or the paper's"]
 
 
+PAPER_COLUMNS = ("paper", "paper_bacc")  # the column holding the paper's number beside ours
+
+
+def paper_inside_interval(t: Table) -> list[str]:
+    """Rows whose interval holds the paper's number: there the table cannot tell ours from the paper's, so nearness
+    to it is no reproduction, and distance inside the interval no failure."""
+    col = next((c for c in PAPER_COLUMNS if c in t.columns), None)
+    if col is None or t.value is None:
+        return []
+    rows = [(r, p, ci) for r in t.rows
+            if t.has_number(r) and (p := number(r.get(col))) is not None and (ci := _interval(r)) is not None]
+    inside = [(r, f"paper {shown(p)}, ours {shown(r.get(t.value))} {_ci_text(ci)}") for r, p, ci in rows
+              if ci[0] <= p <= ci[1]]
+    return [_rows_note(t, inside, "with a paper number hold it inside our 95% interval",
+                       "there the table cannot tell our number from the paper's: a number near the paper's is not "
+                       "a reproduction of it, and one further off inside the interval is no failure",
+                       of=len(rows))] if inside else []
+
+
 RULES = (no_number, on_zero, few_examples, few_of_a_class, few_groups, mostly_unreadable, one_label, zero_width,
-         under_chance, identical_settings, alike_rows, paper_on_another_dataset, little_of_the_document, one_score)
+         under_chance, identical_settings, alike_rows, paper_on_another_dataset, little_of_the_document, one_score,
+         paper_inside_interval)
 
 
 def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> list[str]:
