@@ -666,3 +666,13 @@ def test_a_table_saved_under_an_f_string_name_carries_its_guide(tmp_path):
     src.mkdir()
     (src / "zero_shot_summary.md").write_text("| metric | bacc |\n|---|---|\n| BAcc | 50 |\n")
     assert "How to read this table: one row a metric." in "\n".join(page_body(path, src, None))
+
+
+def test_a_setting_value_that_stands_for_something_is_said_as_what_it_means():
+    """Notebook 41's window sizes: 0 is one sentence a window, None the whole summary."""
+    from sumjudge.results.banner import _change
+
+    assert _change("window_sizes", [0, None], [0, 15, 30, 60, None]) == (
+        "`window_sizes` [0 (one sentence), None (the whole summary)] instead of [0 (one sentence), 15, 30, 60, None "
+        "(the whole summary)]")
+    assert _change("max_steps", 2, -1) == "`max_steps` 2 instead of the configured epochs"

@@ -217,6 +217,7 @@ LIST_AT_MOST = 6  # a longer list of the paper setting's (judges, datasets) is s
 
 
 MEANS = {("max_steps", -1): "the configured epochs"}  # a value that stands for something, as the banner says it
+ITEM_MEANS = {("window_sizes", 0): "0 (one sentence)", ("window_sizes", None): "None (the whole summary)"}  # in a list
 
 
 def _setting(name: str, v: Any) -> str:
@@ -226,7 +227,8 @@ def _setting(name: str, v: Any) -> str:
     if v is None or v == "":
         return SETTING_FIELDS.get(name) or ("all" if re.search(r"(^|_)n$", name) else "unset")
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(str(x) for x in v) + "]" if v else "none"
+        return "[" + ", ".join(ITEM_MEANS.get((name, x), str(x)) if isinstance(x, (int, str, type(None))) else str(x)
+                               for x in v) + "]" if v else "none"
     return str(v)
 
 
