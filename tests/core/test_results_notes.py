@@ -73,7 +73,7 @@ def test_label_counts_come_with_every_binary_metric_and_read_back_from_a_saved_t
                                   "always-1: all 1): BAcc there is 0.5 by construction, whatever the examples")
     # with K-alpha beside it: that the judge's negative alpha is set by the gold labels too
     _write(tmp_path / "arena.csv", [{"judge": "always-1", "bacc": 0.5, "k_alpha": -0.3, "labels said": "4 × 1, 0 × 0"}])
-    assert "and K-alpha is set by the gold labels alone (1 − (2n − 1) / (2n − d)" in notes(tmp_path)[0]
+    assert "; its K-alpha is set by the gold labels alone, 1 − (2n − 1) / (2n − d)" in notes(tmp_path)[0]
     (tmp_path / "arena.csv").unlink()
     # a table of accuracy (no BAcc in it): what a one-label judge's accuracy is there
     (tmp_path / "table3.csv").unlink()
@@ -291,6 +291,5 @@ def test_a_paper_number_inside_our_interval_is_said_to_be_no_reproduction():
                    {"evaluator": "CoT", "metric": "BAcc (%)", "paper": "68.5", "reproduced": "60", "n": "12"})
     said = [s for s in table_notes("t3", r, cols) if "inside our 95% interval" in s]
     assert said == ["`t3`: 1 of 2 rows with a paper number hold it inside our 95% interval (e.g. Zero-shot / BAcc (%): "
-                    "paper 68.2, ours 68.8 [37.5, 93.8]): there the table cannot tell our number from the paper's: a "
-                    "number near the paper's is not a reproduction of it, and one further off inside the interval is "
-                    "no failure"]
+                    "paper 68.2, ours 68.8 [37.5, 93.8]): there the table cannot tell ours from the paper's: being near the "
+                    "paper's number is no reproduction, and being further off inside the interval is no failure"]

@@ -255,13 +255,14 @@ def one_label(t: Table) -> list[str]:
     first, label = next(iter(said.items()))
     accuracy = "accuracy" in t.columns or any((r.get("metric") or "").lower() == "accuracy" for r in t.rows)
     chance = "0.5" if values and all(abs(v) <= 1.0 for v in values) else "50"
-    means = ("its accuracy there is the share of the examples whose gold label is that one" if accuracy else
-             f"BAcc there is {chance} by construction")
+    means = ("its accuracy there is the share of the examples whose gold label is that one, whatever the examples"
+             if accuracy else f"BAcc there is {chance} by construction, whatever the examples")
     if any("k_alpha" in c for c in t.columns) or any((r.get("metric") or "").lower() == "k-alpha" for r in t.rows):
-        means += (", and K-alpha is set by the gold labels alone (1 − (2n − 1) / (2n − d), d the examples of the "
-                  "other label: below 0 once d > 1, a judge that says nothing rather than one that disagrees)")
+        means += ("; its K-alpha is set by the gold labels alone, 1 − (2n − 1) / (2n − d) with d the examples of the "
+                  "other gold label, below 0 once d > 1: the mark of a judge that says nothing, not of one that "
+                  "disagrees")
     return [f"`{t.name}`: in {len(said)} cell{'s' if len(said) > 1 else ''} a judge said one label to every "
-            f"readable example (e.g. {first}: all {label}): {means}, whatever the examples"]
+            f"readable example (e.g. {first}: all {label}): {means}"]
 
 
 def _zero_width(row: dict[str, str]) -> bool:
@@ -413,8 +414,8 @@ def paper_inside_interval(t: Table) -> list[str]:
     inside = [(r, f"paper {shown(p)}, ours {shown(r.get(t.value))} {_ci_text(ci)}") for r, p, ci in rows
               if ci[0] <= p <= ci[1]]
     return [_rows_note(t, inside, "with a paper number hold it inside our 95% interval",
-                       "there the table cannot tell our number from the paper's: a number near the paper's is not "
-                       "a reproduction of it, and one further off inside the interval is no failure",
+                       "there the table cannot tell ours from the paper's: being near the paper's number is no "
+                       "reproduction, and being further off inside the interval is no failure",
                        of=len(rows))] if inside else []
 
 

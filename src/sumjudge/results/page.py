@@ -353,8 +353,9 @@ def drift_lines(page: Path) -> list[str]:
              "batch with others of other lengths (alone and three at a time batch differently, and so did the "
              "recording). An answer can differ in its explanation and keep its label: `numeric cells` counts every "
              "number both pages show (wall times aside), and a cell moves only when a changed answer changes a label "
-             "or a score. Read each number "
-             "on this page as one that a rerun may move by about the largest moves below.", "",
+             "or a score. Only the notebooks below were rerun; their moves show the kind of change a rerun "
+             "makes, not a bound on it for the other notebooks, whose debates and samples chain more answers (one "
+             "changed answer changes every later turn that quotes it), so their numbers may move further.", "",
              "| rerun | notebook | machine | answers asked by both | answered otherwise | numeric cells | moved | "
              "largest moves |", "|---|---|---|---|---|---|---|---|"]
     for e in entries:

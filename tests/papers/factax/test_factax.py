@@ -178,18 +178,18 @@ def test_a_types_f1_is_shown_beside_what_saying_the_type_to_every_summary_gives(
 
 def test_a_macro_over_fewer_domains_than_the_papers_names_the_papers_mean_over_the_same_columns():
     """Page 40: XSum (qags-xsum standing in for Wang'20) and Dialogues: the paper's own cells of those two columns,
-    per domain and then averaged, beside the note; a column the paper does not print gives none."""
-    from sumjudge.papers.factax.tables import Part, macro_note, papers_cells_present
+    per domain and then averaged, as `paper_same_columns`; a column the paper does not print gives none."""
+    from sumjudge.papers.factax.tables import Part, macro_note, papers_cells_present, present_columns
     from sumjudge.report import paper_value
 
     parts = [Part(name="qags-xsum", dataset="qags-xsum", column="wang20", domain="XSum", run=None),
              Part(name="diasumfact", dataset="diasumfact", column="diasumfact", domain="Dialogues", run=None)]
-    columns, mean = papers_cells_present(parts, "table2", "FACTAX")
+    same = papers_cells_present(parts, "table2", "FACTAX")
     cells = [paper_value("factax", "table2", "FACTAX", c) for c in ("wang20", "diasumfact")]
-    assert columns == ["wang20", "diasumfact"] and mean == pytest.approx(sum(cells) / 2)
-    said = macro_note(["XSum", "Dialogues"], (columns, mean))
+    assert same == pytest.approx({"XSum": cells[0], "Dialogues": cells[1], "MACRO": sum(cells) / 2})
+    said = macro_note(["XSum", "Dialogues"], present_columns(parts))
     assert said.startswith("MACRO over the 2 domains present here (XSum, Dialogues)")
-    assert "the paper's own cells of the columns present here (wang20, diasumfact), averaged per domain" in said
+    assert "`paper_same_columns` averages the paper's own cells of the columns present here (wang20, diasumfact)" in said
     assert papers_cells_present(parts + [Part(name="x", dataset="x", column="nope", domain="XSum", run=None)],
                                 "table2", "FACTAX") is None
-    assert "own cells" not in macro_note(["XSum"])
+    assert "paper_same_columns" not in macro_note(["XSum"])

@@ -49,7 +49,7 @@ from sumjudge.metrics import (
     wilson_ci,
 )
 from sumjudge.papers.factax.sft.steps import trained_from
-from sumjudge.report import paper_results, paper_value, read_results, scaled_ci, shown_number
+from sumjudge.report import paper_results, paper_value, read_results, scaled_ci
 from sumjudge.run.folder import run_name
 from sumjudge.run.methods import get_method
 from sumjudge.run.metrics import GOLD_COLUMN, SAID_COLUMN, parse_columns, said_column
@@ -347,49 +347,52 @@ def table2_rows(grid, model: str, table: str = "table2", paper_rows: dict[str, s
         judged = domain_examples(per_run[0])
         if len(per_run) > 1:  # several runs: their spread instead
             intervals = {}
+        same = papers_cells_present(per_run[0], table, row)
         for dom in doms_per_run[0]:
             rows.append({"experiment": experiment, "evaluator": label, "dataset": f"[{dom}]",
                          "metric": "Pearson x100" if dom in SCORED_DOMAINS else "BAcc %",
                          "paper": paper_value("factax", table, row, DOMAIN_COLUMN.get(dom, "")),
+                         "paper_same_columns": (same or {}).get(dom),
                          **_mean_spread([d.get(dom) for d in doms_per_run]), "ci": scaled_ci(intervals.get(dom)),
                          "n": sizes.get(dom), "n_examples": judged.get(dom), "domain": dom, "model": model_of,
                          "note": (macro_note([d for d in doms_per_run[0] if d != "MACRO"],
-                                             papers_cells_present(per_run[0], table, row))
+                                             present_columns(per_run[0]) if same else None)
                                   if dom == "MACRO" else "Pearson of the domain's dataset" if dom in SCORED_DOMAINS
                                   else "pooled over the domain's datasets")})
     return rows
 
 
-def papers_cells_present(parts: list[Part], table: str, row: str) -> tuple[list[str], float] | None:
-    """The paper's own cells of the columns present here (``parts``: one run's), averaged per domain and then over
-    the domains, as a MACRO averages domains: (the columns, the mean); None where the paper prints no cell for one
-    of them."""
+def present_columns(parts: list[Part]) -> list[str]:
+    """The paper's columns that one run's ``parts`` fill, in domains."""
+    return [p.column for p in parts if p.domain and p.column]
+
+
+def papers_cells_present(parts: list[Part], table: str, row: str) -> dict[str, float] | None:
+    """The paper's own cells of the columns present here (``parts``: one run's), averaged per domain, and those
+    means averaged as a MACRO (``"MACRO"``): the closest paper numbers to a domain row and a MACRO row that lack
+    some of the paper's columns; None where the paper prints no cell for one of them."""
     cells: dict[str, list[float]] = {}
-    columns = []
     for p in parts:
         if p.domain and p.column:
             v = paper_value("factax", table, row, p.column)
             if v is None or v != v:
                 return None
             cells.setdefault(p.domain, []).append(v)
-            columns.append(p.column)
     if not cells:
         return None
-    return columns, statistics.fmean(statistics.fmean(v) for v in cells.values())
+    means = {dom: statistics.fmean(v) for dom, v in cells.items()}
+    return {**means, "MACRO": statistics.fmean(means.values())}
 
 
-def macro_note(domains: list[str], papers_own: tuple[list[str], float] | None = None) -> str:
+def macro_note(domains: list[str], columns: list[str] | None = None) -> str:
     """What a MACRO row averages: the domains present here, where the paper's MACRO averages every domain of its
-    table (Reports and Stories as Pearson x100); with ``papers_own`` (``papers_cells_present``), the paper's cells of
-    the same columns averaged alike: the closest paper number to ours, not the same experiment."""
+    table (Reports and Stories as Pearson x100); with ``columns`` (``present_columns``), what its
+    ``paper_same_columns`` averages."""
     said = (f"MACRO over the {len(domains)} domain{'s' if len(domains) != 1 else ''} present here "
-            f"({', '.join(domains)}); the paper's averages every domain of its table, so the two compare only where "
-            "the same domains are present")
-    if papers_own:
-        columns, mean = papers_own
-        said += (f"; the paper's own cells of the columns present here ({', '.join(columns)}), averaged per domain "
-                 f"and then over the domains, give {shown_number(mean)}: the closest paper number to ours, from the "
-                 "paper's model and all of each column's examples")
+            f"({', '.join(domains)}); the paper's averages all of its table's domains")
+    if columns:
+        said += (f"; `paper_same_columns` averages the paper's own cells of the columns present here "
+                 f"({', '.join(columns)}) alike: the closest paper number to ours")
     return said
 
 
