@@ -111,6 +111,7 @@ def markdown_table(df) -> str:
 
 
 FAITHFUL = "faithful (the summary is consistent with its document), 0 = unfaithful"  # the papers' convention
+FAITHFUL_SENTENCE = "faithful (the summary sentence is consistent with its document), 0 = unfaithful"  # one a row
 
 
 def label_key(columns: Sequence[str], label_one: str = FAITHFUL) -> str | None:

@@ -93,10 +93,10 @@ def test_factax_length_figure_names_its_dataset_and_a_one_label_judges_accuracy(
     from sumjudge.papers.factax import tables as factax_tables
 
     gold = {"0-59": "4 × 1, 1 × 0", "60+": "12 × 1, 3 × 0"}
-    rows = [{"method": m, "bucket": b, "n": n, "accuracy": 0.2, "ci_low": 0.05, "ci_high": 0.6,
+    rows = [{"method": m, "bucket": b, "n": n, "accuracy": 20, "ci_low": 5, "ci_high": 60,
              "labels said": f"0 × 1, {n} × 0", "gold labels": gold[b]}
             for m in ("FacTax", "FacTax-WD") for b, n in (("0-59", 5), ("60+", 15))]
     (data,) = report.figure_data(factax_tables.length_figure(rows, ["planted-consistency"]))
     assert data["title"].endswith("planted-consistency (20 summaries per method)")
     labels = [ln["label"] for ln in data["lines"]]
-    assert "says 1 to all (0.8)" in labels and "says 0 to all (0.2)" in labels and not any("coin" in x for x in labels)
+    assert "says 1 to all (80%)" in labels and "says 0 to all (20%)" in labels and not any("coin" in x for x in labels)

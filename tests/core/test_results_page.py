@@ -676,3 +676,15 @@ def test_a_setting_value_that_stands_for_something_is_said_as_what_it_means():
         "`window_sizes` [0 (one sentence), None (the whole summary)] instead of [0 (one sentence), 15, 30, 60, None "
         "(the whole summary)]")
     assert _change("max_steps", 2, -1) == "`max_steps` 2 instead of the configured epochs"
+
+
+def test_the_index_says_what_label_1_stands_for_on_each_page(tmp_path):
+    from sumjudge.results.page import label_lines
+
+    (tmp_path / "10_a.md").write_text("| x |\n\n*Label counts:* `labels said` is ...; 1 = faithful (f), 0 = unfaithful.\n")
+    (tmp_path / "30_b.md").write_text("*Label counts:* `gold labels` is ...; 1 = an error, 0 = none.\n")
+    (tmp_path / "40_c.md").write_text("*Label counts:* `labels said` is ...; 1 = faithful (f), 0 = unfaithful.\n")
+    lines = label_lines(tmp_path, ["10_a", "30_b", "40_c", "50_none"])
+    assert "| faithful (f), 0 = unfaithful | [10](10_a.md), [40](40_c.md) |" in lines
+    assert "| an error, 0 = none | [30](30_b.md) |" in lines
+    assert label_lines(tmp_path, ["50_none"]) == []

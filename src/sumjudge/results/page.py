@@ -15,6 +15,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -371,6 +372,28 @@ def drift_lines(page: Path) -> list[str]:
     return lines
 
 
+LABEL_ONE = re.compile(r"^\*Label counts:\*.*; 1 = (.+)\.$")  # ``report.label_key``'s line
+
+
+def label_lines(out: Path, notebooks: list[str]) -> list[str]:
+    """What label 1 stands for on each page (read from its tables' ``*Label counts:*`` lines), so that a reader who
+    moves between pages sees that 1 is faithful on most and an error or an ambiguity on others; [] where no page
+    counts labels."""
+    meanings: dict[str, list[str]] = {}
+    for nb in notebooks:
+        page = out / f"{nb}.md"
+        if page.exists():
+            for line in page.read_text(encoding="utf-8").splitlines():
+                if (m := LABEL_ONE.match(line)) and nb not in meanings.get(m.group(1), []):
+                    meanings.setdefault(m.group(1), []).append(nb)
+    if not meanings:
+        return []
+    return ["", "## What label 1 stands for", "",
+            "The tables that count labels (`labels said`, `gold labels`) do not all use one direction: each page says "
+            "it below such a table, and here are all of them.", "", "| 1 = | pages |", "|---|---|",
+            *[f"| {meaning} | {', '.join(f'[{nb[:2]}]({nb}.md)' for nb in nbs)} |" for meaning, nbs in meanings.items()]]
+
+
 def write_index(out: Path, profile: str) -> Path:
     """``index.md`` from ``provenance.json`` and the pages: a banner (``page_banner``: the models beside the papers',
     the n the tables rest on), every notebook's state, commit, machine and counts, each recording run's elapsed
@@ -399,6 +422,7 @@ def write_index(out: Path, profile: str) -> Path:
                      f"{'' if r.get('wall_s') is None else round(r['wall_s'])} | "
                      f"{'' if r.get('calls') is None else r['calls']} | "
                      f"{'' if r.get('backend_calls') is None else r['backend_calls']} |")
+    lines += label_lines(out, [r["notebook"] for r in records])
     cached = [r["notebook"] for r in records if r.get("calls") and r.get("backend_calls") == 0]
     if cached:
         lines += ["", f"{', '.join(cached)} made no backend call when recorded: every answer came from the response "

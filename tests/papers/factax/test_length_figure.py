@@ -34,10 +34,10 @@ def test_a_one_label_judge_is_drawn_against_the_gold_shares_and_named(tmp_path):
     a = [r for r in rows if r["method"] == "A"]
     assert [r["labels said"] for r in a] == ["0 × 1, 3 × 0", "0 × 1, 2 × 0"]
     assert [r["gold labels"] for r in a] == ["3 × 1, 0 × 0", "1 × 1, 1 × 0"]
-    assert [r["accuracy"] for r in a] == [0.0, 0.5]
+    assert [r["accuracy"] for r in a] == [0.0, 50.0]  # in percent
     ax = length_figure(rows, ["d"]).axes[0]
     lines = {line.get_label(): line.get_ydata()[0] for line in ax.get_lines() if line.get_label().startswith("says")}
-    assert lines == {"says 1 to all (0.8)": 0.8, "says 0 to all (0.2)": 0.2}
+    assert lines == {"says 1 to all (80%)": 80, "says 0 to all (20%)": 20}
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "A (said 0 to all)" in legend and "B" in legend and not any("coin" in t for t in legend)
 

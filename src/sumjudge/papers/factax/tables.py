@@ -511,7 +511,7 @@ def window_rows(session, dataset: str, sizes: list[Any], limit: int | None = Non
 
 
 def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]:
-    """Figure 2: accuracy per summary length (words) bucket, per method (label -> run folder), with Wilson's 95%
+    """Figure 2: accuracy (%) per summary length (words) bucket, per method (label -> run folder), with Wilson's 95%
     interval over the bucket's readable judgements, and how many of them the method labelled 1 and 0 (``labels
     said``) and the gold labels call 1 and 0 (``gold labels``): a method that says one label to every example scores
     the share of that gold class, whatever the lengths. Each row names its run's dataset (the run's ``config.json``),
@@ -525,9 +525,12 @@ def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]
         gold, pred = [r["example"]["label"] for r in res], [r["judgement"]["label"] for r in res]
         said, golds = (bucket_counts(lengths, labels, pred, edges) for labels in (pred, gold))
         for b, s, g in zip(length_buckets(lengths, gold, pred, edges), said, golds):
-            ci = wilson_ci(100 * b["accuracy"], b["n"])
-            rows.append({"method": label, "dataset": dataset, **b, "ci_low": None if ci is None else ci[0] / 100,
-                         "ci_high": None if ci is None else ci[1] / 100, **said_column(s, g)})
+            share = b["accuracy"]
+            ci = wilson_ci(100 * share, b["n"])
+            rows.append({"method": label, "dataset": dataset, **b,
+                         "accuracy": None if share is None or share != share else 100 * share,
+                         "ci_low": None if ci is None else ci[0], "ci_high": None if ci is None else ci[1],
+                         **said_column(s, g)})
     return rows
 
 
@@ -560,7 +563,7 @@ def _label_counts(rows: list[dict[str, Any]], column: str) -> dict[str, int]:
 def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
     """Accuracy per length bucket (the paper's Figure 2 plots accuracy), one series per method with its 95% interval
     as error bars, the methods set side by side within a bucket (so that equal values do not hide one another), on
-    the whole 0-1 scale; the datasets and each method's n in the title. The reference is the accuracy of a judge
+    the whole 0-100 scale (%); the datasets and each method's n in the title. The reference is the accuracy of a judge
     that says one label to every example: the share of each gold class in the figure's data, a labelled line each;
     a method that said one label to every readable example says so in the legend."""
     import matplotlib.pyplot as plt
@@ -570,8 +573,8 @@ def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
     gold = _label_counts(rows, GOLD_COLUMN)
     if sum(gold.values()):
         for label, ls in (("1", "--"), ("0", ":")):
-            share = gold[label] / sum(gold.values())
-            plots.chance(ax, share, f"says {label} to all ({share:.2g})", ls=ls)
+            share = 100 * gold[label] / sum(gold.values())
+            plots.chance(ax, share, f"says {label} to all ({share:.3g}%)", ls=ls)
     methods = list(dict.fromkeys(r["method"] for r in rows))
     buckets = list(dict.fromkeys(r["bucket"] for r in rows))
     step = 0.6 / max(len(methods), 1)
@@ -581,7 +584,7 @@ def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
         one = [k for k, v in said.items() if v] if sum(said.values()) else []
         xs = [buckets.index(r["bucket"]) + (i - (len(methods) - 1) / 2) * step for r in pts]
         ys = [r["accuracy"] for r in pts]
-        # (clipped at 0: an interval's end can round a hair past an accuracy of 0 or 1)
+        # (clipped at 0: an interval's end can round a hair past an accuracy of 0 or 100)
         below = [max(0.0, y - r["ci_low"]) if r.get("ci_low") is not None else 0.0 for y, r in zip(ys, pts)]
         above = [max(0.0, r["ci_high"] - y) if r.get("ci_high") is not None else 0.0 for y, r in zip(ys, pts)]
         ax.errorbar(xs, ys, yerr=[below, above], marker=marker, linestyle="none", capsize=3,
@@ -589,8 +592,8 @@ def length_figure(rows: list[dict[str, Any]], datasets: list[str] = ()):
     ax.set_xticks(range(len(buckets)), [f"{b}\n(n per method: {', '.join(str(r['n']) for r in rows if r['bucket'] == b)})"
                                         for b in buckets], fontsize=8)
     ax.set_xlabel("summary length (words)")
-    ax.set_ylabel("accuracy (95% interval)")
-    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("accuracy, % (95% interval)")
+    ax.set_ylim(0, 102)
     per_method = [sum(r["n"] for r in rows if r["method"] == m) for m in methods]
     ax.set_title(plots.title("accuracy by summary length", datasets, per_method, noun="summaries per method"))
     plots.legend_outside(ax)
