@@ -39,3 +39,15 @@ def test_the_rouge_l_row_says_its_scale_is_an_f1_not_the_aspects_1_to_5():
     session = SimpleNamespace(prof=SimpleNamespace(n=16, seed=0))
     m = rouge_l_metrics(session, "summeval", list(ASPECTS))
     assert {tuple(m["aspects"][a]["scale"]) for a in ASPECTS} == {(0, 1)} and not debate_columns(m["aspects"]["fluency"])
+
+
+def test_a_printed_average_that_is_not_its_aspects_mean_is_said_to_be_as_printed():
+    """GPTScore's SummEval rho: average 0.394 printed, its four aspects average 0.378; ROUGE-L's agree."""
+    from sumjudge.papers.debate.tables import paper_only_rows, printed_average_note
+
+    assert printed_average_note("table1_summeval", "GPTScore (Others)", "rho") == (
+        "the paper's printed average 0.394 is not the mean of its 4 printed aspects (0.378): as printed")
+    assert printed_average_note("table1_summeval", "ROUGE-L (Others)", "rho") is None
+    row = next(r for r in paper_only_rows("summeval") if r["evaluator"] == "GPTScore (Others)"
+               and r["aspect"] == "average" and r["metric"] == "rho")
+    assert row["note"].endswith("not the mean of its 4 printed aspects (0.378): as printed")

@@ -128,6 +128,25 @@ def printed_cell(paper_table: str, paper_row: str, column: str, dataset: str, sy
     return (cell[stats.index(symbol)] if cell else None), None
 
 
+AVERAGE_ROUNDING = 0.001  # three decimals printed: each aspect and the average within half a unit of the third
+
+
+def printed_average_note(paper_table: str, paper_row: str, symbol: str) -> str | None:
+    """Where the paper's printed Average of a row is not the mean of its printed aspects (beyond what printing to
+    three decimals explains): a note saying so, with that mean; None where they agree or the row lacks an aspect."""
+    table = paper_results("debate")[paper_table]
+    row = table["rows"].get(paper_row) or {}
+    i = table["statistics"].index(symbol) if symbol in table["statistics"] else None
+    aspects = [c for c in table["columns"] if c != "average"]
+    if i is None or "average" not in row or not all(row.get(c) and row[c][i] is not None for c in aspects):
+        return None
+    mean = sum(row[c][i] for c in aspects) / len(aspects)
+    if abs(mean - row["average"][i]) <= AVERAGE_ROUNDING:
+        return None
+    return (f"the paper's printed average {row['average'][i]:.3f} is not the mean of its {len(aspects)} printed "
+            f"aspects ({mean:.3f}): as printed")
+
+
 def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, model: str,
                      paper_table: str | None = None, paper_row: str | None = None) -> list[dict[str, Any]]:
     """One row per (aspect or average, correlation) of a rated run, with the paper's value where the paper printed
@@ -145,7 +164,9 @@ def correlation_rows(label: str, metrics: dict[str, Any], *, experiment: str, mo
                 extra = {"ci": tuple(ci) if ci else None, "groups": min((e["n_groups"] for e in each), default=None),
                          "undefined_groups": max((e["undefined_groups"] for e in each), default=None)}
                 fewer = average_of_fewer_aspects(metrics["dataset"], list(metrics["aspects"]))
-                note = "; ".join(x for x in (note, fewer) if x) or None
+                printed = (printed_average_note(paper_table, paper_row, SYMBOL[m])
+                           if paper is not None and paper_table and paper_row else None)
+                note = "; ".join(x for x in (note, fewer, printed) if x) or None
             else:
                 a = metrics["aspects"][col]
                 rep = a[m]["mean"]
@@ -255,9 +276,10 @@ def paper_only_rows(dataset: str, computed: Iterable[str | dict[str, Any]] = ())
             if (dataset, name, col) in cells:
                 continue
             for sym, v in zip(table["statistics"], vals):
+                printed = printed_average_note(PAPER_TABLE[dataset], name, sym) if col == "average" else None
                 rows.append({"experiment": "Table 1 (paper only)", "evaluator": name, "dataset": dataset,
                              "aspect": col, "metric": sym, "paper": v, "reproduced": None,
-                             "note": "as printed in the paper; not computed here"})
+                             "note": "as printed in the paper; not computed here" + (f"; {printed}" if printed else "")})
     return rows
 
 
