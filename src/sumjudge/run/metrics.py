@@ -221,6 +221,8 @@ COLUMN_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
                    "every example, 0: no more agreement than chance gives, below 0: less), beside its 95% interval"),
     (("wall_s_per_example",), "`wall_s_per_example` the seconds a model took per example where it answered during "
                               "the run, empty where every answer came from the response cache or a recording"),
+    (("transcript_kept_%",), "`transcript_kept_%` the mean share (%) of a transcript's words the judge was shown, the "
+                             "rest cut from its end to fit the model's context"),
 )
 
 

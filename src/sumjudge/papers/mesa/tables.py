@@ -258,7 +258,7 @@ def likert_rows(results: dict[str, tuple[dict[str, Any], Path]], model: str) -> 
                              "note": "; ".join(x for x in (note, None if p4[i] is not None else GARBLED) if x) or None})
             rows.append({"experiment": "Table 5", "evaluator": label, "aspect": code, "metric": "Likert gap",
                          "paper": paper_value("mesa", "table5", label, paper_code(code)), "reproduced": lk.get("gap"),
-                         "ci": lk.get("gap_ci"), "mean_llm": t.get("mean_rating"), "n": lk.get("n"), "model": model,
+                         "ci": lk.get("gap_ci"), "llm_mean_rating": t.get("mean_rating"), "n": lk.get("n"), "model": model,
                          "note": note})
     return rows
 
