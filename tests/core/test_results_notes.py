@@ -293,3 +293,27 @@ def test_a_paper_number_inside_our_interval_is_said_to_be_no_reproduction():
     assert said == ["`t3`: 1 of 2 rows with a paper number hold it inside our 95% interval (e.g. Zero-shot / BAcc (%): "
                     "paper 68.2, ours 68.8 [37.5, 93.8]): there the table cannot tell ours from the paper's: being near the "
                     "paper's number is no reproduction, and being further off inside the interval is no failure"]
+
+
+def test_every_rule_writes_a_note_whose_kind_the_index_can_name():
+    """The index counts each page's notes by kind (``kind_of``): every planted kind is named, none as "other"."""
+    from sumjudge.results.notes import kind_of
+
+    said = [
+        "`t` is empty: no row was computed", "`t` shows no number: none of its 2 rows was computed (e.g. a): x",
+        "`t`: 1 of 2 rows show no number (e.g. a): x", "`t`: 1 of 2 rows rest on n = 0 (e.g. a): x",
+        "`t`: 1 of 2 rows rest on fewer than 10 examples (e.g. a): x",
+        "`t`: 2 of 2 rows rest on fewer than 5 examples of one gold class (e.g. a): x",
+        "`t`: 1 of 2 rows average a correlation over fewer than 5 groups (documents) (e.g. a): x",
+        "`t`: 1 of 2 rows report a number though more than half the answers were unreadable (e.g. a): x",
+        "`t`: in 1 cell a judge said one label to every readable example (e.g. a: all 0): x",
+        "`t`: 1 interval of zero width (e.g. a: [50, 50]): x", "`t`: a is worse than chance (BAcc 20): x",
+        "`t`: a and b show the same `bacc` in every row (1 row each): the table cannot tell them apart",
+        "`t`: every one of its 3 rows has the same value (1): the table cannot tell its rows apart",
+        "`t`: 1 of 2 rows put the paper's number from another dataset beside ours (e.g. a): x",
+        "`t`: 1 of 2 rows rest on judgements that saw less than half of each document (e.g. a): x",
+        "`t`: in 1 of its 2 distributions one scorer gave every text the same score (e.g. a: all 4): x",
+        "`t`: 1 of 2 rows with a paper number hold it inside our 95% interval (e.g. a): x"]
+    kinds = [kind_of(s) for s in said]
+    assert "other" not in kinds and kinds[4] == "few examples" and kinds[5] == "few examples of a gold class"
+    assert kind_of("something new") == "other"

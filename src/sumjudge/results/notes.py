@@ -424,6 +424,27 @@ RULES = (no_number, on_zero, few_examples, few_of_a_class, few_groups, mostly_un
          paper_inside_interval)
 
 
+KINDS = (  # a note's kind, from the words its rule writes (first match), for the index's count per page
+    ("is empty: no row", "an empty table"), ("shows no number", "rows with no number"),
+    ("show no number", "rows with no number"),
+    ("rest on n = 0", "rows on n = 0"), ("examples of one gold class", "few examples of a gold class"),
+    ("rest on fewer than", "few examples"), ("(one per row)", "few examples"),
+    ("average a correlation over fewer", "a correlation over few groups"),
+    ("more than half the answers were unreadable", "mostly unreadable answers"),
+    ("said one label to every", "a judge that says one label to all"), ("of zero width", "zero-width intervals"),
+    ("worse than chance", "worse than chance"), ("the table cannot tell them apart", "settings alike"),
+    ("the table cannot tell its rows apart", "rows alike"),
+    ("paper's number from another dataset", "a paper number from another dataset"),
+    ("less than half of each document", "documents cut to fit"),
+    ("gave every text the same score", "one score for every text"),
+    ("inside our 95% interval", "a paper number inside our interval"))
+
+
+def kind_of(note: str) -> str:
+    """What kind of thing a note (``table_notes``' sentence) says a table cannot show, in a few words."""
+    return next((kind for words, kind in KINDS if words in note), "other")
+
+
 def table_notes(name: str, rows: list[dict[str, str]], columns: list[str]) -> list[str]:
     """Sentences naming the cells of one table that show nothing (none: every cell shows something)."""
     if not rows:

@@ -27,7 +27,7 @@ from sumjudge.paths import project_root, runs_dir
 from sumjudge.perf.machine import cpu_name
 from sumjudge.results.banner import index_banner, notebook_banner
 from sumjudge.results.model_files import local_parameters, safetensors_parameters, weights_sha256
-from sumjudge.results.notes import notes
+from sumjudge.results.notes import kind_of, notes
 from sumjudge.results.reading_guides import guide_for, reading_guides
 from sumjudge.run.replay import ANSWERS, ANSWERS_PLAIN
 
@@ -475,7 +475,15 @@ def write_index(out: Path, profile: str) -> Path:
         lines.append(f"- [{r['notebook']}]({r['notebook']}.md): "
                      + ("not recorded: no replay checks it" if check["state"] == "unrecorded" else
                         f"stale since `{check.get('since')}`: " + "; ".join(check.get("differences", []))))
-    for nb, c in cannot:
-        lines.append(f"- [{nb}]({nb}.md): {c}")
+    if cannot:
+        lines += ["Each page lists, at its top, every cell its tables cannot show, one sentence per table and kind; "
+                  "here, how many of each page's tables show each kind (the page names them and says why).", "",
+                  "| page | what its tables cannot show (tables) |", "|---|---|"]
+        kinds: dict[str, dict[str, int]] = {}
+        for nb, c in cannot:
+            counts = kinds.setdefault(nb, {})
+            counts[kind_of(c)] = counts.get(kind_of(c), 0) + 1
+        lines += [f"| [{nb}]({nb}.md) | " + "; ".join(f"{k} ({v})" for k, v in counts.items()) + " |"
+                  for nb, counts in kinds.items()]
     (out / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out / "index.md"
