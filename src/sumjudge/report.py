@@ -138,12 +138,19 @@ def _blank(v: Any) -> bool:
     return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip())
 
 
+PAPER_ONLY_ROW = "(paper only)"  # how a row the paper prints and no run computes names its experiment
+
+
 def empty_key(df) -> str | None:
     """The line below a table naming the columns empty in every row (NaN or blank), which a reader would otherwise
-    read as values; None where every column holds something."""
-    empty = [str(c) for c in df.columns if len(df) and all(_blank(v) for v in df[c])]
-    return (f"*Empty in every row:* {', '.join(f'`{c}`' for c in empty)}: this run gives no value there (the guide "
-            "says when a column has one).") if empty else None
+    read as values; None where every column holds something, or every row is a paper's printed one (its
+    ``experiment`` ends with ``PAPER_ONLY_ROW``: nothing was computed there by design, and the page says so)."""
+    if not len(df) or ("experiment" in df.columns
+                       and all(str(v).endswith(PAPER_ONLY_ROW) for v in df["experiment"])):
+        return None
+    empty = [str(c) for c in df.columns if all(_blank(v) for v in df[c])]
+    return (f"*Empty in every row:* {', '.join(f'`{c}`' for c in empty)}: this run gives no value "
+            "there.") if empty else None
 
 
 def save_table(df, notebook: str, name: str, label_one: str = FAITHFUL, key: str | None = None) -> Path:
@@ -154,7 +161,7 @@ def save_table(df, notebook: str, name: str, label_one: str = FAITHFUL, key: str
     d = out_dir(notebook)
     df.to_csv(d / f"{name}.csv", index=False)
     cols = [str(c) for c in df.columns]
-    shown = [str(c) for c in df.columns if df[c].notna().any()]  # a column empty in every row needs no words
+    shown = [str(c) for c in df.columns if not all(_blank(v) for v in df[c])]  # an empty column: named apart
     words = [w for w in (label_key(cols, label_one), column_key(shown), empty_key(df), key) if w]
     (d / f"{name}.md").write_text(markdown_table(df) + "\n" + "".join(f"\n{w}\n" for w in words))
     return d / f"{name}.csv"

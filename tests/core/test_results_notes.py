@@ -317,3 +317,16 @@ def test_every_rule_writes_a_note_whose_kind_the_index_can_name():
     kinds = [kind_of(s) for s in said]
     assert "other" not in kinds and kinds[4] == "few examples" and kinds[5] == "few examples of a gold class"
     assert kind_of("something new") == "other"
+
+
+def test_a_paper_number_not_comparable_with_ours_is_not_read_against_our_interval():
+    """Another dataset's paper number, a zero-width interval (named already) and a MACRO whose comparable paper
+    number is `paper_same_columns` (not `paper`)."""
+    base = {"metric": "BAcc %", "reproduced": "61.2", "95% CI": "[47.2, 74.8]", "n": "39"}
+    r, cols = rows({**base, "evaluator": "a", "paper": "58.1", "same_dataset_as_paper": "False"},
+                   {**base, "evaluator": "b", "paper": "58.1", "paper_same_columns": "80"},
+                   {**base, "evaluator": "c", "paper": "50", "reproduced": "50", "95% CI": "[50, 50]"})
+    assert not [s for s in table_notes("t", r, cols) if "inside our 95% interval" in s]
+    r, cols = rows({**base, "evaluator": "b", "paper": "80", "paper_same_columns": "58.1"})
+    assert [s for s in table_notes("t", r, cols) if "inside our 95% interval" in s][0].startswith(
+        "`t`: 1 of 1 rows with a paper number hold it inside our 95% interval (e.g. b / BAcc %: paper 58.1,")

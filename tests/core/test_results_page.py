@@ -236,9 +236,11 @@ def test_a_table_with_the_columns_every_run_gives_says_what_they_mean(tmp_path, 
     key = next(ln for ln in lines if ln.startswith("*Columns:*"))
     assert "`n_examples`" in key and "parsed_first_%" not in key
     # ... and is named as empty, so that no reader takes its blanks for values
-    assert lines[-1] == ("*Empty in every row:* `parsed_first_%`, `parsed_%`: this run gives no value there (the "
-                         "guide says when a column has one).")
+    assert lines[-1] == "*Empty in every row:* `parsed_first_%`, `parsed_%`: this run gives no value there."
     assert report.empty_key(df) is None
+    # a table of the paper's printed rows only computes nothing by design: no such line
+    printed = pd.DataFrame({"experiment": ["Table 1 (paper only)"] * 2, "paper": [0.4, 0.5], "reproduced": [None] * 2})
+    assert report.empty_key(printed) is None and report.empty_key(printed.assign(experiment="Table 1")) is not None
 
 
 def test_weights_are_named_by_their_sha256(tmp_path):
@@ -662,6 +664,9 @@ def test_a_table_saved_under_an_f_string_name_carries_its_guide(tmp_path):
     guides = reading_guides(path)
     assert guide_for(guides, "zero_shot_summary.md")[0].startswith("*Paper vs reproduced*")
     assert guide_for(guides, "one_shot_summary.md") == ("", "")
+    assert guide_for({"{name}.md": ("x", "")}, "anything.md") == ("", "")  # no literal text: matches nothing
+    both = {"{a}_{b}.md": ("loose", ""), "zero_shot_{level}.md": ("tight", "")}
+    assert guide_for(both, "zero_shot_summary.md")[0] == "tight"  # the most literal name wins
     src = tmp_path / "src"
     src.mkdir()
     (src / "zero_shot_summary.md").write_text("| metric | bacc |\n|---|---|\n| BAcc | 50 |\n")
@@ -688,3 +693,23 @@ def test_the_index_says_what_label_1_stands_for_on_each_page(tmp_path):
     assert "| faithful (f), 0 = unfaithful | [10](10_a.md), [40](40_c.md) |" in lines
     assert "| an error, 0 = none | [30](30_b.md) |" in lines
     assert label_lines(tmp_path, ["50_none"]) == []
+
+
+def test_the_index_counts_each_pages_notes_by_kind_and_table(tmp_path):
+    """Two notes of one kind on one table count it once; a stale page's bullet is followed by a paragraph of its
+    own (a blank line), not folded into the bullet."""
+    from sumjudge.results.page import write_index
+
+    out = tmp_path / "results-smoke"
+    out.mkdir()
+    notes_of = ["`t`: a is worse than chance (BAcc 20, interval [5, 40] wholly under 50): check",
+                "`t`: b is worse than chance (BAcc 10, interval [0, 30] wholly under 50): check",
+                "`u`: c is worse than chance (BAcc 10, interval [0, 30] wholly under 50): check",
+                "`u`: 1 interval of zero width (e.g. d: [50, 50]): every resampling gives the same value"]
+    prov = {"profile": "smoke", "runs": {}, "notebooks": {
+        "10_a": {"notebook": "10_a", "commit": "a", "check": {"state": "recorded"}, "cannot_show": notes_of},
+        "20_b": {"notebook": "20_b", "commit": "a", "check": {"state": "stale", "since": "b", "differences": ["x"]}}}}
+    (out / "provenance.json").write_text(json.dumps(prov))
+    text = write_index(out, "smoke").read_text()
+    assert "| [10_a](10_a.md) | worse than chance (2); zero-width intervals (1) |" in text
+    assert "- [20_b](20_b.md): stale since `b`: x\n\nEach page lists" in text

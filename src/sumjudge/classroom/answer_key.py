@@ -44,14 +44,14 @@ def replay_lab(profile: str = "smoke", page: Path | None = None) -> dict[str, li
     return tables
 
 
+def _points(v: Any, scale: float = 1.0) -> str:
+    """A number in percent to a tenth: the arena's BAcc as it is, a share (0-1) with ``scale`` 100 (``_pct``)."""
+    return "-" if v in (None, "") else f"{scale * float(v):.1f}"
+
+
 def _pct(v: Any) -> str:
     """A share (0-1) in percent."""
-    return "-" if v in (None, "") else f"{100 * float(v):.1f}"
-
-
-def _points(v: Any) -> str:
-    """A number already in percent (the arena's BAcc)."""
-    return "-" if v in (None, "") else f"{float(v):.1f}"
+    return _points(v, 100)
 
 
 def _interval(row: dict[str, Any]) -> str:

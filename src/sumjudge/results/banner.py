@@ -101,14 +101,14 @@ def page_tables(lines: list[str]) -> list[tuple[list[str], list[list[str]]]]:
     return tables
 
 
-def n_columns(lines: list[str], column: str = "n") -> tuple[list[float], int, int]:
-    """(every number in the ``column`` columns of a page's tables, tables with such a column, tables)."""
+def n_columns(lines: list[str]) -> tuple[list[float], int, int]:
+    """(every number in the ``n`` columns of a page's tables, tables with an ``n`` column, tables)."""
     values, with_n, tables = [], 0, page_tables(lines)
     for header, rows in tables:
-        if column not in header:
+        if "n" not in header:
             continue
         with_n += 1
-        i = header.index(column)
+        i = header.index("n")
         for r in rows:
             try:
                 v = float(r[i]) if i < len(r) else float("nan")

@@ -400,18 +400,30 @@ def one_score(t: Table) -> list[str]:
             "humans' or the paper's"]
 
 
-PAPER_COLUMNS = ("paper", "paper_bacc")  # the column holding the paper's number beside ours
+PAPER_COLUMNS = ("paper", "paper_bacc", "published")  # the column holding the paper's number beside ours
+SAME_COLUMNS = "paper_same_columns"  # where a row has it: the paper's number comparable with ours, not ``paper``'s
+
+
+def _comparable_paper(t: Table, row: dict[str, str], col: str) -> float | None:
+    """The paper's number of a row comparable with ours: none from another dataset (``same_dataset_as_paper``
+    False); ``paper_same_columns`` where the row has one."""
+    if (row.get("same_dataset_as_paper") or "").strip().lower() == "false":
+        return None
+    same = number(row.get(SAME_COLUMNS))
+    return same if same is not None else number(row.get(col))
 
 
 def paper_inside_interval(t: Table) -> list[str]:
-    """Rows whose interval holds the paper's number: there the table cannot tell ours from the paper's, so nearness
-    to it is no reproduction, and distance inside the interval no failure."""
+    """Rows whose own interval (not of zero width, named already) holds the paper's comparable number: there the
+    table cannot tell ours from the paper's, so nearness to it is no reproduction, and distance inside the interval
+    no failure."""
     col = next((c for c in PAPER_COLUMNS if c in t.columns), None)
     if col is None or t.value is None:
         return []
-    rows = [(r, p, ci) for r in t.rows
-            if t.has_number(r) and (p := number(r.get(col))) is not None and (ci := _interval(r)) is not None]
-    inside = [(r, f"paper {shown(p)}, ours {shown(r.get(t.value))} {_ci_text(ci)}") for r, p, ci in rows
+    rows = [(r, p, ci) for r in t.rows if t.has_number(r) and (p := _comparable_paper(t, r, col)) is not None
+            and (ci := _interval(r)) is not None and not _zero_width(r)]
+    inside = [(r, "".join(f"{c} {r[c]}, " for c in ("score", "who") if r.get(c))  # a distribution's point
+               + f"paper {shown(p)}, ours {shown(r.get(t.value))} {_ci_text(ci)}") for r, p, ci in rows
               if ci[0] <= p <= ci[1]]
     return [_rows_note(t, inside, "with a paper number hold it inside our 95% interval",
                        "there the table cannot tell ours from the paper's: being near the paper's number is no "

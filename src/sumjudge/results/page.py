@@ -25,6 +25,7 @@ from sumjudge.llm.models import resolve_model
 from sumjudge.llm.recording import compress
 from sumjudge.paths import project_root, runs_dir
 from sumjudge.perf.machine import cpu_name
+from sumjudge.report import PAPER_ONLY_ROW
 from sumjudge.results.banner import index_banner, notebook_banner
 from sumjudge.results.model_files import local_parameters, safetensors_parameters, weights_sha256
 from sumjudge.results.notes import kind_of, notes
@@ -110,7 +111,7 @@ def section_files(src: Path, since: float | None = None) -> list[Path]:
                   key=lambda p: (p.stat().st_mtime, p.name))
 
 
-PAPER_ONLY = "(paper only)"  # how a row the paper prints and this run does not compute names its experiment
+PAPER_ONLY = PAPER_ONLY_ROW  # how a row the paper prints and this run does not compute names its experiment
 
 
 def split_paper_only(md: str) -> tuple[str, str]:
@@ -354,9 +355,9 @@ def drift_lines(page: Path) -> list[str]:
              "batch with others of other lengths (alone and three at a time batch differently, and so did the "
              "recording). An answer can differ in its explanation and keep its label: `numeric cells` counts every "
              "number both pages show (wall times aside), and a cell moves only when a changed answer changes a label "
-             "or a score. Only the notebooks below were rerun; their moves show the kind of change a rerun "
-             "makes, not a bound on it for the other notebooks, whose debates and samples chain more answers (one "
-             "changed answer changes every later turn that quotes it), so their numbers may move further.", "",
+             "or a score. Only the notebooks below were rerun: their moves show the kind of change a rerun "
+             "makes, not a bound on it for the others, and where one changed answer is quoted by later turns "
+             "(a debate, a discussion) every turn after it may change too.", "",
              "| rerun | notebook | machine | answers asked by both | answered otherwise | numeric cells | moved | "
              "largest moves |", "|---|---|---|---|---|---|---|---|"]
     for e in entries:
@@ -476,14 +477,14 @@ def write_index(out: Path, profile: str) -> Path:
                      + ("not recorded: no replay checks it" if check["state"] == "unrecorded" else
                         f"stale since `{check.get('since')}`: " + "; ".join(check.get("differences", []))))
     if cannot:
-        lines += ["Each page lists, at its top, every cell its tables cannot show, one sentence per table and kind; "
-                  "here, how many of each page's tables show each kind (the page names them and says why).", "",
+        lines += ["", "Each page lists, at its top, every cell its tables cannot show, in sentences; here, how many "
+                  "of each page's tables show each kind (the page names them and says why).", "",
                   "| page | what its tables cannot show (tables) |", "|---|---|"]
-        kinds: dict[str, dict[str, int]] = {}
-        for nb, c in cannot:
-            counts = kinds.setdefault(nb, {})
-            counts[kind_of(c)] = counts.get(kind_of(c), 0) + 1
-        lines += [f"| [{nb}]({nb}.md) | " + "; ".join(f"{k} ({v})" for k, v in counts.items()) + " |"
+        kinds: dict[str, dict[str, set[str]]] = {}
+        for nb, c in cannot:  # a note opens with its table's name: a kind counts each table once
+            table = m.group(1) if (m := re.match(r"^`([^`]+)`", c)) else c
+            kinds.setdefault(nb, {}).setdefault(kind_of(c), set()).add(table)
+        lines += [f"| [{nb}]({nb}.md) | " + "; ".join(f"{k} ({len(v)})" for k, v in counts.items()) + " |"
                   for nb, counts in kinds.items()]
     (out / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out / "index.md"

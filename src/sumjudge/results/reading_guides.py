@@ -69,8 +69,10 @@ def guide_for(guides: dict[str, tuple[str, str]], file_name: str) -> tuple[str, 
     placeholders match (``zero_shot_{level}.md`` for ``zero_shot_summary.md``); ("", "") where none."""
     if file_name in guides:
         return guides[file_name]
-    for name, guide in guides.items():
-        if PLACEHOLDER.search(name) and re.fullmatch(
-                ".+".join(re.escape(part) for part in PLACEHOLDER.split(name)), file_name):
-            return guide
+    patterns = sorted(((name, PLACEHOLDER.split(name)) for name in guides if PLACEHOLDER.search(name)),
+                      key=lambda x: -len("".join(x[1])))  # the most literal text first
+    for name, parts in patterns:
+        stem = "".join(parts).removesuffix(".md").removesuffix(".png")
+        if stem.strip("_") and re.fullmatch(".+".join(re.escape(part) for part in parts), file_name):
+            return guides[name]  # a name of placeholders only (``f"{name}"``) would match every file: none
     return "", ""

@@ -51,3 +51,10 @@ def test_a_printed_average_that_is_not_its_aspects_mean_is_said_to_be_as_printed
     row = next(r for r in paper_only_rows("summeval") if r["evaluator"] == "GPTScore (Others)"
                and r["aspect"] == "average" and r["metric"] == "rho")
     assert row["note"].endswith("not the mean of its 4 printed aspects (0.378): as printed")
+
+
+def test_a_critic_that_objected_once_in_thousands_of_debates_never_shows_100():
+    from sumjudge.papers.debate.tables import ending_columns
+
+    assert ending_columns(1.0, 1)["no_issue_pct"] == 100 and ending_columns(5999 / 6000, 1)["no_issue_pct"] == 99.9
+    assert ending_columns(0.35, 2.345) == {"no_issue_pct": 35.0, "mean_reviews": 2.35}
