@@ -477,7 +477,8 @@ def write_index(out: Path, profile: str) -> Path:
                      + ("not recorded: no replay checks it" if check["state"] == "unrecorded" else
                         f"stale since `{check.get('since')}`: " + "; ".join(check.get("differences", []))))
     if cannot:
-        lines += ["", "Each page lists, at its top, every cell its tables cannot show, in sentences; here, how many "
+        lines += ([""] if lines[-1] else []) + [
+                  "Each page lists, at its top, every cell its tables cannot show, in sentences; here, how many "
                   "of each page's tables show each kind (the page names them and says why).", "",
                   "| page | what its tables cannot show (tables) |", "|---|---|"]
         kinds: dict[str, dict[str, set[str]]] = {}
