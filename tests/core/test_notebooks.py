@@ -100,3 +100,38 @@ def test_runs_with_the_ci_profile(path: Path, executions):
     if any(runs.glob("*/*/metrics.json")):  # a notebook that ran something says where its time went
         profiles = [p for f in runs.glob("*/time_profile.json") for p in json.loads(f.read_text())]
         assert profiles and all(p["calls"] >= p["backend_calls"] >= 0 and p["waves"] >= 0 for p in profiles)
+
+
+def test_a_kernel_that_dies_is_started_again_and_a_cells_error_is_not(tmp_path, monkeypatch):
+    """A loaded machine can lose a kernel before its first cell (no cell error: retried, each retry said); an error
+    raised by a cell is the notebook's own and is reported at once."""
+    calls = []
+
+    class CellError(Exception):
+        ename, evalue = "ValueError", "bad"
+
+    def died_once(nb, profile, out_dir, **params):
+        calls.append(nb)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(reproduce, "execute", died_once)
+    assert reproduce.execute_with_retries(Path("00_x.ipynb"), "ci", tmp_path, {}) == "ok" and len(calls) == 2
+
+    def cell_fails(nb, profile, out_dir, **params):
+        calls.append(nb)
+        raise CellError()
+
+    calls.clear()
+    monkeypatch.setattr(reproduce, "execute", cell_fails)
+    assert reproduce.execute_with_retries(Path("00_x.ipynb"), "ci", tmp_path, {}) == "FAILED: ValueError: bad"
+    assert len(calls) == 1
+
+    def always_dies(nb, profile, out_dir, **params):
+        calls.append(nb)
+        raise RuntimeError("Kernel died")
+
+    calls.clear()
+    monkeypatch.setattr(reproduce, "execute", always_dies)
+    assert reproduce.execute_with_retries(Path("00_x.ipynb"), "ci", tmp_path, {}) == "FAILED: RuntimeError: Kernel died"
+    assert len(calls) == reproduce.KERNEL_TRIES

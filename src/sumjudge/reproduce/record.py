@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from sumjudge import profiles
 from sumjudge.errors import ConfigError
@@ -184,6 +185,26 @@ def cpu_speed_note(dtype: str | None) -> str | None:
             "tokens)")
 
 
+KERNEL_TRIES = 3  # a kernel that dies before running a cell (a loaded machine) is started again, this often
+
+
+def execute_with_retries(nb: Path, profile: str, out_dir: Path, params: dict[str, Any],
+                         tries: int = KERNEL_TRIES) -> str:
+    """Execute one notebook: "ok", or "FAILED: ..." with the error. An error raised by a cell (papermill's, with the
+    cell's ``ename``) is the notebook's and is not retried; one without (the kernel died or did not start) is the
+    machine's, and the notebook is executed again, up to ``tries`` times in all, each retry said."""
+    for attempt in range(1, tries + 1):
+        try:
+            execute(nb, profile, out_dir, **params)
+            return "ok"
+        except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
+            status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
+            if hasattr(e, "ename") or attempt == tries:
+                return status
+            print(f"{nb.name}: {status}; executing it again ({attempt + 1} of {tries})", flush=True)
+    return "FAILED: not executed"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``record`` with Ctrl-C said in one line (exit 130): an interrupted recording writes nothing to the page, and
     each notebook's runs resume where they stopped."""
@@ -247,12 +268,9 @@ def record(argv: list[str] | None = None) -> int:
     if a.worker:
         for nb in notebooks(a.notebooks):
             t0 = time.time()
-            try:
-                execute(nb, a.profile, out_dir, **params)
-                status = "ok"
-            except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
+            status = execute_with_retries(nb, a.profile, out_dir, params)
+            if status != "ok":
                 failed.append(nb.name)
-                status = f"FAILED: {getattr(e, 'ename', type(e).__name__)}: {getattr(e, 'evalue', e)}"
             print(f"{nb.name:45s} {time.time() - t0:8.1f}s  {status}", flush=True)
         return 1 if failed else 0
 
