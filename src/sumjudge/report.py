@@ -149,7 +149,7 @@ def empty_key(df) -> str | None:
                        and all(str(v).endswith(PAPER_ONLY_ROW) for v in df["experiment"])):
         return None
     empty = [str(c) for c in df.columns if all(_blank(v) for v in df[c])]
-    return (f"*Empty in every row:* {', '.join(f'`{c}`' for c in empty)}: this run gives no value "
+    return (f"*Empty in every row:* {', '.join(f'`{c}`' for c in empty)}: no row of this table has a value "
             "there.") if empty else None
 
 

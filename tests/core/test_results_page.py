@@ -236,7 +236,7 @@ def test_a_table_with_the_columns_every_run_gives_says_what_they_mean(tmp_path, 
     key = next(ln for ln in lines if ln.startswith("*Columns:*"))
     assert "`n_examples`" in key and "parsed_first_%" not in key
     # ... and is named as empty, so that no reader takes its blanks for values
-    assert lines[-1] == "*Empty in every row:* `parsed_first_%`, `parsed_%`: this run gives no value there."
+    assert lines[-1] == "*Empty in every row:* `parsed_first_%`, `parsed_%`: no row of this table has a value there."
     assert report.empty_key(df) is None
     # a table of the paper's printed rows only computes nothing by design: no such line
     printed = pd.DataFrame({"experiment": ["Table 1 (paper only)"] * 2, "paper": [0.4, 0.5], "reproduced": [None] * 2})
