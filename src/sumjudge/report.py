@@ -54,6 +54,11 @@ def ci_text(ci: Any) -> str | None:
     return f"[{low:.3g}, {high:.3g}]"
 
 
+def percent(share: float | None) -> float | None:
+    """A share (0-1) in percent, as the tables print it; None for None or NaN (a cell with no number)."""
+    return None if share is None or share != share else 100 * share
+
+
 def scaled_ci(ci: Any, factor: float = 100.0) -> tuple[float, float] | None:
     """An interval in another unit (a BAcc interval in %)."""
     return None if not ci or ci[0] is None else (factor * ci[0], factor * ci[1])

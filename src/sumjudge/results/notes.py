@@ -404,7 +404,7 @@ PAPER_COLUMNS = ("paper", "paper_bacc", "published")  # the column holding the p
 SAME_COLUMNS = "paper_same_columns"  # where a row has it: the paper's number comparable with ours, not ``paper``'s
 
 
-def _comparable_paper(t: Table, row: dict[str, str], col: str) -> float | None:
+def _comparable_paper(row: dict[str, str], col: str) -> float | None:
     """The paper's number of a row comparable with ours: none from another dataset (``same_dataset_as_paper``
     False); ``paper_same_columns`` where the row has one."""
     if (row.get("same_dataset_as_paper") or "").strip().lower() == "false":
@@ -420,7 +420,7 @@ def paper_inside_interval(t: Table) -> list[str]:
     col = next((c for c in PAPER_COLUMNS if c in t.columns), None)
     if col is None or t.value is None:
         return []
-    rows = [(r, p, ci) for r in t.rows if t.has_number(r) and (p := _comparable_paper(t, r, col)) is not None
+    rows = [(r, p, ci) for r in t.rows if t.has_number(r) and (p := _comparable_paper(r, col)) is not None
             and (ci := _interval(r)) is not None and not _zero_width(r)]
     inside = [(r, "".join(f"{c} {r[c]}, " for c in ("score", "who") if r.get(c))  # a distribution's point
                + f"paper {shown(p)}, ours {shown(r.get(t.value))} {_ci_text(ci)}") for r, p, ci in rows

@@ -49,7 +49,7 @@ from sumjudge.metrics import (
     wilson_ci,
 )
 from sumjudge.papers.factax.sft.steps import trained_from
-from sumjudge.report import paper_results, paper_value, read_results, scaled_ci
+from sumjudge.report import paper_results, paper_value, percent, read_results, scaled_ci
 from sumjudge.run.folder import run_name
 from sumjudge.run.methods import get_method
 from sumjudge.run.metrics import GOLD_COLUMN, SAID_COLUMN, parse_columns, said_column
@@ -528,7 +528,7 @@ def length_rows(runs: dict[str, Path], edges: list[int]) -> list[dict[str, Any]]
             share = b["accuracy"]
             ci = wilson_ci(100 * share, b["n"])
             rows.append({"method": label, "dataset": dataset, **b,
-                         "accuracy": None if share is None or share != share else 100 * share,
+                         "accuracy": percent(share),
                          "ci_low": None if ci is None else ci[0], "ci_high": None if ci is None else ci[1],
                          **said_column(s, g)})
     return rows
@@ -621,7 +621,7 @@ def error_type_rows(grid, model: str, dataset: str = "diasumfact") -> list[dict[
         for t, v in et["f1"].items():
             rows.append({"experiment": "Table 6", "evaluator": label, "aspect": t, "metric": "F1 %",
                          "paper": paper_value("factax", "table6", paper_row, t) if label == "FACTAX" else None,
-                         "reproduced": None if v["f1"] != v["f1"] else 100 * v["f1"],
+                         "reproduced": percent(v["f1"]),
                          "ci": scaled_ci(v.get("f1_ci")), "support": v["support"],
                          "predicted": v["predicted"], "all_yes_f1_%": all_yes_f1(v["support"], et["n"]),
                          "n": et["n"], "model": model})

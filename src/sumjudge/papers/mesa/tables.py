@@ -24,7 +24,7 @@ from sumjudge.metrics import fisher_ci, point_biserial, sd_interval, t_interval
 from sumjudge.papers.mesa.feedback import save, self_train
 from sumjudge.papers.mesa.metrics import transcript_columns
 from sumjudge.papers.mesa.protocol import transcript_budget
-from sumjudge.report import paper_value, read_results, scaled_ci
+from sumjudge.report import paper_value, percent, read_results, scaled_ci
 from sumjudge.run.folder import run_name
 from sumjudge.run.methods import get_method
 from sumjudge.run.metrics import parse_columns, said_column
@@ -214,10 +214,9 @@ def table1_rows(single: dict[str, Any], three: dict[str, Any], model: str) -> li
     rows = []
     for label, m in (("single", single), ("three", three)):
         for code, t in m["types"].items():
-            bacc = t.get("bacc")
             rows.append({"experiment": "Table 1", "evaluator": label, "aspect": code, "metric": "BAcc %",
                          "paper": paper_value("mesa", "table1", label, paper_code(code)),
-                         "reproduced": None if bacc is None or bacc != bacc else 100 * bacc,
+                         "reproduced": percent(t.get("bacc")),
                          "ci": scaled_ci(t.get("bacc_ci")), "n": t.get("detected_n"), "n_examples": t.get("n"),
                          "errors": t.get("errors"),
                          **said_column(t.get("said"), t.get("gold")), **parse_columns(m), **transcript_columns(m),
@@ -324,10 +323,8 @@ def aspect_rows(single: dict[str, Any], multi: dict[str, Any], model: str) -> li
     for label, m in (("single-aspect", single), ("multi-aspect", multi)):
         for code, t in m["types"].items():
             pb = t.get("point_biserial", {})
-            bacc = t.get("bacc")
             for metric, val, ci in (("mean rating", t.get("mean_rating"), t.get("mean_rating_ci")),
-                                    ("BAcc %", None if bacc is None or bacc != bacc else 100 * bacc,
-                                     scaled_ci(t.get("bacc_ci"))),
+                                    ("BAcc %", percent(t.get("bacc")), scaled_ci(t.get("bacc_ci"))),
                                     ("r_pb", pb.get("r"), fisher_ci(pb.get("r"), pb.get("n")))):
                 rows.append({"experiment": "Section 2.2", "evaluator": label, "aspect": code, "metric": metric,
                              "paper": None, "reproduced": val, "ci": ci, "model": model, "n": t.get("scored"),
